@@ -1,0 +1,116 @@
+package dev.sandboxsdk.agent;
+
+import java.nio.file.Path;
+import java.util.Objects;
+
+/**
+ * Everything the agent is started with. Immutable; build one with {@link #builder()}.
+ *
+ * @param token the bearer token clients must send, or null only when auth is explicitly disabled
+ */
+public record AgentConfig(
+    String bind,
+    int port,
+    Path workspace,
+    String token,
+    boolean insecureNoAuth,
+    int maxProcesses,
+    long graceMs,
+    long keepAliveMs,
+    int maxBodyBytes,
+    int logWindowBytes,
+    int defaultMaxOutputBytes,
+    long autoCleanupDelayMs) {
+
+  public static final int DEFAULT_PORT = 3000;
+  public static final String DEFAULT_BIND = "0.0.0.0";
+  public static final int DEFAULT_MAX_PROCESSES = 1024;
+  public static final long DEFAULT_GRACE_MS = 5_000;
+  public static final long DEFAULT_KEEP_ALIVE_MS = 2_000;
+  /** The protocol promises a keep-alive at least this often. */
+  public static final long MAX_KEEP_ALIVE_MS = 15_000;
+  public static final int DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
+  public static final int DEFAULT_LOG_WINDOW_BYTES = 1024 * 1024;
+  public static final int DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
+  /** The largest maxOutputBytes a request may ask for, so one call cannot exhaust the heap. */
+  public static final int MAX_OUTPUT_BYTES_LIMIT = 256 * 1024 * 1024;
+  public static final long DEFAULT_AUTO_CLEANUP_DELAY_MS = 60_000;
+
+  public AgentConfig {
+    Objects.requireNonNull(bind, "bind == null");
+    Objects.requireNonNull(workspace, "workspace == null");
+    if (port < 0 || port > 65535) {
+      throw new IllegalArgumentException("port must be 0..65535: " + port);
+    }
+    if (token == null && !insecureNoAuth) {
+      throw new IllegalArgumentException("a token is required unless auth is explicitly disabled");
+    }
+    if (token != null && token.isEmpty()) {
+      throw new IllegalArgumentException("token is empty");
+    }
+    positive("maxProcesses", maxProcesses);
+    positive("graceMs", graceMs);
+    positive("maxBodyBytes", maxBodyBytes);
+    positive("logWindowBytes", logWindowBytes);
+    positive("defaultMaxOutputBytes", defaultMaxOutputBytes);
+    if (keepAliveMs <= 0 || keepAliveMs > MAX_KEEP_ALIVE_MS) {
+      throw new IllegalArgumentException("keepAliveMs must be 1.." + MAX_KEEP_ALIVE_MS + ": " + keepAliveMs);
+    }
+    if (autoCleanupDelayMs < 0) {
+      throw new IllegalArgumentException("autoCleanupDelayMs must be >= 0: " + autoCleanupDelayMs);
+    }
+  }
+
+  private static void positive(String name, long value) {
+    if (value <= 0) {
+      throw new IllegalArgumentException(name + " must be positive: " + value);
+    }
+  }
+
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  @Override
+  public String toString() {
+    return "AgentConfig[bind=" + bind + ", port=" + port + ", workspace=" + workspace
+        + ", auth=" + (token != null ? "token" : "DISABLED") + ", maxProcesses=" + maxProcesses
+        + ", graceMs=" + graceMs + ", keepAliveMs=" + keepAliveMs + ", maxBodyBytes=" + maxBodyBytes
+        + ", logWindowBytes=" + logWindowBytes + ", defaultMaxOutputBytes=" + defaultMaxOutputBytes
+        + ", autoCleanupDelayMs=" + autoCleanupDelayMs + "]";
+  }
+
+  /** Mutable builder with the documented defaults. */
+  public static final class Builder {
+    private String bind = DEFAULT_BIND;
+    private int port = DEFAULT_PORT;
+    private Path workspace = Path.of("").toAbsolutePath();
+    private String token;
+    private boolean insecureNoAuth;
+    private int maxProcesses = DEFAULT_MAX_PROCESSES;
+    private long graceMs = DEFAULT_GRACE_MS;
+    private long keepAliveMs = DEFAULT_KEEP_ALIVE_MS;
+    private int maxBodyBytes = DEFAULT_MAX_BODY_BYTES;
+    private int logWindowBytes = DEFAULT_LOG_WINDOW_BYTES;
+    private int defaultMaxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES;
+    private long autoCleanupDelayMs = DEFAULT_AUTO_CLEANUP_DELAY_MS;
+
+    public Builder bind(String bind) { this.bind = bind; return this; }
+    public Builder port(int port) { this.port = port; return this; }
+    public Builder workspace(Path workspace) { this.workspace = workspace; return this; }
+    public Builder token(String token) { this.token = token; return this; }
+    public Builder insecureNoAuth(boolean insecureNoAuth) { this.insecureNoAuth = insecureNoAuth; return this; }
+    public Builder maxProcesses(int maxProcesses) { this.maxProcesses = maxProcesses; return this; }
+    public Builder graceMs(long graceMs) { this.graceMs = graceMs; return this; }
+    public Builder keepAliveMs(long keepAliveMs) { this.keepAliveMs = keepAliveMs; return this; }
+    public Builder maxBodyBytes(int maxBodyBytes) { this.maxBodyBytes = maxBodyBytes; return this; }
+    public Builder logWindowBytes(int logWindowBytes) { this.logWindowBytes = logWindowBytes; return this; }
+    public Builder defaultMaxOutputBytes(int bytes) { this.defaultMaxOutputBytes = bytes; return this; }
+    public Builder autoCleanupDelayMs(long ms) { this.autoCleanupDelayMs = ms; return this; }
+
+    public AgentConfig build() {
+      return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
+          keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs);
+    }
+  }
+}

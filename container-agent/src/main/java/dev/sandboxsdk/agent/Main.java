@@ -1,0 +1,191 @@
+package dev.sandboxsdk.agent;
+
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * Command line entry point. Prints exactly one line to stdout, the ready line:
+ *
+ * <pre>SANDBOX_AGENT_READY {"url":"http://127.0.0.1:3000","port":3000,"pid":42,"version":"0.1.0","protocol":1}</pre>
+ *
+ * Everything else (logs, errors) goes to stderr.
+ */
+public final class Main {
+  static final String READY_PREFIX = "SANDBOX_AGENT_READY ";
+  static final String TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
+
+  private static final String USAGE = String.join("\n",
+      "Usage: java -jar container-agent.jar [options]",
+      "",
+      "Runs the sandbox agent: an HTTP server (protocol v1) that spawns and manages processes.",
+      "",
+      "Options:",
+      "  --port N                 TCP port to listen on; 0 picks a free port (default 3000)",
+      "  --bind ADDR              address to bind (default 0.0.0.0; use 127.0.0.1 for local only)",
+      "  --workspace DIR          default working directory of commands; created if missing",
+      "                           (default: the current directory)",
+      "  --token-file F           file holding the bearer token clients must send",
+      "                           (the token may also come from env SANDBOX_AGENT_TOKEN)",
+      "  --insecure-no-auth       serve without a token (only for trusted, local setups)",
+      "  --max-processes N        most processes running at once, of any kind (default 1024)",
+      "  --grace-ms N             time between SIGTERM and SIGKILL when killing (default 5000)",
+      "  --keep-alive-ms N        idle time before an event stream gets a keep-alive comment,",
+      "                           1..15000 (default 2000)",
+      "  --max-body-bytes N       largest request body accepted (default 8388608)",
+      "  --log-window-bytes N     output retained per stream of a background process",
+      "                           (default 1048576)",
+      "  --max-output-bytes N     default per-stream output cap of POST /api/execute",
+      "                           (default 16777216; requests may set maxOutputBytes)",
+      "  --auto-cleanup-delay-ms N  how long a finished process started with autoCleanup",
+      "                           stays listed (default 60000)",
+      "  --help                   print this help and exit",
+      "  --version                print the version and exit",
+      "",
+      "When ready, prints one line to stdout:",
+      "  SANDBOX_AGENT_READY {\"url\":...,\"port\":...,\"pid\":...,\"version\":...,\"protocol\":1}",
+      "Logs go to stderr. SIGTERM stops the agent and every process it started.");
+
+  private Main() {}
+
+  public static void main(String[] args) {
+    int status = run(args, System.out, System.err);
+    if (status != 0) {
+      System.exit(status);
+    }
+  }
+
+  /** Parses arguments and serves until the JVM is asked to stop; returns an exit status on failure. */
+  static int run(String[] args, PrintStream out, PrintStream err) {
+    AgentConfig config;
+    try {
+      config = parse(args, System.getenv(TOKEN_ENV), out);
+    } catch (UsageException e) {
+      if (e.getMessage() == null) {
+        return 0; // --help or --version
+      }
+      err.println("container-agent: " + e.getMessage());
+      err.println("Run with --help for the options.");
+      return 2;
+    }
+    AgentServer server;
+    try {
+      server = AgentServer.start(config);
+    } catch (IOException | RuntimeException e) {
+      err.println("container-agent: cannot start: " + e.getMessage());
+      return 1;
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close();
+      stopped.countDown();
+    }, "agent-shutdown"));
+    out.println(READY_PREFIX + "{\"url\":\"" + server.uri() + "\",\"port\":" + server.port()
+        + ",\"pid\":" + ProcessHandle.current().pid() + ",\"version\":\"" + AgentServer.version()
+        + "\",\"protocol\":1}");
+    out.flush();
+    try {
+      stopped.await();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    return 0;
+  }
+
+  static AgentConfig parse(String[] args, String envToken, PrintStream out) {
+    AgentConfig.Builder b = AgentConfig.builder();
+    String tokenFile = null;
+    boolean insecure = false;
+    for (int i = 0; i < args.length; i++) {
+      String arg = args[i];
+      String value = null;
+      int eq = arg.indexOf('=');
+      if (arg.startsWith("--") && eq > 0) {
+        value = arg.substring(eq + 1);
+        arg = arg.substring(0, eq);
+      }
+      switch (arg) {
+        case "--help":
+        case "-h":
+          out.println(USAGE);
+          throw new UsageException(null);
+        case "--version":
+          out.println("container-agent " + AgentServer.version() + " (protocol 1)");
+          throw new UsageException(null);
+        case "--insecure-no-auth":
+          insecure = true;
+          break;
+        default:
+          if (value == null) {
+            if (i + 1 >= args.length || !isOption(arg)) {
+              throw new UsageException(isOption(arg) ? "option " + arg + " needs a value" : "unknown argument '" + arg + "'");
+            }
+            value = args[++i];
+          }
+          switch (arg) {
+            case "--port": b.port((int) number(arg, value, 0, 65535)); break;
+            case "--bind": b.bind(value); break;
+            case "--workspace": b.workspace(Path.of(value).toAbsolutePath().normalize()); break;
+            case "--token-file": tokenFile = value; break;
+            case "--max-processes": b.maxProcesses((int) number(arg, value, 1, 1_000_000)); break;
+            case "--grace-ms": b.graceMs(number(arg, value, 1, 3_600_000)); break;
+            case "--keep-alive-ms": b.keepAliveMs(number(arg, value, 1, AgentConfig.MAX_KEEP_ALIVE_MS)); break;
+            case "--max-body-bytes": b.maxBodyBytes((int) number(arg, value, 1024, Integer.MAX_VALUE - 8)); break;
+            case "--log-window-bytes": b.logWindowBytes((int) number(arg, value, 1, 1 << 30)); break;
+            case "--max-output-bytes": b.defaultMaxOutputBytes((int) number(arg, value, 1, AgentConfig.MAX_OUTPUT_BYTES_LIMIT)); break;
+            case "--auto-cleanup-delay-ms": b.autoCleanupDelayMs(number(arg, value, 0, Long.MAX_VALUE)); break;
+            default: throw new UsageException("unknown option " + arg);
+          }
+      }
+    }
+    String token = null;
+    if (tokenFile != null) {
+      try {
+        token = Files.readString(Path.of(tokenFile), StandardCharsets.UTF_8).strip();
+      } catch (IOException e) {
+        throw new UsageException("cannot read --token-file " + tokenFile + ": " + e.getMessage());
+      }
+      if (token.isEmpty()) {
+        throw new UsageException("--token-file " + tokenFile + " is empty");
+      }
+    } else if (envToken != null && !envToken.isBlank()) {
+      token = envToken.strip();
+    }
+    if (token == null && !insecure) {
+      throw new UsageException("no token: pass --token-file F or set " + TOKEN_ENV
+          + " (or, for a trusted local setup only, --insecure-no-auth)");
+    }
+    if (token != null && insecure) {
+      throw new UsageException("--insecure-no-auth conflicts with the token that was given; drop one of them");
+    }
+    return b.token(token).insecureNoAuth(insecure).build();
+  }
+
+  private static boolean isOption(String arg) {
+    return arg.startsWith("--");
+  }
+
+  private static long number(String option, String value, long min, long max) {
+    try {
+      long n = Long.parseLong(value.trim());
+      if (n >= min && n <= max) {
+        return n;
+      }
+    } catch (NumberFormatException ignored) {
+      // reported below
+    }
+    throw new UsageException(option + " must be an integer from " + min + " to " + max + ", got '" + value + "'");
+  }
+
+  /** A bad command line; a null message means "exit 0 after --help/--version". */
+  static final class UsageException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    UsageException(String message) {
+      super(message, null, false, false);
+    }
+  }
+}

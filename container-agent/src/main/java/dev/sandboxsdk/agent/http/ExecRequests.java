@@ -1,0 +1,116 @@
+package dev.sandboxsdk.agent.http;
+
+import dev.sandboxsdk.agent.AgentConfig;
+import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.process.ExecSpec;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/** Validates the bodies of execute, execute/stream and process/start into an {@link ExecSpec}. */
+final class ExecRequests {
+  static final long MAX_TIMEOUT_MS = 30L * 24 * 3600 * 1000;
+
+  /** The three endpoints that run a command; each accepts a slightly different set of fields. */
+  enum Kind {
+    EXECUTE(Set.of("command", "argv", "env", "cwd", "timeoutMs", "stdin", "maxOutputBytes", "encoding", "sessionId")),
+    EXECUTE_STREAM(Set.of("command", "argv", "env", "cwd", "timeoutMs", "stdin", "encoding", "sessionId")),
+    START(Set.of("command", "argv", "processId", "env", "cwd", "timeoutMs", "encoding", "autoCleanup", "stdin", "sessionId"));
+
+    final Set<String> fields;
+
+    Kind(Set<String> fields) {
+      this.fields = fields;
+    }
+  }
+
+  private ExecRequests() {}
+
+  static ExecSpec parse(Json body, Kind kind, AgentConfig config) {
+    body.allowOnly(kind.fields);
+    String command = body.string("command");
+    List<String> argv = body.stringList("argv");
+    if (command != null && argv != null) {
+      throw new AgentException(ErrorCode.INVALID_COMMAND, "give either 'command' (a shell string) or 'argv' (an array), not both");
+    }
+    if (command == null && argv == null) {
+      throw new AgentException(ErrorCode.INVALID_COMMAND, "missing command: give 'command' (a shell string) or 'argv' (an array of strings)");
+    }
+    if (command != null) {
+      if (command.isBlank()) {
+        throw new AgentException(ErrorCode.INVALID_COMMAND, "'command' is empty");
+      }
+      noNul("command", command);
+    } else {
+      if (argv.isEmpty() || argv.get(0).isEmpty()) {
+        throw new AgentException(ErrorCode.INVALID_COMMAND, "'argv' must be a non-empty array whose first element names the program");
+      }
+      argv.forEach(a -> noNul("argv", a));
+    }
+    Map<String, String> env = body.stringMap("env");
+    for (Map.Entry<String, String> e : env.entrySet()) {
+      String k = e.getKey();
+      if (k.isEmpty() || k.indexOf('=') >= 0 || k.indexOf('\0') >= 0) {
+        throw AgentException.invalid("env", "environment variable names must be non-empty and contain no '=' or NUL: '" + k + "'");
+      }
+      if (e.getValue() != null) {
+        noNul("env", e.getValue());
+      }
+    }
+    String cwd = body.string("cwd");
+    if (cwd != null) {
+      if (cwd.isEmpty()) {
+        throw AgentException.invalid("cwd", "'cwd' is empty; omit it to use the workspace");
+      }
+      noNul("cwd", cwd);
+    }
+    Long timeoutMs = body.integer("timeoutMs", 1, MAX_TIMEOUT_MS);
+    body.string("sessionId"); // accepted for compatibility with Cloudflare's container API; sessions are not modelled
+    String stdinData = null;
+    boolean stdinPipe = false;
+    if (kind == Kind.START) {
+      String stdin = body.string("stdin");
+      if (stdin != null && !stdin.equals("pipe")) {
+        throw AgentException.invalid("stdin", "for process/start 'stdin' may only be \"pipe\" (then write with POST /api/process/{id}/stdin)");
+      }
+      stdinPipe = stdin != null;
+    } else {
+      stdinData = body.string("stdin");
+    }
+    int maxOutput = config.defaultMaxOutputBytes();
+    if (kind == Kind.EXECUTE) {
+      Long m = body.integer("maxOutputBytes", 1, AgentConfig.MAX_OUTPUT_BYTES_LIMIT);
+      if (m != null) {
+        maxOutput = m.intValue();
+      }
+    }
+    ExecSpec.Encoding encoding = encoding(body.string("encoding"), "encoding");
+    String processId = kind == Kind.START ? body.string("processId") : null;
+    Boolean autoCleanup = kind == Kind.START ? body.bool("autoCleanup") : null;
+    return new ExecSpec(command, argv, env, cwd, timeoutMs, stdinData, stdinPipe, maxOutput, encoding,
+        processId, Boolean.TRUE.equals(autoCleanup));
+  }
+
+  static ExecSpec.Encoding encoding(String value, String field) {
+    if (value == null) {
+      return ExecSpec.Encoding.UTF8;
+    }
+    switch (value.toLowerCase(Locale.ROOT)) {
+      case "utf-8":
+      case "utf8":
+        return ExecSpec.Encoding.UTF8;
+      case "base64":
+        return ExecSpec.Encoding.BASE64;
+      default:
+        throw AgentException.invalid(field, "'" + field + "' must be \"utf-8\" or \"base64\", got '" + value + "'");
+    }
+  }
+
+  private static void noNul(String field, String value) {
+    if (value.indexOf('\0') >= 0) {
+      throw AgentException.invalid(field, "'" + field + "' contains a NUL character, which no process can receive");
+    }
+  }
+}

@@ -1,0 +1,301 @@
+package dev.sandboxsdk.agent.http;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import dev.sandboxsdk.agent.AgentConfig;
+import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.process.ExecSpec;
+import dev.sandboxsdk.agent.process.ManagedProcess;
+import dev.sandboxsdk.agent.process.ManagedProcess.LogChunk;
+import dev.sandboxsdk.agent.process.ManagedProcess.StreamName;
+import dev.sandboxsdk.agent.process.ProcessManager;
+import dev.sandboxsdk.agent.process.Signal;
+import dev.sandboxsdk.agent.text.ByteBuf;
+import dev.sandboxsdk.agent.text.Utf8Sanitizer;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.time.Instant;
+import java.util.Base64;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+
+/** The /api/process/* endpoints for background processes. */
+final class ProcessEndpoints {
+  private static final int STREAM_CHUNK = 64 * 1024;
+  private static final long MAX_GRACE_MS = 10 * 60 * 1000;
+
+  private final ProcessManager processes;
+  private final AgentConfig config;
+
+  ProcessEndpoints(ProcessManager processes) {
+    this.processes = processes;
+    this.config = processes.config();
+  }
+
+  void start(HttpExchange exchange) throws IOException {
+    ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes()), ExecRequests.Kind.START, config);
+    ManagedProcess p = processes.startBackground(spec);
+    ObjectNode body = Json.object();
+    body.put("processId", p.id());
+    body.put("pid", p.pid());
+    body.put("command", p.command());
+    body.put("status", p.snapshot().status().wireName());
+    Responses.ok(exchange, body);
+  }
+
+  void list(HttpExchange exchange) throws IOException {
+    Query q = Query.parse(exchange.getRequestURI(), Set.of("status"));
+    ManagedProcess.Status filter = null;
+    String status = q.string("status");
+    if (status != null) {
+      try {
+        filter = ManagedProcess.Status.valueOf(status.toUpperCase(Locale.ROOT));
+      } catch (IllegalArgumentException e) {
+        throw AgentException.invalid("status", "unknown status '" + status
+            + "'; use starting, running, completed, failed, killed or error");
+      }
+    }
+    ArrayNode list = Json.MAPPER.createArrayNode();
+    for (ManagedProcess p : processes.list(filter)) {
+      list.add(Responses.processInfo(p.snapshot()));
+    }
+    ObjectNode body = Json.object();
+    body.set("processes", list);
+    Responses.ok(exchange, body);
+  }
+
+  void get(HttpExchange exchange, String id) throws IOException {
+    Query.parse(exchange.getRequestURI(), Set.of());
+    ObjectNode body = Json.object();
+    body.set("process", Responses.processInfo(processes.require(id).snapshot()));
+    Responses.ok(exchange, body);
+  }
+
+  void kill(HttpExchange exchange, String id) throws IOException {
+    Query q = Query.parse(exchange.getRequestURI(), Set.of("signal", "graceMs"));
+    Signal signal = q.string("signal") == null ? Signal.SIGTERM : Signal.parse(q.string("signal"), "signal");
+    long graceMs = q.integer("graceMs", 0, MAX_GRACE_MS, config.graceMs());
+    ManagedProcess p = processes.require(id);
+    processes.kill(p, signal, Math.max(1, graceMs));
+    ObjectNode body = Json.object();
+    body.put("processId", p.id());
+    body.put("signal", signal.name());
+    body.put("status", p.snapshot().status().wireName());
+    Responses.ok(exchange, body);
+  }
+
+  void killAll(HttpExchange exchange) throws IOException {
+    Query.parse(exchange.getRequestURI(), Set.of());
+    ObjectNode body = Json.object();
+    body.put("cleanedCount", processes.killAll());
+    Responses.ok(exchange, body);
+  }
+
+  void cleanup(HttpExchange exchange) throws IOException {
+    Query.parse(exchange.getRequestURI(), Set.of());
+    ObjectNode body = Json.object();
+    body.put("cleanedCount", processes.cleanupCompleted());
+    Responses.ok(exchange, body);
+  }
+
+  void logs(HttpExchange exchange, String id) throws IOException {
+    Query q = Query.parse(exchange.getRequestURI(), Set.of("since", "stdoutSince", "stderrSince", "maxBytes", "encoding"));
+    ManagedProcess p = processes.require(id);
+    ExecSpec.Encoding encoding = q.string("encoding") == null ? p.spec().encoding()
+        : ExecRequests.encoding(q.string("encoding"), "encoding");
+    long since = q.integer("since", 0, Long.MAX_VALUE, 0);
+    int maxBytes = (int) q.integer("maxBytes", 1, Integer.MAX_VALUE - 8, Integer.MAX_VALUE - 8);
+    ObjectNode body = Json.object();
+    body.put("processId", p.id());
+    boolean truncated = false;
+    boolean complete = true;
+    for (StreamName stream : StreamName.values()) {
+      String name = stream.name().toLowerCase(Locale.ROOT);
+      long from = checkedOffset(q, name + "Since", since, p, stream);
+      LogChunk chunk = p.readLog(stream, from, maxBytes);
+      byte[] data = chunk.data();
+      int usable = data.length;
+      String text;
+      if (encoding == ExecSpec.Encoding.BASE64) {
+        text = Base64.getEncoder().encodeToString(data);
+      } else {
+        // Hold back a code point cut by the end of what was read, unless the stream is over.
+        boolean endOfStream = chunk.finished() && chunk.start() + data.length == chunk.end();
+        Utf8Sanitizer sanitizer = new Utf8Sanitizer();
+        ByteBuf valid = new ByteBuf(data.length + 16);
+        sanitizer.sanitize(data, 0, data.length, endOfStream, valid);
+        usable = data.length - sanitizer.pending();
+        text = valid.toString();
+      }
+      body.put(name, text);
+      body.put(name + "Offset", chunk.start());
+      body.put(name + "NextOffset", chunk.start() + usable);
+      truncated |= chunk.droppedBytes() > 0;
+      complete &= chunk.finished() && chunk.start() + usable == chunk.end();
+    }
+    body.put("truncated", truncated);
+    body.put("complete", complete);
+    body.put("status", p.snapshot().status().wireName());
+    if (encoding == ExecSpec.Encoding.BASE64) {
+      body.put("encoding", "base64");
+    }
+    Responses.ok(exchange, body);
+  }
+
+  /**
+   * The offset to read {@code stream} from: its own parameter, validated strictly, or the shared
+   * {@code since}, clamped to what the stream has produced (the two streams differ in length).
+   */
+  private static long checkedOffset(Query q, String param, long since, ManagedProcess p, StreamName stream) {
+    long end = p.logEnd(stream);
+    if (q.string(param) == null) {
+      return Math.min(since, end);
+    }
+    long offset = q.integer(param, 0, Long.MAX_VALUE, 0);
+    if (offset > end) {
+      throw AgentException.invalid(param, param + "=" + offset + " is beyond the " + stream.name().toLowerCase(Locale.ROOT)
+          + " produced so far (" + end + " bytes)");
+    }
+    return offset;
+  }
+
+  void stream(HttpExchange exchange, String id) throws IOException {
+    Query q = Query.parse(exchange.getRequestURI(), Set.of("since", "stdoutSince", "stderrSince", "encoding"));
+    ManagedProcess p = processes.require(id);
+    ExecSpec.Encoding encoding = q.string("encoding") == null ? p.spec().encoding()
+        : ExecRequests.encoding(q.string("encoding"), "encoding");
+    long since = q.integer("since", 0, Long.MAX_VALUE, 0);
+    long stdoutFrom = checkedOffset(q, "stdoutSince", since, p, StreamName.STDOUT);
+    long stderrFrom = checkedOffset(q, "stderrSince", since, p, StreamName.STDERR);
+
+    SseWriter sse = SseWriter.open(exchange);
+    try {
+      ObjectNode info = Json.object();
+      info.put("type", "process_info");
+      info.put("processId", p.id());
+      info.put("pid", p.pid());
+      info.put("command", p.command());
+      info.put("status", p.snapshot().status().wireName());
+      info.put("timestamp", Instant.now().toString());
+      sse.send(info);
+      OutputEvents out = new OutputEvents("stdout", p.id(), encoding, stdoutFrom);
+      OutputEvents err = new OutputEvents("stderr", p.id(), encoding, stderrFrom);
+      ByteBuf frame = new ByteBuf(96 * 1024);
+      long keepAliveNanos = TimeUnit.MILLISECONDS.toNanos(config.keepAliveMs());
+      while (true) {
+        LogChunk o = p.readLog(StreamName.STDOUT, out.position(), STREAM_CHUNK);
+        LogChunk e = p.readLog(StreamName.STDERR, err.position(), STREAM_CHUNK);
+        boolean sent = relay(o, "stdout", out, sse, frame) | relay(e, "stderr", err, sse, frame);
+        if (sent) {
+          continue;
+        }
+        if (o.finished() && e.finished()) {
+          break;
+        }
+        if (!p.awaitOutput(out.position(), err.position(), keepAliveNanos) && !sse.keepAliveIfIdle(keepAliveNanos)) {
+          return; // the client went away; the background process carries on
+        }
+      }
+      if (out.flush(frame)) {
+        sse.send(frame);
+      }
+      if (err.flush(frame)) {
+        sse.send(frame);
+      }
+      ManagedProcess.Snapshot s = p.snapshot();
+      ObjectNode exit = Json.object();
+      exit.put("type", "exit");
+      exit.put("processId", p.id());
+      exit.put("exitCode", s.exitCode());
+      exit.put("status", s.status().wireName());
+      exit.put("timedOut", s.timedOut());
+      if (s.signal() != null) {
+        exit.put("signal", s.signal().name());
+      }
+      exit.put("data", s.status().wireName() + " with exit code " + s.exitCode()
+          + (s.signal() != null ? " (" + s.signal().name() + ")" : ""));
+      exit.put("timestamp", Instant.now().toString());
+      sse.send(exit);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (IOException e) {
+      // the client went away mid-stream; nothing else to do for a background process
+    } finally {
+      sse.close();
+    }
+  }
+
+  /** Sends a truncated marker if the window moved past the reader, then the chunk's data. */
+  private static boolean relay(LogChunk chunk, String stream, OutputEvents events, SseWriter sse, ByteBuf frame)
+      throws IOException {
+    boolean sent = false;
+    if (chunk.droppedBytes() > 0) {
+      ObjectNode truncated = Json.object();
+      truncated.put("type", "truncated");
+      truncated.put("stream", stream);
+      truncated.put("droppedBytes", chunk.droppedBytes());
+      truncated.put("offset", chunk.start());
+      truncated.put("timestamp", Instant.now().toString());
+      sse.send(truncated);
+      events.jumpTo(chunk.start());
+      sent = true;
+    }
+    byte[] data = chunk.data();
+    if (data.length > 0 && events.encode(data, 0, data.length, false, frame)) {
+      sse.send(frame);
+      sent = true;
+    }
+    return sent || data.length > 0;
+  }
+
+  void stdin(HttpExchange exchange, String id) throws IOException {
+    Json body = Json.read(exchange, config.maxBodyBytes()).allowOnly(Set.of("data", "eof", "encoding"));
+    ManagedProcess p = processes.require(id);
+    String data = body.string("data");
+    boolean eof = Boolean.TRUE.equals(body.bool("eof"));
+    if (data == null && !eof) {
+      throw AgentException.invalid("data", "give 'data' to write and/or 'eof': true to close stdin");
+    }
+    ExecSpec.Encoding encoding = ExecRequests.encoding(body.string("encoding"), "encoding");
+    byte[] bytes;
+    if (data == null) {
+      bytes = new byte[0];
+    } else if (encoding == ExecSpec.Encoding.BASE64) {
+      try {
+        bytes = Base64.getDecoder().decode(data);
+      } catch (IllegalArgumentException e) {
+        throw AgentException.invalid("data", "'data' is not valid base64: " + e.getMessage());
+      }
+    } else {
+      bytes = data.getBytes(StandardCharsets.UTF_8);
+    }
+    if (!p.spec().stdinPipe()) {
+      throw AgentException.invalid("stdin", "process '" + id + "' was not started with \"stdin\": \"pipe\"");
+    }
+    if (p.isFinished()) {
+      throw notRunning(id, "it has already exited");
+    }
+    int written;
+    try {
+      written = p.writeStdin(bytes, eof);
+    } catch (IllegalStateException e) {
+      throw notRunning(id, "its stdin is already closed");
+    } catch (IOException e) {
+      throw notRunning(id, "it closed its stdin (" + e.getMessage() + ")");
+    }
+    ObjectNode response = Json.object();
+    response.put("processId", p.id());
+    response.put("bytesWritten", written);
+    response.put("eof", eof);
+    Responses.ok(exchange, response);
+  }
+
+  private static AgentException notRunning(String id, String why) {
+    return new AgentException(ErrorCode.PROCESS_NOT_RUNNING, "cannot write to the stdin of process '" + id + "': " + why,
+        Map.of("processId", id));
+  }
+}

@@ -1,0 +1,66 @@
+package dev.sandboxsdk.agent.http;
+
+import dev.sandboxsdk.agent.AgentException;
+import java.net.URI;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+
+/** Strict query-string parameters: unknown or repeated names are a 400, like unknown body fields. */
+final class Query {
+  private final Map<String, String> values;
+
+  private Query(Map<String, String> values) {
+    this.values = values;
+  }
+
+  static Query parse(URI uri, Set<String> allowed) {
+    Map<String, String> values = new HashMap<>();
+    String raw = uri.getRawQuery();
+    if (raw != null && !raw.isEmpty()) {
+      for (String pair : raw.split("&")) {
+        if (pair.isEmpty()) {
+          continue;
+        }
+        int eq = pair.indexOf('=');
+        String name;
+        String value;
+        try {
+          name = URLDecoder.decode(eq < 0 ? pair : pair.substring(0, eq), StandardCharsets.UTF_8);
+          value = eq < 0 ? "" : URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8);
+        } catch (IllegalArgumentException e) {
+          throw AgentException.invalid("query", "malformed query string: " + e.getMessage());
+        }
+        if (!allowed.contains(name)) {
+          throw AgentException.invalid(name, "unknown query parameter '" + name + "'; allowed: " + new java.util.TreeSet<>(allowed));
+        }
+        if (values.put(name, value) != null) {
+          throw AgentException.invalid(name, "query parameter '" + name + "' given more than once");
+        }
+      }
+    }
+    return new Query(values);
+  }
+
+  String string(String name) {
+    return values.get(name);
+  }
+
+  long integer(String name, long min, long max, long defaultValue) {
+    String v = values.get(name);
+    if (v == null) {
+      return defaultValue;
+    }
+    try {
+      long n = Long.parseLong(v.trim());
+      if (n >= min && n <= max) {
+        return n;
+      }
+    } catch (NumberFormatException ignored) {
+      // reported below
+    }
+    throw AgentException.invalid(name, "query parameter '" + name + "' must be an integer from " + min + " to " + max + ", got '" + v + "'");
+  }
+}

@@ -1,0 +1,126 @@
+package dev.sandboxsdk.agent.http;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import dev.sandboxsdk.agent.text.ByteBuf;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.locks.ReentrantLock;
+
+/**
+ * Writes server-sent events: one {@code data: <json>} line and a blank line per event, plus
+ * keep-alive comments on idle connections. Writes block when the client reads slowly, which is how
+ * a stream paces its producer. Thread-safe.
+ */
+final class SseWriter {
+  private static final byte[] DATA = "data: ".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] END = "\n\n".getBytes(StandardCharsets.US_ASCII);
+  private static final byte[] KEEP_ALIVE = ": keep-alive\n\n".getBytes(StandardCharsets.US_ASCII);
+
+  private final OutputStream out;
+  private final ReentrantLock lock = new ReentrantLock();
+  private volatile long lastWriteNanos = System.nanoTime();
+  private volatile boolean broken;
+  private boolean closed;
+
+  private SseWriter(OutputStream out) {
+    this.out = out;
+  }
+
+  /** Sends the 200 headers of an event stream. */
+  static SseWriter open(HttpExchange exchange) throws IOException {
+    var headers = exchange.getResponseHeaders();
+    headers.set("Content-Type", "text/event-stream; charset=utf-8");
+    headers.set("Cache-Control", "no-cache");
+    headers.set("X-Accel-Buffering", "no"); // tell nginx-style proxies not to buffer the stream
+    exchange.sendResponseHeaders(200, 0);
+    return new SseWriter(exchange.getResponseBody());
+  }
+
+  boolean isBroken() {
+    return broken;
+  }
+
+  /** Sends one event whose JSON text is {@code json}. */
+  void send(ByteBuf json) throws IOException {
+    lock.lock();
+    try {
+      ensureOpen();
+      try {
+        out.write(DATA);
+        json.writeTo(out);
+        out.write(END);
+        out.flush();
+      } catch (IOException e) {
+        broken = true;
+        throw e;
+      }
+      lastWriteNanos = System.nanoTime();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  void send(ObjectNode event) throws IOException {
+    ByteBuf buf = new ByteBuf(256);
+    buf.append(Json.MAPPER.writeValueAsBytes(event));
+    send(buf);
+  }
+
+  /**
+   * Writes a keep-alive comment if nothing was written for {@code idleNanos} and no other write is
+   * in progress (a writer blocked on a slow client proves the connection is alive anyway).
+   *
+   * @return false once the connection is known to be broken
+   */
+  boolean keepAliveIfIdle(long idleNanos) {
+    if (broken) {
+      return false;
+    }
+    if (System.nanoTime() - lastWriteNanos < idleNanos || !lock.tryLock()) {
+      return true;
+    }
+    try {
+      if (closed) {
+        return true;
+      }
+      out.write(KEEP_ALIVE);
+      out.flush();
+      lastWriteNanos = System.nanoTime();
+      return true;
+    } catch (IOException e) {
+      broken = true;
+      return false;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Ends the stream; later sends fail, so a lingering producer turns into a discard. */
+  void close() {
+    lock.lock();
+    try {
+      if (closed) {
+        return;
+      }
+      closed = true;
+      try {
+        out.close();
+      } catch (IOException e) {
+        broken = true;
+      }
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void ensureOpen() throws IOException {
+    if (closed) {
+      throw new IOException("event stream already ended");
+    }
+    if (broken) {
+      throw new IOException("client connection is broken");
+    }
+  }
+}

@@ -1,0 +1,81 @@
+package dev.sandboxsdk.agent.process;
+
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Pattern;
+
+/**
+ * A validated request to run something: either a shell string (run by {@code /bin/sh -c}) or an
+ * argv list that never passes through a shell.
+ *
+ * @param shellCommand the shell string, or null when {@code argv} is given
+ * @param argv the argument vector, or null when {@code shellCommand} is given
+ * @param env variables to set (a null value removes the variable from the inherited environment)
+ * @param cwd working directory, relative to the workspace unless absolute; null for the workspace
+ * @param timeoutMs agent-enforced limit, or null for none
+ * @param stdinData text fed to a synchronous exec's stdin, or null for an empty stdin
+ * @param stdinPipe whether a background process keeps a stdin pipe open for the stdin endpoint
+ * @param maxOutputBytes per-stream cap of a synchronous exec
+ * @param processId the caller's id for a background process, or null for a generated one
+ * @param autoCleanup whether a background process's record is dropped some time after it ends
+ */
+public record ExecSpec(
+    String shellCommand,
+    List<String> argv,
+    Map<String, String> env,
+    String cwd,
+    Long timeoutMs,
+    String stdinData,
+    boolean stdinPipe,
+    int maxOutputBytes,
+    Encoding encoding,
+    String processId,
+    boolean autoCleanup) {
+
+  private static final Pattern SAFE_WORD = Pattern.compile("[A-Za-z0-9_./=:@%+,-]+");
+
+  public ExecSpec {
+    if ((shellCommand == null) == (argv == null)) {
+      throw new IllegalArgumentException("exactly one of shellCommand and argv");
+    }
+    argv = argv == null ? null : List.copyOf(argv);
+    env = Collections.unmodifiableMap(new LinkedHashMap<>(env));
+  }
+
+  /** How the command reads to a human: the shell string, or the argv quoted as a shell would. */
+  public String displayCommand() {
+    if (shellCommand != null) {
+      return shellCommand;
+    }
+    StringBuilder sb = new StringBuilder();
+    for (String arg : argv) {
+      if (sb.length() > 0) {
+        sb.append(' ');
+      }
+      if (SAFE_WORD.matcher(arg).matches()) {
+        sb.append(arg);
+      } else {
+        sb.append('\'').append(arg.replace("'", "'\\''")).append('\'');
+      }
+    }
+    return sb.toString();
+  }
+
+  /** How output bytes travel in JSON. */
+  public enum Encoding {
+    UTF8("utf-8"),
+    BASE64("base64");
+
+    private final String wireName;
+
+    Encoding(String wireName) {
+      this.wireName = wireName;
+    }
+
+    public String wireName() {
+      return wireName;
+    }
+  }
+}

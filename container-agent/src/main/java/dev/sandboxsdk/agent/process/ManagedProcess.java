@@ -1,0 +1,404 @@
+package dev.sandboxsdk.agent.process;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.time.Instant;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * One process the agent spawned, in its own process group (it is the group leader, so its pid is
+ * also its pgid). Tracks output, exit and the signals the agent sent it.
+ *
+ * <p>Thread-safe. Output pumps run on pooled threads; state changes happen under {@link #lock} and
+ * wake waiters on {@link #changed}.
+ */
+public final class ManagedProcess {
+  private static final Logger log = LoggerFactory.getLogger(ManagedProcess.class);
+  /** After the process exits, a pipe reader idle this long is taken as drained (a grandchild may hold the pipe). */
+  private static final long DRAIN_IDLE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+  private static final int EXIT_CODE_TIMEOUT = 124;
+
+  /** Where a process came from; only BACKGROUND processes are listed and addressable by id. */
+  public enum Kind { EXEC, STREAM, BACKGROUND }
+
+  /** Lifecycle states as they appear on the wire (lower case). */
+  public enum Status {
+    STARTING, RUNNING, COMPLETED, FAILED, KILLED, ERROR;
+
+    public String wireName() {
+      return name().toLowerCase(Locale.ROOT);
+    }
+
+    public boolean isTerminal() {
+      return this != STARTING && this != RUNNING;
+    }
+  }
+
+  /** Why the agent signalled a process. */
+  enum KillReason { REQUEST, TIMEOUT, DISCONNECT, SHUTDOWN }
+
+  /** Receives output bytes; may block (that is how execute/stream paces a process). */
+  public interface OutputSink {
+    void write(byte[] bytes, int off, int len) throws IOException;
+  }
+
+  /** A consistent view of the mutable state. */
+  public record Snapshot(
+      String id, long pid, String command, List<String> argv, Status status, Instant startTime,
+      Instant endTime, Integer exitCode, Signal signal, boolean timedOut, long stdoutBytes,
+      long stderrBytes, long durationMs) {}
+
+  final ReentrantLock lock = new ReentrantLock();
+  final Condition changed = lock.newCondition();
+
+  private final String id;
+  private final Kind kind;
+  private final ExecSpec spec;
+  private final Process process;
+  private final long pid;
+  private final Instant startTime = Instant.now();
+  private final long startNanos = System.nanoTime();
+  private final ProcessManager manager;
+  private final OutputStream stdin;
+  final OutputLog stdoutLog;
+  final OutputLog stderrLog;
+  private final Pump stdoutPump;
+  private final Pump stderrPump;
+  private final AtomicBoolean finishing = new AtomicBoolean();
+  private final AtomicBoolean pollScheduled = new AtomicBoolean();
+  private final CompletableFuture<ManagedProcess> finished = new CompletableFuture<>();
+
+  // Guarded by lock.
+  private Status status = Status.RUNNING;
+  private Instant endTime;
+  private Integer exitCode;
+  private Signal exitSignal;
+  private long durationNanos = -1;
+  private boolean stdinClosed;
+  // Written before signals are sent, read when the process ends.
+  private volatile boolean killRequested;
+  private volatile boolean timedOut;
+  private volatile Signal lastSignalSent;
+
+  ManagedProcess(String id, Kind kind, ExecSpec spec, Process process, ProcessManager manager, int logWindow) {
+    this.id = id;
+    this.kind = kind;
+    this.spec = spec;
+    this.process = process;
+    this.pid = process.pid();
+    this.manager = manager;
+    this.stdin = spec.stdinPipe() ? process.getOutputStream() : null;
+    boolean logged = kind == Kind.BACKGROUND;
+    this.stdoutLog = logged ? new OutputLog(logWindow) : null;
+    this.stderrLog = logged ? new OutputLog(logWindow) : null;
+    this.stdoutPump = new Pump(process.getInputStream());
+    this.stderrPump = new Pump(process.getErrorStream());
+  }
+
+  public String id() {
+    return id;
+  }
+
+  public long pid() {
+    return pid;
+  }
+
+  public Kind kind() {
+    return kind;
+  }
+
+  public ExecSpec spec() {
+    return spec;
+  }
+
+  public String command() {
+    return spec.displayCommand();
+  }
+
+  /** Completes once the process has exited and its output has been drained. */
+  public CompletableFuture<ManagedProcess> finished() {
+    return finished;
+  }
+
+  public boolean isFinished() {
+    return finished.isDone();
+  }
+
+  /** Starts copying stdout and stderr to the sinks, and watching for exit. Call once. */
+  public void startPumps(OutputSink stdoutSink, OutputSink stderrSink) {
+    manager.ioExecutor().execute(() -> stdoutPump.run(stdoutSink));
+    manager.ioExecutor().execute(() -> stderrPump.run(stderrSink));
+    process.onExit().thenRun(this::maybeFinish);
+  }
+
+  /** Sinks that append to this background process's retained windows and wake its readers. */
+  void startLoggedPumps() {
+    startPumps(logSink(stdoutLog), logSink(stderrLog));
+  }
+
+  private OutputSink logSink(OutputLog target) {
+    return (bytes, off, len) -> {
+      lock.lock();
+      try {
+        target.append(bytes, off, len);
+        changed.signalAll();
+      } finally {
+        lock.unlock();
+      }
+    };
+  }
+
+  /**
+   * Signals the process group, then SIGKILLs whatever is left of it after {@code graceMs}. Safe to
+   * call again; a finished process only has leftover group members (its background children)
+   * signalled.
+   */
+  void terminate(Signal signal, long graceMs, KillReason reason) {
+    if (!finished.isDone()) {
+      killRequested = true;
+      if (reason == KillReason.TIMEOUT) {
+        timedOut = true;
+      }
+      lastSignalSent = signal;
+    }
+    manager.groups().signal(List.of(pid), signal);
+    if (signal != Signal.SIGKILL) {
+      manager.scheduler().schedule(() -> escalate(), graceMs, TimeUnit.MILLISECONDS);
+    }
+  }
+
+  private void escalate() {
+    if (!finished.isDone() || ProcessGroups.liveGroups().contains(pid)) {
+      if (!finished.isDone()) {
+        lastSignalSent = Signal.SIGKILL;
+      }
+      log.debug("process {} (pgid {}) outlived its grace period: SIGKILL", id, pid);
+      manager.groups().signal(List.of(pid), Signal.SIGKILL);
+    }
+  }
+
+  /** Marks the process as being terminated by the agent without sending a signal (batch kills). */
+  void noteSignalled(Signal signal, KillReason reason) {
+    if (!finished.isDone()) {
+      killRequested = true;
+      if (reason == KillReason.TIMEOUT) {
+        timedOut = true;
+      }
+      lastSignalSent = signal;
+    }
+  }
+
+  /** Writes to the stdin pipe of a background process started with {@code stdin: "pipe"}. */
+  public int writeStdin(byte[] data, boolean eof) throws IOException {
+    if (stdin == null) {
+      throw new IllegalStateException("process " + id + " was not started with stdin: \"pipe\"");
+    }
+    synchronized (stdin) {
+      if (stdinClosed) {
+        throw new IllegalStateException("stdin of process " + id + " is already closed");
+      }
+      if (data.length > 0) {
+        stdin.write(data);
+        stdin.flush();
+      }
+      if (eof) {
+        stdinClosed = true;
+        stdin.close();
+      }
+    }
+    return data.length;
+  }
+
+  /** The two output streams of a process. */
+  public enum StreamName { STDOUT, STDERR }
+
+  /**
+   * Bytes read from a retained window.
+   *
+   * @param start offset of {@code data[0]}; above the requested offset when the window moved on
+   * @param end the stream's total length when read
+   * @param finished whether the process had finished before the read (so {@code end} is final
+   *     unless a leftover child still writes)
+   */
+  public record LogChunk(long requested, long start, byte[] data, long end, boolean finished) {
+    public long droppedBytes() {
+      return Math.max(0, start - requested);
+    }
+  }
+
+  /** Reads up to {@code max} retained bytes of a background process's stream from {@code from}. */
+  public LogChunk readLog(StreamName stream, long from, int max) {
+    lock.lock();
+    try {
+      boolean done = status.isTerminal(); // set only after the pipes were drained
+      OutputLog logOf = stream == StreamName.STDOUT ? stdoutLog : stderrLog;
+      long start = Math.max(from, logOf.oldest());
+      int n = (int) Math.max(0, Math.min(max, logOf.end() - start));
+      byte[] data = new byte[n];
+      if (n > 0) {
+        logOf.read(start, data, 0, n);
+      }
+      return new LogChunk(from, Math.min(start, logOf.end()), data, logOf.end(), done);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /** Current length of a background process's stream. */
+  public long logEnd(StreamName stream) {
+    lock.lock();
+    try {
+      return (stream == StreamName.STDOUT ? stdoutLog : stderrLog).end();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Waits until either stream grows past the given offsets or the process finishes.
+   *
+   * @return false if the wait timed out with nothing new
+   */
+  public boolean awaitOutput(long stdoutFrom, long stderrFrom, long timeoutNanos) throws InterruptedException {
+    lock.lock();
+    try {
+      long left = timeoutNanos;
+      while (stdoutLog.end() <= stdoutFrom && stderrLog.end() <= stderrFrom && status == Status.RUNNING) {
+        if (left <= 0) {
+          return false;
+        }
+        left = changed.awaitNanos(left);
+      }
+      return true;
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  public Snapshot snapshot() {
+    lock.lock();
+    try {
+      long duration = durationNanos >= 0 ? durationNanos : System.nanoTime() - startNanos;
+      return new Snapshot(id, pid, command(), spec.argv(), status, startTime, endTime, exitCode,
+          exitSignal, timedOut && status.isTerminal(),
+          stdoutLog != null ? stdoutLog.end() : stdoutPump.bytes,
+          stderrLog != null ? stderrLog.end() : stderrPump.bytes,
+          TimeUnit.NANOSECONDS.toMillis(duration));
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void maybeFinish() {
+    if (finished.isDone() || process.isAlive()) {
+      return;
+    }
+    if (!stdoutPump.drained() || !stderrPump.drained()) {
+      // Output may still be in flight, or a grandchild holds the pipe: look again shortly.
+      if (pollScheduled.compareAndSet(false, true)) {
+        manager.scheduler().schedule(() -> {
+          pollScheduled.set(false);
+          maybeFinish();
+        }, 10, TimeUnit.MILLISECONDS);
+      }
+      return;
+    }
+    if (!finishing.compareAndSet(false, true)) {
+      return;
+    }
+    int raw = process.exitValue();
+    lock.lock();
+    try {
+      durationNanos = System.nanoTime() - startNanos;
+      endTime = Instant.now();
+      // The JDK reports death by signal N as 128+N; we only call it a signal when we sent one.
+      Signal sent = lastSignalSent;
+      if (killRequested && sent != null && raw > 128) {
+        exitSignal = Signal.ofNumber(raw - 128).orElse(null);
+      }
+      exitCode = timedOut ? EXIT_CODE_TIMEOUT : raw;
+      status = killRequested ? Status.KILLED : raw == 0 ? Status.COMPLETED : Status.FAILED;
+      changed.signalAll();
+    } finally {
+      lock.unlock();
+    }
+    closeQuietly(stdin);
+    manager.onFinished(this);
+    finished.complete(this);
+  }
+
+  private static void closeQuietly(OutputStream out) {
+    if (out == null) {
+      return;
+    }
+    try {
+      synchronized (out) {
+        out.close();
+      }
+    } catch (IOException ignored) {
+      // the process is gone; nothing to flush
+    }
+  }
+
+  /** Copies one pipe to a sink on a pooled thread; a failing sink turns the rest into a discard. */
+  private final class Pump {
+    private final InputStream in;
+    private volatile long readingSince;
+    private volatile boolean done;
+    private volatile long bytes;
+
+    Pump(InputStream in) {
+      this.in = in;
+    }
+
+    boolean drained() {
+      long since = readingSince;
+      return done || (since != 0 && System.nanoTime() - since > DRAIN_IDLE_NANOS);
+    }
+
+    void run(OutputSink sink) {
+      byte[] buf = new byte[64 * 1024];
+      OutputSink target = sink;
+      try {
+        while (true) {
+          readingSince = System.nanoTime();
+          int n = in.read(buf);
+          readingSince = 0;
+          if (n < 0) {
+            break;
+          }
+          bytes += n;
+          if (target != null) {
+            try {
+              target.write(buf, 0, n);
+            } catch (IOException | RuntimeException e) {
+              // The consumer went away; keep draining so the process never blocks on a full pipe.
+              log.debug("output sink of {} failed: {}", id, e.toString());
+              target = null;
+            }
+          }
+        }
+      } catch (IOException e) {
+        log.debug("pipe of {} closed: {}", id, e.toString());
+      } finally {
+        readingSince = 0;
+        done = true;
+        try {
+          in.close();
+        } catch (IOException ignored) {
+          // closing a pipe we finished reading
+        }
+        maybeFinish();
+      }
+    }
+  }
+}

@@ -1,0 +1,129 @@
+package dev.sandboxsdk.agent.process;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Signals whole process groups. The JDK can only send SIGTERM/SIGKILL to single pids, so the agent
+ * runs kill(1) with negative pids, batching many groups into one invocation.
+ */
+final class ProcessGroups {
+  private static final Logger log = LoggerFactory.getLogger(ProcessGroups.class);
+  private static final Path PROC = Path.of("/proc");
+
+  private final String killBinary;
+
+  ProcessGroups(String killBinary) {
+    this.killBinary = killBinary;
+  }
+
+  /** Sends {@code signal} to every group in {@code pgids}; groups that are already gone are ignored. */
+  void signal(Collection<Long> pgids, Signal signal) {
+    if (pgids.isEmpty()) {
+      return;
+    }
+    List<String> cmd = new ArrayList<>(pgids.size() + 4);
+    cmd.add(killBinary);
+    cmd.add("-s");
+    cmd.add(signal.shortName());
+    cmd.add("--");
+    for (long pgid : pgids) {
+      if (pgid > 1) { // never -1 (every process) or -0 (our own group)
+        cmd.add("-" + pgid);
+      }
+    }
+    if (cmd.size() == 4) {
+      return;
+    }
+    try {
+      Process p = new ProcessBuilder(cmd)
+          .redirectInput(ProcessBuilder.Redirect.from(new java.io.File("/dev/null")))
+          .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+          .redirectError(ProcessBuilder.Redirect.DISCARD)
+          .start();
+      if (!p.waitFor(10, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+        log.warn("kill(1) did not finish within 10 s");
+      }
+    } catch (IOException e) {
+      log.error("cannot run {} to deliver {}: {}", killBinary, signal, e.toString());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /** The process groups that still have at least one member that is not a zombie. */
+  static Set<Long> liveGroups() {
+    Set<Long> groups = new HashSet<>();
+    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(PROC)) {
+      for (Path dir : dirs) {
+        String name = dir.getFileName().toString();
+        if (name.isEmpty() || !Character.isDigit(name.charAt(0))) {
+          continue;
+        }
+        String stat;
+        try {
+          stat = Files.readString(dir.resolve("stat"), StandardCharsets.ISO_8859_1);
+        } catch (IOException | RuntimeException gone) {
+          continue; // exited while we looked
+        }
+        // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
+        int close = stat.lastIndexOf(')');
+        if (close < 0 || close + 2 >= stat.length()) {
+          continue;
+        }
+        String[] f = stat.substring(close + 2).split(" ", 4);
+        if (f.length < 3 || f[0].equals("Z") || f[0].equals("X")) {
+          continue;
+        }
+        try {
+          groups.add(Long.parseLong(f[2]));
+        } catch (NumberFormatException ignored) {
+          // unexpected format: skip the entry
+        }
+      }
+    } catch (IOException e) {
+      log.warn("cannot scan /proc: {}", e.toString());
+    }
+    return groups;
+  }
+
+  /** The SigIgn mask of this process (bit N-1 set when signal N is ignored), or 0 if unknown. */
+  static long ignoredSignals() {
+    try {
+      for (String line : Files.readAllLines(PROC.resolve("self/status"), StandardCharsets.ISO_8859_1)) {
+        if (line.startsWith("SigIgn:")) {
+          return Long.parseUnsignedLong(line.substring(7).trim(), 16);
+        }
+      }
+    } catch (IOException | NumberFormatException e) {
+      log.debug("cannot read the signal mask: {}", e.toString());
+    }
+    return 0;
+  }
+
+  /** Finds an executable on the agent's PATH, or returns null. */
+  static String which(String name, String path) {
+    for (String dir : (path == null ? "/usr/local/bin:/usr/bin:/bin" : path).split(":")) {
+      if (dir.isEmpty()) {
+        continue;
+      }
+      Path candidate = Path.of(dir, name);
+      if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
+        return candidate.toString();
+      }
+    }
+    return null;
+  }
+}

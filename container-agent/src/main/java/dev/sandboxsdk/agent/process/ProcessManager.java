@@ -1,0 +1,448 @@
+package dev.sandboxsdk.agent.process;
+
+import dev.sandboxsdk.agent.AgentConfig;
+import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.ErrorCode;
+import java.io.File;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.InvalidPathException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Spawns processes, each in its own process group, and keeps the registry of background processes.
+ * Enforces the concurrency cap, timeouts and orderly shutdown. Thread-safe.
+ */
+public final class ProcessManager implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(ProcessManager.class);
+  private static final Pattern PROCESS_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+  private static final Set<String> RESERVED_IDS = Set.of("list", "start", "kill-all", "cleanup");
+  /** Removed from every child's environment so a sandboxed command cannot read the agent's secret. */
+  public static final String TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
+  private static final File DEV_NULL = new File("/dev/null");
+
+  private final AgentConfig config;
+  /** What every command is prefixed with: setsid, plus a signal reset when the agent inherited ignored signals. */
+  private final List<String> launcher;
+  private final ProcessGroups groups;
+  private final ExecutorService io;
+  private final ScheduledExecutorService scheduler;
+  private final Map<String, ManagedProcess> background = new ConcurrentHashMap<>();
+  private final Set<String> reservedIds = ConcurrentHashMap.newKeySet();
+  private final Set<ManagedProcess> live = ConcurrentHashMap.newKeySet();
+  private final AtomicInteger running = new AtomicInteger();
+  private final AtomicLong idSequence = new AtomicLong();
+  private volatile boolean shuttingDown;
+
+  public ProcessManager(AgentConfig config) {
+    this.config = config;
+    String path = System.getenv("PATH");
+    String setsid = ProcessGroups.which("setsid", path);
+    String kill = ProcessGroups.which("kill", path);
+    if (setsid == null || kill == null) {
+      throw new IllegalStateException("the agent needs setsid(1) and kill(1) on its PATH"
+          + " (Debian/Ubuntu: util-linux and procps); missing: "
+          + (setsid == null ? "setsid " : "") + (kill == null ? "kill" : ""));
+    }
+    this.groups = new ProcessGroups(kill);
+    this.launcher = launcher(setsid, ProcessGroups.which("env", path));
+    this.io = Executors.newCachedThreadPool(daemonThreads("agent-io"));
+    ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, daemonThreads("agent-timer"));
+    timers.setRemoveOnCancelPolicy(true);
+    this.scheduler = timers;
+  }
+
+  /**
+   * Children inherit ignored signals (an agent started from a script with {@code &} ignores
+   * SIGINT, and so would every command). If any standard signal is ignored, commands are started
+   * through {@code env --default-signal}, which restores default handling before the exec.
+   */
+  private static List<String> launcher(String setsid, String env) {
+    long ignored = ProcessGroups.ignoredSignals() & 0xFFFFFFFEL; // bits 1..31 (bit 0 is signal 1)
+    if (ignored == 0) {
+      return List.of(setsid);
+    }
+    if (env != null) {
+      try {
+        Process probe = new ProcessBuilder(env, "--default-signal", "true")
+            .redirectErrorStream(true).redirectOutput(ProcessBuilder.Redirect.DISCARD).start();
+        if (probe.waitFor(5, TimeUnit.SECONDS) && probe.exitValue() == 0) {
+          log.info("the agent was started with ignored signals (mask {}); commands get default signal handling back",
+              Long.toHexString(ignored));
+          return List.of(setsid, env, "--default-signal");
+        }
+      } catch (IOException e) {
+        // fall through to the warning
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    log.warn("the agent was started with ignored signals (mask {}) and env(1) cannot reset them;"
+        + " commands inherit them", Long.toHexString(ignored));
+    return List.of(setsid);
+  }
+
+  static ThreadFactory daemonThreads(String prefix) {
+    AtomicInteger n = new AtomicInteger();
+    return r -> {
+      // Small stacks: a thousand processes mean a few thousand mostly-blocked threads.
+      Thread t = new Thread(null, r, prefix + "-" + n.incrementAndGet(), 256 * 1024);
+      t.setDaemon(true);
+      return t;
+    };
+  }
+
+  ExecutorService ioExecutor() {
+    return io;
+  }
+
+  ScheduledExecutorService scheduler() {
+    return scheduler;
+  }
+
+  ProcessGroups groups() {
+    return groups;
+  }
+
+  public AgentConfig config() {
+    return config;
+  }
+
+  /** Processes of any kind that have not finished yet. */
+  public int runningCount() {
+    return running.get();
+  }
+
+  /**
+   * Spawns a process for {@code exec} or {@code execute/stream}. The caller starts its pumps
+   * ({@link ManagedProcess#startPumps}) once it is ready to receive output.
+   */
+  public ManagedProcess spawnForeground(ExecSpec spec, ManagedProcess.Kind kind) {
+    return spawn("exec_" + idSequence.incrementAndGet(), spec, kind);
+  }
+
+  /** Starts a background process and registers it under its id. */
+  public ManagedProcess startBackground(ExecSpec spec) {
+    String id = spec.processId();
+    if (id != null) {
+      if (!PROCESS_ID.matcher(id).matches() || RESERVED_IDS.contains(id)) {
+        throw AgentException.invalid("processId", "processId must match " + PROCESS_ID.pattern()
+            + " and not be one of " + RESERVED_IDS + ": '" + abbreviate(id) + "'");
+      }
+    } else {
+      id = "proc_" + Long.toHexString(System.currentTimeMillis()) + "_" + idSequence.incrementAndGet();
+    }
+    if (!reservedIds.add(id)) {
+      throw alreadyExists(id);
+    }
+    try {
+      if (background.containsKey(id)) {
+        throw alreadyExists(id);
+      }
+      ManagedProcess p = spawn(id, spec, ManagedProcess.Kind.BACKGROUND);
+      background.put(id, p);
+      p.startLoggedPumps();
+      return p;
+    } finally {
+      reservedIds.remove(id);
+    }
+  }
+
+  private static AgentException alreadyExists(String id) {
+    return new AgentException(ErrorCode.PROCESS_ALREADY_EXISTS,
+        "a process with id '" + id + "' already exists; pick another id or clean it up first",
+        Map.of("processId", id));
+  }
+
+  private ManagedProcess spawn(String id, ExecSpec spec, ManagedProcess.Kind kind) {
+    if (shuttingDown) {
+      throw new AgentException(ErrorCode.SHUTTING_DOWN, "the agent is shutting down");
+    }
+    Path cwd = resolveCwd(spec.cwd());
+    ProcessBuilder pb = new ProcessBuilder();
+    Map<String, String> env = pb.environment();
+    env.remove(TOKEN_ENV);
+    spec.env().forEach((k, v) -> {
+      if (v == null) {
+        env.remove(k);
+      } else {
+        env.put(k, v);
+      }
+    });
+    List<String> cmd = new ArrayList<>();
+    cmd.addAll(launcher); // new session and process group; setsid execs in place, so pid == pgid
+    if (spec.argv() != null) {
+      checkExecutable(spec.argv().get(0), cwd, env.get("PATH"));
+      cmd.addAll(spec.argv());
+    } else {
+      cmd.add("/bin/sh");
+      cmd.add("-c");
+      cmd.add(spec.shellCommand());
+    }
+    pb.command(cmd).directory(cwd.toFile());
+    if (!spec.stdinPipe() && spec.stdinData() == null) {
+      pb.redirectInput(ProcessBuilder.Redirect.from(DEV_NULL));
+    }
+    if (running.incrementAndGet() > config.maxProcesses()) {
+      running.decrementAndGet();
+      throw new AgentException(ErrorCode.TOO_MANY_PROCESSES,
+          "the agent already runs " + config.maxProcesses()
+              + " processes (its --max-processes limit); wait for some to finish or kill them",
+          Map.of("limit", config.maxProcesses()));
+    }
+    Process process;
+    try {
+      process = pb.start();
+    } catch (IOException e) {
+      running.decrementAndGet();
+      throw new AgentException(ErrorCode.INTERNAL_ERROR, "cannot start process: " + e.getMessage());
+    }
+    ManagedProcess p = new ManagedProcess(id, kind, spec, process, this, config.logWindowBytes());
+    live.add(p);
+    if (spec.timeoutMs() != null) {
+      scheduler.schedule(() -> {
+        if (!p.isFinished()) {
+          log.debug("process {} timed out after {} ms", id, spec.timeoutMs());
+          p.terminate(Signal.SIGTERM, config.graceMs(), ManagedProcess.KillReason.TIMEOUT);
+        }
+      }, spec.timeoutMs(), TimeUnit.MILLISECONDS);
+    }
+    if (spec.stdinData() != null) {
+      byte[] data = spec.stdinData().getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      io.execute(() -> {
+        try (var out = process.getOutputStream()) {
+          out.write(data);
+        } catch (IOException e) {
+          log.debug("stdin of {} closed early: {}", id, e.toString());
+        }
+      });
+    }
+    log.debug("started {} pid {}: {}", id, p.pid(), kind);
+    return p;
+  }
+
+  void onFinished(ManagedProcess p) {
+    live.remove(p);
+    running.decrementAndGet();
+    if (p.kind() == ManagedProcess.Kind.BACKGROUND && p.spec().autoCleanup()) {
+      scheduler.schedule(() -> background.remove(p.id(), p), config.autoCleanupDelayMs(), TimeUnit.MILLISECONDS);
+    }
+  }
+
+  private Path resolveCwd(String cwd) {
+    Path dir;
+    try {
+      dir = cwd == null ? config.workspace() : config.workspace().resolve(cwd);
+    } catch (InvalidPathException e) {
+      throw AgentException.invalid("cwd", "cwd is not a valid path: " + e.getMessage());
+    }
+    if (!Files.isDirectory(dir)) {
+      throw new AgentException(ErrorCode.VALIDATION_FAILED,
+          "cwd '" + abbreviate(cwd) + "' is not an existing directory in the sandbox",
+          Map.of("field", "cwd", "cwd", dir.toString()));
+    }
+    return dir;
+  }
+
+  private static void checkExecutable(String program, Path cwd, String path) {
+    Path found = null;
+    if (program.contains("/")) {
+      Path p = cwd.resolve(program);
+      found = Files.exists(p) ? p : null;
+    } else {
+      for (String dir : (path == null ? "/usr/local/bin:/usr/bin:/bin" : path).split(":")) {
+        Path p = cwd.resolve(dir.isEmpty() ? "." : dir).resolve(program);
+        if (Files.isRegularFile(p) && Files.isExecutable(p)) {
+          return;
+        }
+        if (found == null && Files.exists(p)) {
+          found = p;
+        }
+      }
+    }
+    if (found == null) {
+      throw new AgentException(ErrorCode.COMMAND_NOT_FOUND,
+          "command not found: '" + abbreviate(program) + "' (searched " + (program.contains("/") ? "the path as given" : "PATH") + ")",
+          Map.of("command", abbreviate(program)));
+    }
+    if (!Files.isRegularFile(found) || !Files.isExecutable(found)) {
+      throw new AgentException(ErrorCode.INVALID_COMMAND,
+          "'" + abbreviate(program) + "' is not an executable file (" + found + ")",
+          Map.of("command", abbreviate(program)));
+    }
+  }
+
+  static String abbreviate(String s) {
+    return s.length() <= 200 ? s : s.substring(0, 200) + "...";
+  }
+
+  public Optional<ManagedProcess> get(String id) {
+    return Optional.ofNullable(background.get(id));
+  }
+
+  public ManagedProcess require(String id) {
+    ManagedProcess p = background.get(id);
+    if (p == null) {
+      throw new AgentException(ErrorCode.PROCESS_NOT_FOUND,
+          "no process with id '" + abbreviate(id) + "' (it never existed or was cleaned up)",
+          Map.of("processId", abbreviate(id)));
+    }
+    return p;
+  }
+
+  /** Background processes, oldest first, optionally only those in one state. */
+  public List<ManagedProcess> list(ManagedProcess.Status filter) {
+    List<ManagedProcess> result = new ArrayList<>();
+    for (ManagedProcess p : background.values()) {
+      if (filter == null || p.snapshot().status() == filter) {
+        result.add(p);
+      }
+    }
+    result.sort(Comparator.comparing((ManagedProcess p) -> p.snapshot().startTime()).thenComparing(ManagedProcess::id));
+    return result;
+  }
+
+  /** Signals a background process's group; escalates to SIGKILL after the grace period. */
+  public void kill(ManagedProcess p, Signal signal, long graceMs) {
+    p.terminate(signal, graceMs, ManagedProcess.KillReason.REQUEST);
+  }
+
+  /** Terminates a foreground process whose client went away. */
+  public void killForDisconnect(ManagedProcess p) {
+    if (!p.isFinished()) {
+      p.terminate(Signal.SIGTERM, config.graceMs(), ManagedProcess.KillReason.DISCONNECT);
+    }
+  }
+
+  /**
+   * Kills every running background process (SIGTERM, then SIGKILL after the grace period) and
+   * waits until they have exited. Returns how many were running.
+   */
+  public int killAll() {
+    List<ManagedProcess> targets = new ArrayList<>();
+    for (ManagedProcess p : background.values()) {
+      if (!p.isFinished()) {
+        targets.add(p);
+      }
+    }
+    terminateAll(targets, finishedGroups(), ManagedProcess.KillReason.REQUEST);
+    return targets.size();
+  }
+
+  /** Groups of finished background processes: their leaders exited, but children may linger. */
+  private List<Long> finishedGroups() {
+    List<Long> pgids = new ArrayList<>();
+    for (ManagedProcess p : background.values()) {
+      if (p.isFinished()) {
+        pgids.add(p.pid());
+      }
+    }
+    return pgids;
+  }
+
+  private void terminateAll(List<ManagedProcess> targets, List<Long> lingering, ManagedProcess.KillReason reason) {
+    List<Long> pgids = new ArrayList<>();
+    for (ManagedProcess p : targets) {
+      p.noteSignalled(Signal.SIGTERM, reason);
+      pgids.add(p.pid());
+    }
+    if (!lingering.isEmpty()) {
+      Set<Long> alive = ProcessGroups.liveGroups();
+      for (Long pgid : lingering) {
+        if (alive.contains(pgid)) {
+          pgids.add(pgid);
+        }
+      }
+    }
+    if (pgids.isEmpty()) {
+      return;
+    }
+    groups.signal(pgids, Signal.SIGTERM);
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.graceMs());
+    awaitFinished(targets, deadline);
+    // Anything left, including background children of leaders that already exited.
+    Set<Long> alive = ProcessGroups.liveGroups();
+    List<Long> leftovers = new ArrayList<>();
+    Set<Long> ours = new HashSet<>(pgids);
+    for (Long pgid : ours) {
+      if (alive.contains(pgid)) {
+        leftovers.add(pgid);
+      }
+    }
+    if (!leftovers.isEmpty()) {
+      for (ManagedProcess p : targets) {
+        if (!p.isFinished()) {
+          p.noteSignalled(Signal.SIGKILL, reason);
+        }
+      }
+      log.info("{} process group(s) outlived the {} ms grace period: SIGKILL", leftovers.size(), config.graceMs());
+      groups.signal(leftovers, Signal.SIGKILL);
+      awaitFinished(targets, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+    }
+  }
+
+  private static void awaitFinished(List<ManagedProcess> targets, long deadlineNanos) {
+    for (ManagedProcess p : targets) {
+      long left = deadlineNanos - System.nanoTime();
+      if (left <= 0) {
+        return;
+      }
+      try {
+        p.finished().get(left, TimeUnit.NANOSECONDS);
+      } catch (java.util.concurrent.TimeoutException e) {
+        return;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return;
+      } catch (java.util.concurrent.ExecutionException e) {
+        // finished() never completes exceptionally
+      }
+    }
+  }
+
+  /** Drops the records of finished background processes; returns how many were dropped. */
+  public int cleanupCompleted() {
+    int n = 0;
+    for (ManagedProcess p : background.values()) {
+      if (p.isFinished() && background.remove(p.id(), p)) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** Refuses new work, terminates every process group the agent started and waits for them. */
+  @Override
+  public void close() {
+    if (shuttingDown) {
+      return;
+    }
+    shuttingDown = true;
+    List<ManagedProcess> targets = new ArrayList<>(live);
+    if (!targets.isEmpty()) {
+      log.info("stopping {} process(es)", targets.size());
+    }
+    terminateAll(targets, finishedGroups(), ManagedProcess.KillReason.SHUTDOWN);
+    scheduler.shutdownNow();
+    io.shutdownNow();
+  }
+}
