@@ -23,8 +23,13 @@ import org.slf4j.LoggerFactory;
  */
 public final class ManagedProcess {
   private static final Logger log = LoggerFactory.getLogger(ManagedProcess.class);
-  /** After the process exits, a pipe reader idle this long is taken as drained (a grandchild may hold the pipe). */
-  private static final long DRAIN_IDLE_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+  /**
+   * After the process exited, a pipe that stays open this long with its reader idle is taken as
+   * drained: a background child of the command holds it (as in {@code sleep 60 & echo hi}).
+   */
+  private static final long LINGER_IDLE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
+  /** The same when no child is left in the group, so the holder escaped it (e.g. a daemon). */
+  private static final long ESCAPED_IDLE_NANOS = TimeUnit.SECONDS.toNanos(2);
   private static final int EXIT_CODE_TIMEOUT = 124;
 
   /** Where a process came from; only BACKGROUND processes are listed and addressable by id. */
@@ -84,6 +89,7 @@ public final class ManagedProcess {
   private Signal exitSignal;
   private long durationNanos = -1;
   private boolean stdinClosed;
+  private Boolean lingeringChildren; // decided once, by the first maybeFinish that needs it
   // Written before signals are sent, read when the process ends.
   private volatile boolean killRequested;
   private volatile boolean timedOut;
@@ -298,19 +304,30 @@ public final class ManagedProcess {
     }
   }
 
-  private void maybeFinish() {
+  private synchronized void maybeFinish() {
     if (finished.isDone() || process.isAlive()) {
       return;
     }
-    if (!stdoutPump.drained() || !stderrPump.drained()) {
-      // Output may still be in flight, or a grandchild holds the pipe: look again shortly.
-      if (pollScheduled.compareAndSet(false, true)) {
-        manager.scheduler().schedule(() -> {
-          pollScheduled.set(false);
-          maybeFinish();
-        }, 10, TimeUnit.MILLISECONDS);
+    if (!stdoutPump.done || !stderrPump.done) {
+      // Normally EOF follows the exit at once. If it does not, something else holds the pipe: a
+      // background child in the group (give up waiting soon) or one that escaped it (wait longer).
+      if (lingeringChildren == null) {
+        lingeringChildren = ProcessGroups.liveGroups().contains(pid);
       }
-      return;
+      long idleNanos = lingeringChildren ? LINGER_IDLE_NANOS : ESCAPED_IDLE_NANOS;
+      long now = System.nanoTime();
+      boolean outIdle = stdoutPump.idleFor(now, idleNanos);
+      boolean errIdle = stderrPump.idleFor(now, idleNanos);
+      if (!outIdle || !errIdle) {
+        if (pollScheduled.compareAndSet(false, true)) {
+          manager.scheduler().schedule(() -> {
+            pollScheduled.set(false);
+            maybeFinish();
+          }, 10, TimeUnit.MILLISECONDS);
+        }
+        return;
+      }
+      log.debug("process {} exited but its pipes stay open (held by another process); finishing", id);
     }
     if (!finishing.compareAndSet(false, true)) {
       return;
@@ -352,17 +369,34 @@ public final class ManagedProcess {
   /** Copies one pipe to a sink on a pooled thread; a failing sink turns the rest into a discard. */
   private final class Pump {
     private final InputStream in;
-    private volatile long readingSince;
+    /** Odd while blocked in read(), even otherwise; only the pump thread writes it. */
+    private volatile long readSeq;
     private volatile boolean done;
     private volatile long bytes;
+    // Only the timer thread (via maybeFinish) touches these.
+    private long observedSeq = -1;
+    private long observedSince;
 
     Pump(InputStream in) {
       this.in = in;
     }
 
-    boolean drained() {
-      long since = readingSince;
-      return done || (since != 0 && System.nanoTime() - since > DRAIN_IDLE_NANOS);
+    /**
+     * True once the pump has sat in the same read() call, with nothing arriving, for {@code
+     * idleNanos} of observation. Called only after the process exited, so data it wrote is
+     * already in the pipe and would have ended that read.
+     */
+    boolean idleFor(long now, long idleNanos) {
+      if (done) {
+        return true;
+      }
+      long seq = readSeq;
+      if ((seq & 1) == 0 || seq != observedSeq) {
+        observedSeq = seq;
+        observedSince = now;
+        return false;
+      }
+      return now - observedSince >= idleNanos;
     }
 
     void run(OutputSink sink) {
@@ -370,9 +404,9 @@ public final class ManagedProcess {
       OutputSink target = sink;
       try {
         while (true) {
-          readingSince = System.nanoTime();
+          readSeq++;
           int n = in.read(buf);
-          readingSince = 0;
+          readSeq++;
           if (n < 0) {
             break;
           }
@@ -390,7 +424,6 @@ public final class ManagedProcess {
       } catch (IOException e) {
         log.debug("pipe of {} closed: {}", id, e.toString());
       } finally {
-        readingSince = 0;
         done = true;
         try {
           in.close();

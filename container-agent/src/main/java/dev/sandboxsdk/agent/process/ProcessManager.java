@@ -77,7 +77,7 @@ public final class ProcessManager implements AutoCloseable {
    * through {@code env --default-signal}, which restores default handling before the exec.
    */
   private static List<String> launcher(String setsid, String env) {
-    long ignored = ProcessGroups.ignoredSignals() & 0xFFFFFFFEL; // bits 1..31 (bit 0 is signal 1)
+    long ignored = ProcessGroups.ignoredSignals() & 0x7FFFFFFFL; // signals 1..31 are bits 0..30
     if (ignored == 0) {
       return List.of(setsid);
     }

@@ -1,0 +1,140 @@
+package dev.sandboxsdk.agent;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+
+/**
+ * A real agent started in this JVM on a free loopback port with a token and a temporary
+ * workspace, plus a JDK {@link HttpClient} to talk to it. Close it to stop the agent and every
+ * process it started.
+ */
+final class TestAgent implements AutoCloseable {
+  static final String TOKEN = "test-token-0123456789";
+  static final ObjectMapper JSON = new ObjectMapper();
+
+  final AgentServer server;
+  final Path workspace;
+  final HttpClient http = HttpClient.newBuilder()
+      .version(HttpClient.Version.HTTP_1_1)
+      .connectTimeout(Duration.ofSeconds(5))
+      .build();
+
+  private TestAgent(AgentServer server, Path workspace) {
+    this.server = server;
+    this.workspace = workspace;
+  }
+
+  static TestAgent start() {
+    return start(b -> { });
+  }
+
+  /** Starts an agent; {@code customize} may change any option (token and workspace are preset). */
+  static TestAgent start(Consumer<AgentConfig.Builder> customize) {
+    try {
+      Path workspace = Files.createTempDirectory("agent-ws");
+      AgentConfig.Builder b = AgentConfig.builder()
+          .bind("127.0.0.1").port(0).workspace(workspace).token(TOKEN);
+      customize.accept(b);
+      return new TestAgent(AgentServer.start(b.build()), workspace);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+  }
+
+  URI uri(String pathAndQuery) {
+    return server.uri().resolve(pathAndQuery);
+  }
+
+  HttpRequest.Builder request(String pathAndQuery) {
+    return HttpRequest.newBuilder(uri(pathAndQuery))
+        .timeout(Duration.ofSeconds(60))
+        .header("Authorization", "Bearer " + TOKEN);
+  }
+
+  Response get(String path) {
+    return send(request(path).GET().build());
+  }
+
+  Response delete(String path) {
+    return send(request(path).DELETE().build());
+  }
+
+  Response post(String path, String json) {
+    return send(request(path).header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(json)).build());
+  }
+
+  Response post(String path, JsonNode json) {
+    return post(path, json.toString());
+  }
+
+  Response send(HttpRequest request) {
+    try {
+      HttpResponse<String> r = http.send(request, HttpResponse.BodyHandlers.ofString());
+      return new Response(r.statusCode(), r.body().isEmpty() ? null : JSON.readTree(r.body()), r);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** Opens an event stream (POST with a body, or GET when {@code json} is null). */
+  SseReader stream(String path, String json) {
+    HttpRequest.Builder b = request(path).timeout(Duration.ofMinutes(5));
+    b = json == null ? b.GET() : b.header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(json));
+    try {
+      HttpResponse<InputStream> r = http.send(b.build(), HttpResponse.BodyHandlers.ofInputStream());
+      return new SseReader(r);
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** JSON object literal helper: {@code obj("command", "ls", "timeoutMs", 5)}. */
+  static String obj(Object... keyValues) {
+    var node = JSON.createObjectNode();
+    for (int i = 0; i < keyValues.length; i += 2) {
+      node.set((String) keyValues[i], JSON.valueToTree(keyValues[i + 1]));
+    }
+    return node.toString();
+  }
+
+  @Override
+  public void close() {
+    server.close();
+    try (Stream<Path> files = Files.walk(workspace)) {
+      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException ignored) {
+      // best effort: a temp directory
+    }
+  }
+
+  /** A parsed HTTP response. */
+  record Response(int status, JsonNode body, HttpResponse<String> raw) {
+    String header(String name) {
+      return raw.headers().firstValue(name).orElse(null);
+    }
+
+    String text(String field) {
+      return body.path(field).asText();
+    }
+  }
+}
