@@ -49,6 +49,10 @@ public final class Main {
       "  SANDBOX_AGENT_READY {\"url\":...,\"port\":...,\"pid\":...,\"version\":...,\"protocol\":1}",
       "Logs go to stderr. SIGTERM stops the agent and every process it started.");
 
+  private static final java.util.Set<String> VALUE_OPTIONS = java.util.Set.of("--port", "--bind", "--workspace",
+      "--token-file", "--max-processes", "--grace-ms", "--keep-alive-ms", "--max-body-bytes",
+      "--log-window-bytes", "--max-output-bytes", "--auto-cleanup-delay-ms");
+
   private Main() {}
 
   public static void main(String[] args) {
@@ -116,12 +120,18 @@ public final class Main {
           out.println("container-agent " + AgentServer.version() + " (protocol 1)");
           throw new UsageException(null);
         case "--insecure-no-auth":
+          if (value != null) {
+            throw new UsageException("--insecure-no-auth takes no value");
+          }
           insecure = true;
           break;
         default:
+          if (!VALUE_OPTIONS.contains(arg)) {
+            throw new UsageException(isOption(arg) ? "unknown option " + arg : "unknown argument '" + arg + "'");
+          }
           if (value == null) {
-            if (i + 1 >= args.length || !isOption(arg)) {
-              throw new UsageException(isOption(arg) ? "option " + arg + " needs a value" : "unknown argument '" + arg + "'");
+            if (i + 1 >= args.length) {
+              throw new UsageException("option " + arg + " needs a value");
             }
             value = args[++i];
           }

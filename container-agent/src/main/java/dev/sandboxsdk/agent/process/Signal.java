@@ -43,7 +43,7 @@ public enum Signal {
    */
   public static Signal parse(String value, String field) {
     String v = value == null ? "" : value.trim().toUpperCase(Locale.ROOT);
-    if (!v.isEmpty() && v.chars().allMatch(Character::isDigit) && v.length() <= 3) {
+    if (!v.isEmpty() && v.chars().allMatch(c -> c >= '0' && c <= '9') && v.length() <= 3) {
       Optional<Signal> byNumber = ofNumber(Integer.parseInt(v));
       if (byNumber.isPresent()) {
         return byNumber.get();

@@ -4,9 +4,9 @@ package dev.sandboxsdk.agent.text;
  * Turns a byte stream into valid UTF-8, chunk by chunk, without ever splitting a code point.
  *
  * <p>A sequence that is incomplete at the end of a chunk is held back and completed by the next
- * chunk; at the end of input it becomes U+FFFD. Invalid bytes become U+FFFD, one per maximal
- * invalid subpart (the Unicode "best practice" that the JDK decoder also follows). One instance
- * per stream; not thread-safe.
+ * chunk; at the end of input it becomes U+FFFD. Invalid bytes become U+FFFD exactly as the JDK's
+ * UTF-8 decoder replaces them (one per maximal invalid subpart, and one per encoded surrogate), so
+ * streamed text matches the text of a buffered exec. One instance per stream; not thread-safe.
  */
 public final class Utf8Sanitizer {
   private static final byte[] REPLACEMENT = {(byte) 0xEF, (byte) 0xBF, (byte) 0xBD};
@@ -62,8 +62,7 @@ public final class Utf8Sanitizer {
       } else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) {
         need = 2;
       } else if (b == 0xED) {
-        need = 2;
-        hi = 0x9F; // excludes UTF-16 surrogates
+        need = 2; // 0xED 0xA0..0xBF encodes a UTF-16 surrogate: checked below
       } else if (b == 0xF0) {
         need = 3;
         lo = 0x90;
@@ -90,7 +89,12 @@ public final class Utf8Sanitizer {
         }
         j++;
       }
-      if (invalid) {
+      if (!invalid && b == 0xED && j > 1 && (a[i + 1] & 0xFF) >= 0xA0 && (j > need || endOfInput)) {
+        // An encoded surrogate is one malformed unit, as the JDK decoder (and so exec) treats it.
+        out.append(a, runStart, i - runStart).append(REPLACEMENT);
+        i += j;
+        runStart = i;
+      } else if (invalid) {
         out.append(a, runStart, i - runStart).append(REPLACEMENT);
         i += j;
         runStart = i;

@@ -1,0 +1,352 @@
+package dev.sandboxsdk.agent;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.PrintStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashSet;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class MainTest {
+  private static final String TOKEN = "s3cret-token-value-42";
+
+  private final ByteArrayOutputStream stdout = new ByteArrayOutputStream();
+  private final PrintStream out = new PrintStream(stdout, true, UTF_8);
+
+  @TempDir Path tmp;
+
+  @Test
+  void defaultsArePort3000OnAllInterfacesInTheCurrentDirectory() {
+    AgentConfig config = Main.parse(new String[0], TOKEN, out);
+
+    assertThat(config.port()).isEqualTo(3000);
+    assertThat(config.bind()).isEqualTo("0.0.0.0");
+    assertThat(config.workspace()).isEqualTo(Path.of("").toAbsolutePath());
+    assertThat(config.token()).isEqualTo(TOKEN);
+    assertThat(config.insecureNoAuth()).isFalse();
+    assertThat(config.maxProcesses()).isEqualTo(AgentConfig.DEFAULT_MAX_PROCESSES);
+    assertThat(config.graceMs()).isEqualTo(AgentConfig.DEFAULT_GRACE_MS);
+    assertThat(config.keepAliveMs()).isEqualTo(AgentConfig.DEFAULT_KEEP_ALIVE_MS);
+    assertThat(config.maxBodyBytes()).isEqualTo(AgentConfig.DEFAULT_MAX_BODY_BYTES);
+    assertThat(config.logWindowBytes()).isEqualTo(AgentConfig.DEFAULT_LOG_WINDOW_BYTES);
+    assertThat(config.defaultMaxOutputBytes()).isEqualTo(AgentConfig.DEFAULT_MAX_OUTPUT_BYTES);
+    assertThat(config.autoCleanupDelayMs()).isEqualTo(AgentConfig.DEFAULT_AUTO_CLEANUP_DELAY_MS);
+    // Parsing is silent: stdout is reserved for the ready line.
+    assertThat(stdout.size()).isZero();
+  }
+
+  @Test
+  void portZeroAsksForAFreePort() {
+    assertThat(Main.parse(args("--port", "0"), TOKEN, out).port()).isZero();
+  }
+
+  @Test
+  void everyOptionTakesItsValueAsTheNextArgument() {
+    AgentConfig config = Main.parse(args(
+        "--port", "8080", "--bind", "127.0.0.1", "--workspace", tmp.toString(),
+        "--max-processes", "7", "--grace-ms", "250", "--keep-alive-ms", "15000",
+        "--max-body-bytes", "1024", "--log-window-bytes", "4096", "--max-output-bytes", "99",
+        "--auto-cleanup-delay-ms", "0"), TOKEN, out);
+
+    assertThat(config.port()).isEqualTo(8080);
+    assertThat(config.bind()).isEqualTo("127.0.0.1");
+    assertThat(config.workspace()).isEqualTo(tmp.toAbsolutePath());
+    assertThat(config.maxProcesses()).isEqualTo(7);
+    assertThat(config.graceMs()).isEqualTo(250);
+    assertThat(config.keepAliveMs()).isEqualTo(15000);
+    assertThat(config.maxBodyBytes()).isEqualTo(1024);
+    assertThat(config.logWindowBytes()).isEqualTo(4096);
+    assertThat(config.defaultMaxOutputBytes()).isEqualTo(99);
+    assertThat(config.autoCleanupDelayMs()).isZero();
+  }
+
+  @Test
+  void optionsAlsoTakeTheEqualsForm() {
+    AgentConfig config = Main.parse(args(
+        "--port=4000", "--bind=::1", "--max-processes=3", "--grace-ms=10",
+        "--workspace=" + tmp.resolve("a/../b")), TOKEN, out);
+
+    assertThat(config.port()).isEqualTo(4000);
+    assertThat(config.bind()).isEqualTo("::1");
+    assertThat(config.maxProcesses()).isEqualTo(3);
+    assertThat(config.graceMs()).isEqualTo(10);
+    assertThat(config.workspace()).isEqualTo(tmp.resolve("b").toAbsolutePath());
+  }
+
+  @Test
+  void relativeWorkspaceBecomesAbsoluteAndNormalized() {
+    AgentConfig config = Main.parse(args("--workspace", "x/./y/../z"), TOKEN, out);
+
+    assertThat(config.workspace()).isEqualTo(Path.of("x/z").toAbsolutePath());
+  }
+
+  @Test
+  void tokenFromEnvironmentIsStripped() {
+    AgentConfig config = Main.parse(new String[0], "  " + TOKEN + "\n", out);
+
+    assertThat(config.token()).isEqualTo(TOKEN);
+    assertThat(config.insecureNoAuth()).isFalse();
+  }
+
+  @Test
+  void tokenFromFileHasSurroundingWhitespaceAndNewlineStripped() throws IOException {
+    Path file = Files.writeString(tmp.resolve("token"), "  " + TOKEN + " \r\n\n", UTF_8);
+
+    AgentConfig config = Main.parse(args("--token-file", file.toString()), null, out);
+
+    assertThat(config.token()).isEqualTo(TOKEN);
+  }
+
+  @Test
+  void tokenFileTakesPrecedenceOverTheEnvironment() throws IOException {
+    Path file = Files.writeString(tmp.resolve("token"), TOKEN + "\n", UTF_8);
+
+    AgentConfig config = Main.parse(args("--token-file=" + file), "from-env", out);
+
+    assertThat(config.token()).isEqualTo(TOKEN);
+  }
+
+  @Test
+  void refusesToStartWithoutATokenOrAnExplicitOptOut() {
+    assertThatThrownBy(() -> Main.parse(new String[0], null, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageContaining("SANDBOX_AGENT_TOKEN")
+        .hasMessageContaining("--token-file")
+        .hasMessageContaining("--insecure-no-auth");
+  }
+
+  @Test
+  void blankEnvironmentTokenCountsAsNoToken() {
+    assertThatThrownBy(() -> Main.parse(new String[0], " \n", out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageContaining("SANDBOX_AGENT_TOKEN");
+  }
+
+  @Test
+  void insecureNoAuthServesWithoutAToken() {
+    AgentConfig config = Main.parse(args("--insecure-no-auth"), null, out);
+
+    assertThat(config.token()).isNull();
+    assertThat(config.insecureNoAuth()).isTrue();
+    assertThat(config.toString()).contains("auth=DISABLED");
+  }
+
+  @Test
+  void insecureNoAuthConflictsWithATokenFromTheEnvironment() {
+    assertThatThrownBy(() -> Main.parse(args("--insecure-no-auth"), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageContaining("--insecure-no-auth")
+        .hasMessageNotContaining(TOKEN);
+  }
+
+  @Test
+  void insecureNoAuthConflictsWithATokenFile() throws IOException {
+    Path file = Files.writeString(tmp.resolve("token"), TOKEN, UTF_8);
+
+    assertThatThrownBy(() -> Main.parse(args("--token-file", file.toString(), "--insecure-no-auth"), null, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageContaining("--insecure-no-auth")
+        .hasMessageNotContaining(TOKEN);
+  }
+
+  @Test
+  void emptyTokenFileIsRefused() throws IOException {
+    Path file = Files.writeString(tmp.resolve("token"), " \n\t\n", UTF_8);
+
+    assertThatThrownBy(() -> Main.parse(args("--token-file", file.toString()), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageContaining("--token-file")
+        .hasMessageContaining("empty");
+  }
+
+  @Test
+  void unreadableTokenFileIsRefused() {
+    Path missing = tmp.resolve("no-such-file");
+
+    assertThatThrownBy(() -> Main.parse(args("--token-file", missing.toString()), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageContaining("cannot read --token-file")
+        .hasMessageContaining(missing.toString());
+  }
+
+  @Test
+  void unknownOptionIsRefused() {
+    assertThatThrownBy(() -> Main.parse(args("--frobnicate", "1"), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessage("unknown option --frobnicate");
+  }
+
+  @Test
+  void unknownOptionIsRefusedAsUnknownEvenWhenItIsTheLastArgument() {
+    // A typo such as "--insecure-noauth" must be reported as unknown, not as lacking a value.
+    assertThatThrownBy(() -> Main.parse(args("--insecure-noauth"), null, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageContaining("unknown option --insecure-noauth");
+  }
+
+  @Test
+  void positionalArgumentIsRefused() {
+    assertThatThrownBy(() -> Main.parse(args("serve"), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessage("unknown argument 'serve'");
+  }
+
+  @Test
+  void optionWithoutItsValueIsRefused() {
+    assertThatThrownBy(() -> Main.parse(args("--bind", "127.0.0.1", "--port"), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessage("option --port needs a value");
+  }
+
+  @ParameterizedTest(name = "{0} {1}")
+  @CsvSource({
+      "--port, -1",
+      "--port, 65536",
+      "--port, abc",
+      "--port, ''",
+      "--port, 80.5",
+      "--max-processes, 0",
+      "--max-processes, 1000001",
+      "--grace-ms, 0",
+      "--grace-ms, 3600001",
+      "--keep-alive-ms, 0",
+      "--keep-alive-ms, 15001",
+      "--max-body-bytes, 1023",
+      "--log-window-bytes, 0",
+      "--log-window-bytes, 1073741825",
+      "--max-output-bytes, 0",
+      "--max-output-bytes, 268435457",
+      "--auto-cleanup-delay-ms, -1",
+      "--auto-cleanup-delay-ms, 99999999999999999999",
+  })
+  void numbersOutsideTheirRangeAreRefused(String option, String value) {
+    assertThatThrownBy(() -> Main.parse(args(option, value), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageStartingWith(option + " must be an integer from ")
+        .hasMessageEndingWith("got '" + value + "'");
+    // The equals form goes through the same check.
+    assertThatThrownBy(() -> Main.parse(args(option + "=" + value), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageStartingWith(option + " must be an integer from ");
+  }
+
+  @Test
+  void numbersAtTheEdgesOfTheirRangesAreAccepted() {
+    AgentConfig config = Main.parse(args(
+        "--port", "65535", "--max-processes", "1000000", "--grace-ms", "3600000",
+        "--keep-alive-ms", "1", "--max-body-bytes", "1024", "--log-window-bytes", "1073741824",
+        "--max-output-bytes", "268435456", "--auto-cleanup-delay-ms", "0"), TOKEN, out);
+
+    assertThat(config.port()).isEqualTo(65535);
+    assertThat(config.logWindowBytes()).isEqualTo(1 << 30);
+    assertThat(config.defaultMaxOutputBytes()).isEqualTo(AgentConfig.MAX_OUTPUT_BYTES_LIMIT);
+  }
+
+  @Test
+  void helpPrintsUsageAndAsksForAQuietExit() {
+    assertThatThrownBy(() -> Main.parse(args("--port", "1", "--help"), null, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessage(null);
+
+    assertThat(stdout.toString(UTF_8)).startsWith("Usage: java -jar container-agent.jar");
+  }
+
+  @Test
+  void shortHelpFlagPrintsTheSameUsage() {
+    assertThatThrownBy(() -> Main.parse(args("-h"), null, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessage(null);
+
+    assertThat(stdout.toString(UTF_8)).startsWith("Usage:");
+  }
+
+  /**
+   * Reads the options off {@code Main}'s own switch, so an option added without a help line fails
+   * here rather than going undocumented.
+   */
+  @Test
+  void helpMentionsEveryOptionTheParserAccepts() throws IOException {
+    Set<String> accepted = optionsInParserSource();
+    assertThat(accepted).as("options found in Main.java").contains("--port", "--token-file", "--help");
+
+    assertThatThrownBy(() -> Main.parse(args("--help"), null, out)).isInstanceOf(Main.UsageException.class);
+    String help = stdout.toString(UTF_8);
+
+    for (String option : accepted) {
+      assertThat(help).as("help text").containsPattern(Pattern.quote(option) + "(?![a-z-])");
+    }
+  }
+
+  @Test
+  void everyOptionInTheHelpIsKnownToTheParser() {
+    assertThatThrownBy(() -> Main.parse(args("--help"), null, out)).isInstanceOf(Main.UsageException.class);
+    Set<String> documented = new LinkedHashSet<>();
+    Matcher m = Pattern.compile("^\\s+(--[a-z-]+)", Pattern.MULTILINE).matcher(stdout.toString(UTF_8));
+    while (m.find()) {
+      documented.add(m.group(1));
+    }
+    assertThat(documented).hasSizeGreaterThan(10);
+
+    for (String option : documented) {
+      PrintStream discard = new PrintStream(new ByteArrayOutputStream(), true, UTF_8);
+      try {
+        Main.parse(args(option + "=1"), TOKEN, discard);
+      } catch (Main.UsageException e) {
+        // --help and --version end parsing with a null message; any other message must be about the value.
+        if (e.getMessage() != null) {
+          assertThat(e.getMessage()).as(option).doesNotContain("unknown");
+        }
+      }
+    }
+  }
+
+  @Test
+  void versionPrintsOneLineAndAsksForAQuietExit() {
+    assertThatThrownBy(() -> Main.parse(args("--version"), null, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessage(null);
+
+    assertThat(stdout.toString(UTF_8)).startsWith("container-agent ").contains("(protocol 1)").hasLineCount(1);
+  }
+
+  @Test
+  void configToStringNeverContainsTheToken() throws IOException {
+    Path file = Files.writeString(tmp.resolve("token"), TOKEN, UTF_8);
+
+    AgentConfig fromFile = Main.parse(args("--token-file", file.toString()), null, out);
+    AgentConfig fromEnv = Main.parse(new String[0], TOKEN, out);
+    AgentConfig built = AgentConfig.builder().token(TOKEN).build();
+
+    for (AgentConfig config : new AgentConfig[] {fromFile, fromEnv, built}) {
+      assertThat(config.toString()).doesNotContain(TOKEN).contains("auth=token");
+    }
+  }
+
+  private static String[] args(String... args) {
+    return args;
+  }
+
+  private static Set<String> optionsInParserSource() throws IOException {
+    Path source = Path.of(System.getProperty("basedir", "."))
+        .resolve("src/main/java/dev/sandboxsdk/agent/Main.java");
+    String text = Files.readString(source, UTF_8);
+    String parse = text.substring(text.indexOf("static AgentConfig parse("));
+    Set<String> options = new LinkedHashSet<>();
+    Matcher m = Pattern.compile("case \"(--[a-z-]+)\"").matcher(parse);
+    while (m.find()) {
+      options.add(m.group(1));
+    }
+    return options;
+  }
+}
