@@ -164,6 +164,52 @@ class ExecIT {
   }
 
   @Test
+  void aLongExecSendsWhitespaceHeartbeatsBeforeItsJson() {
+    TestAgent.Response r = agent.post("/api/execute", obj("command", "sleep 2.5; echo done"));
+
+    assertThat(r.status()).isEqualTo(200);
+    assertThat(r.raw().body()).startsWith(" ");
+    assertThat(r.text("stdout")).isEqualTo("done\n");
+  }
+
+  @Test
+  void aClientThatHangsUpOnAnExecGetsItsCommandKilled() throws Exception {
+    String marker = "hangup-" + System.nanoTime();
+    String body = obj("command", "sleep 300; echo " + marker);
+    try (java.net.Socket socket = new java.net.Socket("127.0.0.1", agent.server.port())) {
+      byte[] bytes = body.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+      String head = "POST /api/execute HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TestAgent.TOKEN
+          + "\r\nContent-Type: application/json\r\nContent-Length: " + bytes.length + "\r\n\r\n";
+      socket.getOutputStream().write(head.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
+      socket.getOutputStream().write(bytes);
+      socket.getOutputStream().flush();
+      assertThat(Procs.await(5000, () -> !pidsRunning(marker).isEmpty())).isTrue();
+    }
+    assertThat(Procs.await(15_000, () -> pidsRunning(marker).isEmpty()))
+        .as("the command of a call whose client went away is killed").isTrue();
+  }
+
+  /** Pids whose command line contains {@code marker}. */
+  static List<Long> pidsRunning(String marker) {
+    List<Long> pids = new ArrayList<>();
+    try (var dirs = Files.newDirectoryStream(java.nio.file.Path.of("/proc"), "[0-9]*")) {
+      for (var dir : dirs) {
+        try {
+          String cmdline = new String(Files.readAllBytes(dir.resolve("cmdline")), java.nio.charset.StandardCharsets.UTF_8);
+          if (cmdline.contains(marker) && Procs.alive(Long.parseLong(dir.getFileName().toString()))) {
+            pids.add(Long.parseLong(dir.getFileName().toString()));
+          }
+        } catch (java.io.IOException gone) {
+          // exited while we looked
+        }
+      }
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+    return pids;
+  }
+
+  @Test
   void sixtyFourConcurrentExecsAllSucceedWithTheirOwnOutput() throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(64);
     try {

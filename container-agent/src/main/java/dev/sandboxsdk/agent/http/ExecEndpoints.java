@@ -9,6 +9,7 @@ import dev.sandboxsdk.agent.process.ProcessManager;
 import dev.sandboxsdk.agent.text.ByteBuf;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
 import java.util.concurrent.ExecutionException;
@@ -35,7 +36,7 @@ final class ExecEndpoints {
     BoundedCollector stdout = new BoundedCollector(spec.maxOutputBytes());
     BoundedCollector stderr = new BoundedCollector(spec.maxOutputBytes());
     p.startPumps(stdout, stderr);
-    awaitUninterruptibly(p);
+    OutputStream heartbeat = awaitWithHeartbeats(exchange, p);
     ManagedProcess.Snapshot s = p.snapshot();
     ObjectNode body = Json.object();
     body.put("success", s.exitCode() == 0);
@@ -53,7 +54,56 @@ final class ExecEndpoints {
     if (spec.encoding() == ExecSpec.Encoding.BASE64) {
       body.put("encoding", "base64");
     }
-    Responses.ok(exchange, body);
+    if (heartbeat == null) {
+      Responses.ok(exchange, body);
+    } else {
+      body.put("timestamp", java.time.Instant.now().toString());
+      heartbeat.write(Json.MAPPER.writeValueAsBytes(body));
+      heartbeat.close();
+    }
+  }
+
+  /**
+   * Waits for a buffered exec. A command still running after the keep-alive interval gets its
+   * 200 headers and then one space per interval: leading whitespace is valid JSON, it keeps idle
+   * proxies from closing the call, and a failed write is how the agent learns that the client
+   * hung up, which kills the command (the JDK server gives no other signal).
+   *
+   * @return the open body stream if headers were sent, else null
+   */
+  private OutputStream awaitWithHeartbeats(HttpExchange exchange, ManagedProcess p) throws IOException {
+    OutputStream body = null;
+    boolean disconnected = false;
+    while (true) {
+      try {
+        p.finished().get(config.keepAliveMs(), TimeUnit.MILLISECONDS);
+        return body;
+      } catch (TimeoutException e) {
+        if (disconnected) {
+          continue;
+        }
+        try {
+          if (body == null) {
+            exchange.getResponseHeaders().set("Content-Type", "application/json; charset=utf-8");
+            exchange.sendResponseHeaders(200, 0);
+            body = exchange.getResponseBody();
+          }
+          body.write(' ');
+          body.flush();
+        } catch (IOException io) {
+          log.debug("client of {} hung up: {}", p.id(), io.toString());
+          processes.killForDisconnect(p);
+          disconnected = true;
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        processes.killForDisconnect(p);
+        awaitUninterruptibly(p);
+        throw new IOException("interrupted");
+      } catch (ExecutionException e) {
+        throw new IllegalStateException(e);
+      }
+    }
   }
 
   void executeStream(HttpExchange exchange) throws IOException {
