@@ -7,6 +7,7 @@ import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.IOException;
+import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -57,6 +58,10 @@ public final class ApiHandler implements HttpHandler {
     if (e.code() == ErrorCode.UNAUTHORIZED) {
       exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"sandbox-agent\"");
     }
+    if (!drainRequestBody(exchange)) {
+      // An unread body would be taken for the next request; tell the client not to reuse this connection.
+      exchange.getResponseHeaders().set("Connection", "close");
+    }
     if (e.code() == ErrorCode.METHOD_NOT_ALLOWED) {
       exchange.getResponseHeaders().set("Allow", String.valueOf(e.context().get("allow")));
     }
@@ -64,6 +69,25 @@ public final class ApiHandler implements HttpHandler {
       Responses.error(exchange, e);
     } catch (IOException io) {
       log.debug("could not send error {}: {}", e.code(), io.toString());
+    }
+  }
+
+  /** Reads what is left of a request body, up to a small limit; true if it reached the end. */
+  private static boolean drainRequestBody(HttpExchange exchange) {
+    try {
+      InputStream in = exchange.getRequestBody();
+      long left = 64 * 1024;
+      byte[] skip = new byte[8192];
+      while (left > 0) {
+        int n = in.read(skip, 0, (int) Math.min(skip.length, left));
+        if (n < 0) {
+          return true;
+        }
+        left -= n;
+      }
+      return in.read() < 0;
+    } catch (IOException e) {
+      return false;
     }
   }
 
