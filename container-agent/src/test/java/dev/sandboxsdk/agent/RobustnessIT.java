@@ -158,6 +158,13 @@ class RobustnessIT {
   }
 
   @Test
+  void headRequestsGetHeadersWithoutABody() {
+    TestAgent.Response r = agent.send(agent.request("/api/ping").method("HEAD", HttpRequest.BodyPublishers.noBody()).build());
+    assertThat(r.status()).isEqualTo(405);
+    assertThat(r.raw().body()).isEmpty();
+  }
+
+  @Test
   void unknownProcessIdsAre404OnEveryEndpoint() {
     assertError(agent.get("/api/process/ghost"), 404, "PROCESS_NOT_FOUND");
     assertError(agent.delete("/api/process/ghost"), 404, "PROCESS_NOT_FOUND");

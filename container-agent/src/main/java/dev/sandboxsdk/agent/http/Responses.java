@@ -39,6 +39,10 @@ final class Responses {
   static void send(HttpExchange exchange, int status, ObjectNode body) throws IOException {
     byte[] bytes = Json.MAPPER.writeValueAsBytes(body);
     exchange.getResponseHeaders().set("Content-Type", "application/json; charset=utf-8");
+    if (exchange.getRequestMethod().equals("HEAD")) {
+      exchange.sendResponseHeaders(status, -1); // a HEAD response has no body
+      return;
+    }
     exchange.sendResponseHeaders(status, bytes.length);
     try (OutputStream out = exchange.getResponseBody()) {
       out.write(bytes);
