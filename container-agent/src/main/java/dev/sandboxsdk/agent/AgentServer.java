@@ -105,8 +105,10 @@ public final class AgentServer implements AutoCloseable {
       return;
     }
     closed = true;
-    server.stop(0);
+    // Refuse new work and stop every process first, so open streams can still report how their
+    // processes ended; then give handlers a moment to write that before connections close.
     processes.close();
+    server.stop(1);
     requestThreads.shutdownNow();
     log.info("sandbox agent stopped");
   }

@@ -124,6 +124,11 @@ class AgentProcessIT {
       String body = TestAgent.JSON.createObjectNode().put("command", cmd).toString();
       groups.add(call("POST", url.resolve("/api/process/start"), body).get("pid").asLong());
     }
+    // Children left behind by an exec and by a background process whose record was dropped.
+    groups.add(call("POST", url.resolve("/api/execute"), "{\"command\":\"sleep 300 & echo x\"}").get("pid").asLong());
+    groups.add(call("POST", url.resolve("/api/process/start"), "{\"command\":\"sleep 300 & echo y\"}").get("pid").asLong());
+    Thread.sleep(300);
+    call("POST", url.resolve("/api/process/cleanup"), null);
     // A foreground exec in flight counts too.
     Thread execCaller = new Thread(() -> {
       try {
@@ -138,7 +143,7 @@ class AgentProcessIT {
     for (long g : groups) {
       everyone.addAll(Procs.groupMembers(g));
     }
-    assertThat(everyone).hasSizeGreaterThanOrEqualTo(5);
+    assertThat(everyone).hasSizeGreaterThanOrEqualTo(7);
 
     agent.destroy(); // SIGTERM
     assertThat(agent.waitFor(20, TimeUnit.SECONDS)).as("agent exits").isTrue();

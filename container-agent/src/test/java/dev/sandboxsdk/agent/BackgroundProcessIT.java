@@ -131,6 +131,18 @@ class BackgroundProcessIT {
   }
 
   @Test
+  void logsAreNotCompleteWhileALeftoverChildCanStillWrite() throws Exception {
+    startProcess(obj("command", "(sleep 1; echo late) & echo parent", "processId", "parent"));
+    assertThat(Procs.await(5000, () -> finished("parent"))).isTrue();
+    TestAgent.Response early = agent.get("/api/process/parent/logs");
+    assertThat(early.text("stdout")).isEqualTo("parent\n");
+    assertThat(early.body().get("complete").asBoolean()).isFalse();
+
+    assertThat(Procs.await(5000, () -> agent.get("/api/process/parent/logs").body().get("complete").asBoolean())).isTrue();
+    assertThat(agent.get("/api/process/parent/logs").text("stdout")).isEqualTo("parent\nlate\n");
+  }
+
+  @Test
   void streamReplaysFromAnOffsetThenFollowsLiveOutputUntilExit() throws Exception {
     startProcess(obj("command", "echo first; sleep 0.5; echo second; sleep 0.3; exit 3", "processId", "live"));
     assertThat(Procs.await(5000, () -> info("live").get("stdoutBytes").asLong() == 6)).isTrue();

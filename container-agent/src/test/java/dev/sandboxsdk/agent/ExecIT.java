@@ -164,6 +164,15 @@ class ExecIT {
   }
 
   @Test
+  void anArgumentTooLargeForTheKernelIsAClientError() {
+    TestAgent.Response r = agent.post("/api/execute", obj("argv", List.of("echo", "x".repeat(200_000))));
+
+    assertThat(r.status()).isEqualTo(400);
+    assertThat(r.text("code")).isEqualTo("INVALID_COMMAND");
+    assertThat(r.text("message")).contains("stdin").doesNotContain("setsid");
+  }
+
+  @Test
   void aLongExecSendsWhitespaceHeartbeatsBeforeItsJson() {
     TestAgent.Response r = agent.post("/api/execute", obj("command", "sleep 2.5; echo done"));
 

@@ -139,6 +139,21 @@ class KillIT {
   }
 
   @Test
+  void killAllAlsoStopsChildrenLeftBehindByExecsAndCleanedUpProcesses() throws Exception {
+    TestAgent.Response exec = agent.post("/api/execute", obj("command", "sleep 300 & echo x"));
+    long execGroup = exec.body().get("pid").asLong();
+    long bgGroup = startProcess("forgotten", "sleep 300 & echo ready");
+    assertThat(Procs.await(5000, () -> finished("forgotten"))).isTrue();
+    agent.post("/api/process/cleanup", "");
+    assertThat(Procs.groupMembers(execGroup)).hasSize(1);
+    assertThat(Procs.groupMembers(bgGroup)).hasSize(1);
+
+    agent.delete("/api/process/kill-all");
+    assertThat(Procs.groupMembers(execGroup)).isEmpty();
+    assertThat(Procs.groupMembers(bgGroup)).isEmpty();
+  }
+
+  @Test
   void fiveHundredBackgroundProcessesStartListAndDieWithKillAll() throws Exception {
     ExecutorService pool = Executors.newFixedThreadPool(8);
     List<Long> pids = new ArrayList<>();

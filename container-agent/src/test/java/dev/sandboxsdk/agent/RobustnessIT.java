@@ -158,6 +158,20 @@ class RobustnessIT {
   }
 
   @Test
+  void queryParametersAreRejectedWhereNoneAreDefined() {
+    assertError(agent.post("/api/execute?timeout=5", obj("command", "true")), 400, "VALIDATION_FAILED");
+    assertError(agent.post("/api/process/start?x=1", obj("command", "true")), 400, "VALIDATION_FAILED");
+    assertError(agent.get("/api/version?verbose"), 400, "VALIDATION_FAILED");
+    assertError(agent.send(anonymous("/api/ping?x=1").GET().build()), 400, "VALIDATION_FAILED");
+  }
+
+  @Test
+  void duplicateFieldsAreNamedPlainly() {
+    TestAgent.Response r = agent.post("/api/execute", "{\"command\":\"a\",\"command\":\"b\"}");
+    assertThat(r.text("message")).contains("duplicate field 'command'").doesNotContain("Feature");
+  }
+
+  @Test
   void headRequestsGetHeadersWithoutABody() {
     TestAgent.Response r = agent.send(agent.request("/api/ping").method("HEAD", HttpRequest.BodyPublishers.noBody()).build());
     assertThat(r.status()).isEqualTo(405);

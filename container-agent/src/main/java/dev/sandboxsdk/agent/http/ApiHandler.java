@@ -22,6 +22,9 @@ import org.slf4j.LoggerFactory;
 public final class ApiHandler implements HttpHandler {
   private static final Logger log = LoggerFactory.getLogger(ApiHandler.class);
   public static final int PROTOCOL_VERSION = 1;
+  /** Routes that take query parameters (each checks its own); every other route takes none. */
+  private static final java.util.regex.Pattern QUERY_ROUTES =
+      java.util.regex.Pattern.compile("/api/process/(list|[^/]+(/logs|/stream)?)");
 
   private final byte[] tokenDigest;
   private final String version;
@@ -99,6 +102,7 @@ public final class ApiHandler implements HttpHandler {
     }
     if (path.equals("/api/ping")) {
       allow(method, "GET");
+      Query.parse(exchange.getRequestURI(), java.util.Set.of());
       ObjectNode body = Json.object();
       body.put("status", "healthy");
       Responses.ok(exchange, body);
@@ -108,6 +112,9 @@ public final class ApiHandler implements HttpHandler {
       throw notFound(path);
     }
     authenticate(exchange);
+    if (!QUERY_ROUTES.matcher(path).matches()) {
+      Query.parse(exchange.getRequestURI(), java.util.Set.of()); // no parameters here: reject any
+    }
     switch (path) {
       case "/api/version": {
         allow(method, "GET");

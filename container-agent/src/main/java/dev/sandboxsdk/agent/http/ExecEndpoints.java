@@ -124,13 +124,24 @@ final class ExecEndpoints {
       p.startPumps(null, null);
       throw e;
     }
+    try {
+      relayUntilComplete(p, spec, sse);
+    } catch (RuntimeException e) {
+      processes.killForDisconnect(p);
+      sse.sendError("INTERNAL_ERROR", "the agent failed while streaming: " + e.getClass().getSimpleName());
+      sse.close();
+      throw e;
+    }
+  }
+
+  private void relayUntilComplete(ManagedProcess p, ExecSpec spec, SseWriter sse) {
     StreamSink out = new StreamSink(new OutputEvents("stdout", null, spec.encoding(), 0), sse, p);
     StreamSink err = new StreamSink(new OutputEvents("stderr", null, spec.encoding(), 0), sse, p);
     p.startPumps(out, err);
     long keepAliveNanos = TimeUnit.MILLISECONDS.toNanos(config.keepAliveMs());
     while (true) {
       try {
-        p.finished().get(config.keepAliveMs(), TimeUnit.MILLISECONDS);
+        p.finished().get(sse.nanosUntilKeepAlive(keepAliveNanos), TimeUnit.NANOSECONDS);
         break;
       } catch (TimeoutException e) {
         if (!sse.keepAliveIfIdle(keepAliveNanos)) {

@@ -62,7 +62,12 @@ final class Json {
     try {
       parsed = MAPPER.readTree(body);
     } catch (JsonProcessingException e) {
-      throw new AgentException(ErrorCode.VALIDATION_FAILED, "malformed JSON: " + e.getOriginalMessage()
+      String detail = e.getOriginalMessage();
+      if (detail.startsWith("Duplicate field")) {
+        int end = detail.indexOf(" for ");
+        detail = "duplicate field" + detail.substring("Duplicate field".length(), end > 0 ? end : detail.length());
+      }
+      throw new AgentException(ErrorCode.VALIDATION_FAILED, "malformed JSON: " + detail
           + " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")");
     }
     if (parsed == null || !parsed.isObject()) {

@@ -37,6 +37,7 @@ final class ProcessEndpoints {
   }
 
   void start(HttpExchange exchange) throws IOException {
+    Query.parse(exchange.getRequestURI(), Set.of());
     ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes()), ExecRequests.Kind.START, config);
     ManagedProcess p = processes.startBackground(spec);
     ObjectNode body = Json.object();
@@ -135,7 +136,7 @@ final class ProcessEndpoints {
       body.put(name + "Offset", chunk.start());
       body.put(name + "NextOffset", chunk.start() + usable);
       truncated |= chunk.droppedBytes() > 0;
-      complete &= chunk.finished() && chunk.start() + usable == chunk.end();
+      complete &= chunk.eof() && chunk.start() + usable == chunk.end();
     }
     body.put("truncated", truncated);
     body.put("complete", complete);
@@ -189,14 +190,15 @@ final class ProcessEndpoints {
       while (true) {
         LogChunk o = p.readLog(StreamName.STDOUT, out.position(), STREAM_CHUNK);
         LogChunk e = p.readLog(StreamName.STDERR, err.position(), STREAM_CHUNK);
-        boolean sent = relay(o, "stdout", out, sse, frame) | relay(e, "stderr", err, sse, frame);
+        boolean sent = relay(p.id(), o, "stdout", out, sse, frame) | relay(p.id(), e, "stderr", err, sse, frame);
         if (sent) {
           continue;
         }
         if (o.finished() && e.finished()) {
           break;
         }
-        if (!p.awaitOutput(out.position(), err.position(), keepAliveNanos) && !sse.keepAliveIfIdle(keepAliveNanos)) {
+        if (!p.awaitOutput(out.position(), err.position(), sse.nanosUntilKeepAlive(keepAliveNanos))
+            && !sse.keepAliveIfIdle(keepAliveNanos)) {
           return; // the client went away; the background process carries on
         }
       }
@@ -224,18 +226,22 @@ final class ProcessEndpoints {
       Thread.currentThread().interrupt();
     } catch (IOException e) {
       // the client went away mid-stream; nothing else to do for a background process
+    } catch (RuntimeException e) {
+      sse.sendError("INTERNAL_ERROR", "the agent failed while streaming: " + e.getClass().getSimpleName());
+      throw e;
     } finally {
       sse.close();
     }
   }
 
   /** Sends a truncated marker if the window moved past the reader, then the chunk's data. */
-  private static boolean relay(LogChunk chunk, String stream, OutputEvents events, SseWriter sse, ByteBuf frame)
+  private static boolean relay(String processId, LogChunk chunk, String stream, OutputEvents events, SseWriter sse, ByteBuf frame)
       throws IOException {
     boolean sent = false;
     if (chunk.droppedBytes() > 0) {
       ObjectNode truncated = Json.object();
       truncated.put("type", "truncated");
+      truncated.put("processId", processId);
       truncated.put("stream", stream);
       truncated.put("droppedBytes", chunk.droppedBytes());
       truncated.put("offset", chunk.start());

@@ -68,6 +68,25 @@ final class SseWriter {
     send(buf);
   }
 
+  /** How long until a keep-alive is due, so waits end when one must be written. */
+  long nanosUntilKeepAlive(long idleNanos) {
+    return Math.max(1_000_000, lastWriteNanos + idleNanos - System.nanoTime());
+  }
+
+  /** Best effort: tells the client the agent itself failed; the stream ends after this. */
+  void sendError(String code, String message) {
+    ObjectNode error = Json.object();
+    error.put("type", "error");
+    error.put("code", code);
+    error.put("message", message);
+    error.put("timestamp", java.time.Instant.now().toString());
+    try {
+      send(error);
+    } catch (IOException ignored) {
+      // the client is gone as well
+    }
+  }
+
   /**
    * Writes a keep-alive comment if nothing was written for {@code idleNanos} and no other write is
    * in progress (a writer blocked on a slow client proves the connection is alive anyway).

@@ -234,8 +234,10 @@ public final class ManagedProcess {
    * @param end the stream's total length when read
    * @param finished whether the process had finished before the read (so {@code end} is final
    *     unless a leftover child still writes)
+   * @param eof whether the pipe had reached end of file (no process holds it any more) before
+   *     the read, so {@code end} is final
    */
-  public record LogChunk(long requested, long start, byte[] data, long end, boolean finished) {
+  public record LogChunk(long requested, long start, byte[] data, long end, boolean finished, boolean eof) {
     public long droppedBytes() {
       return Math.max(0, start - requested);
     }
@@ -246,6 +248,7 @@ public final class ManagedProcess {
     lock.lock();
     try {
       boolean done = status.isTerminal(); // set only after the pipes were drained
+      boolean eofSeen = (stream == StreamName.STDOUT ? stdoutPump : stderrPump).done;
       OutputLog logOf = stream == StreamName.STDOUT ? stdoutLog : stderrLog;
       long start = Math.max(from, logOf.oldest());
       int n = (int) Math.max(0, Math.min(max, logOf.end() - start));
@@ -253,7 +256,7 @@ public final class ManagedProcess {
       if (n > 0) {
         logOf.read(start, data, 0, n);
       }
-      return new LogChunk(from, Math.min(start, logOf.end()), data, logOf.end(), done);
+      return new LogChunk(from, Math.min(start, logOf.end()), data, logOf.end(), done, done && eofSeen);
     } finally {
       lock.unlock();
     }

@@ -51,7 +51,14 @@ public final class ProcessManager implements AutoCloseable {
   private final Set<ManagedProcess> live = ConcurrentHashMap.newKeySet();
   private final AtomicInteger running = new AtomicInteger();
   private final AtomicLong idSequence = new AtomicLong();
+  /**
+   * Every process group this agent started whose members may still live, including groups of
+   * finished or cleaned-up processes: their leftover children are ours to stop too.
+   */
+  private final Set<Long> startedGroups = ConcurrentHashMap.newKeySet();
   private volatile boolean shuttingDown;
+  /** Spawns hold the read side, shutdown the write side: no process can start unseen by close(). */
+  private final java.util.concurrent.locks.ReadWriteLock spawnGate = new java.util.concurrent.locks.ReentrantReadWriteLock();
 
   public ProcessManager(AgentConfig config) {
     this.config = config;
@@ -174,9 +181,18 @@ public final class ProcessManager implements AutoCloseable {
   }
 
   private ManagedProcess spawn(String id, ExecSpec spec, ManagedProcess.Kind kind) {
-    if (shuttingDown) {
-      throw new AgentException(ErrorCode.SHUTTING_DOWN, "the agent is shutting down");
+    spawnGate.readLock().lock();
+    try {
+      if (shuttingDown) {
+        throw new AgentException(ErrorCode.SHUTTING_DOWN, "the agent is shutting down");
+      }
+      return spawnUnderGate(id, spec, kind);
+    } finally {
+      spawnGate.readLock().unlock();
     }
+  }
+
+  private ManagedProcess spawnUnderGate(String id, ExecSpec spec, ManagedProcess.Kind kind) {
     Path cwd = resolveCwd(spec.cwd());
     ProcessBuilder pb = new ProcessBuilder();
     Map<String, String> env = pb.environment();
@@ -214,10 +230,13 @@ public final class ProcessManager implements AutoCloseable {
       process = pb.start();
     } catch (IOException e) {
       running.decrementAndGet();
-      throw new AgentException(ErrorCode.INTERNAL_ERROR, "cannot start process: " + e.getMessage());
+      throw spawnFailure(e);
     }
     ManagedProcess p = new ManagedProcess(id, kind, spec, process, this, config.logWindowBytes());
     live.add(p);
+    if (startedGroups.add(p.pid()) && startedGroups.size() % 4096 == 0) {
+      pruneStartedGroups();
+    }
     if (spec.timeoutMs() != null) {
       scheduler.schedule(() -> {
         if (!p.isFinished()) {
@@ -238,6 +257,21 @@ public final class ProcessManager implements AutoCloseable {
     }
     log.debug("started {} pid {}: {}", id, p.pid(), kind);
     return p;
+  }
+
+  /** Turns the JDK's "Cannot run program ... error=N, reason" into a message about the request. */
+  private static AgentException spawnFailure(IOException e) {
+    String msg = String.valueOf(e.getMessage());
+    int at = msg.indexOf("error=");
+    String reason = at >= 0 ? msg.substring(at) : msg;
+    if (msg.contains("error=7,")) { // E2BIG
+      return new AgentException(ErrorCode.INVALID_COMMAND,
+          "the command, its arguments and environment are too large for the kernel (" + reason
+              + "); pass big inputs through stdin or a file instead",
+          Map.of("field", "command"));
+    }
+    log.warn("cannot start a process: {}", msg);
+    return new AgentException(ErrorCode.INTERNAL_ERROR, "cannot start the process (" + reason + ")");
   }
 
   void onFinished(ManagedProcess p) {
@@ -334,8 +368,10 @@ public final class ProcessManager implements AutoCloseable {
   }
 
   /**
-   * Kills every running background process (SIGTERM, then SIGKILL after the grace period) and
-   * waits until they have exited. Returns how many were running.
+   * Kills every running background process and whatever finished processes of any kind left
+   * behind in their groups (SIGTERM, then SIGKILL after the grace period), and waits until they
+   * are gone. Running execs belong to their HTTP calls and are left alone. Returns how many
+   * background processes were running.
    */
   public int killAll() {
     List<ManagedProcess> targets = new ArrayList<>();
@@ -348,15 +384,25 @@ public final class ProcessManager implements AutoCloseable {
     return targets.size();
   }
 
-  /** Groups of finished background processes: their leaders exited, but children may linger. */
+  /** Groups whose leader finished (whatever its kind, listed or not): children may linger. */
   private List<Long> finishedGroups() {
+    Set<Long> running = new HashSet<>();
+    for (ManagedProcess p : live) {
+      running.add(p.pid());
+    }
     List<Long> pgids = new ArrayList<>();
-    for (ManagedProcess p : background.values()) {
-      if (p.isFinished()) {
-        pgids.add(p.pid());
+    for (Long pgid : startedGroups) {
+      if (!running.contains(pgid)) {
+        pgids.add(pgid);
       }
     }
     return pgids;
+  }
+
+  /** Forgets groups that have no live member left, so the set stays as small as reality. */
+  private void pruneStartedGroups() {
+    Set<Long> alive = ProcessGroups.liveGroups();
+    startedGroups.removeIf(pgid -> !alive.contains(pgid));
   }
 
   private void terminateAll(List<ManagedProcess> targets, List<Long> lingering, ManagedProcess.KillReason reason) {
@@ -379,15 +425,8 @@ public final class ProcessManager implements AutoCloseable {
     groups.signal(pgids, Signal.SIGTERM);
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.graceMs());
     awaitFinished(targets, deadline);
-    // Anything left, including background children of leaders that already exited.
-    Set<Long> alive = ProcessGroups.liveGroups();
-    List<Long> leftovers = new ArrayList<>();
-    Set<Long> ours = new HashSet<>(pgids);
-    for (Long pgid : ours) {
-      if (alive.contains(pgid)) {
-        leftovers.add(pgid);
-      }
-    }
+    // Anything left after the grace period, including children of leaders that already exited.
+    List<Long> leftovers = awaitGroupsGone(pgids, deadline);
     if (!leftovers.isEmpty()) {
       for (ManagedProcess p : targets) {
         if (!p.isFinished()) {
@@ -397,6 +436,30 @@ public final class ProcessManager implements AutoCloseable {
       log.info("{} process group(s) outlived the {} ms grace period: SIGKILL", leftovers.size(), config.graceMs());
       groups.signal(leftovers, Signal.SIGKILL);
       awaitFinished(targets, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+      awaitGroupsGone(leftovers, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+    }
+    pruneStartedGroups();
+  }
+
+  /** Polls until none of {@code pgids} has a live member or the deadline passes; returns the survivors. */
+  private static List<Long> awaitGroupsGone(List<Long> pgids, long deadlineNanos) {
+    while (true) {
+      Set<Long> alive = ProcessGroups.liveGroups();
+      List<Long> left = new ArrayList<>();
+      for (Long pgid : pgids) {
+        if (alive.contains(pgid)) {
+          left.add(pgid);
+        }
+      }
+      if (left.isEmpty() || System.nanoTime() >= deadlineNanos) {
+        return left;
+      }
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return left;
+      }
     }
   }
 
@@ -433,10 +496,15 @@ public final class ProcessManager implements AutoCloseable {
   /** Refuses new work, terminates every process group the agent started and waits for them. */
   @Override
   public void close() {
-    if (shuttingDown) {
-      return;
+    spawnGate.writeLock().lock();
+    try {
+      if (shuttingDown) {
+        return;
+      }
+      shuttingDown = true;
+    } finally {
+      spawnGate.writeLock().unlock();
     }
-    shuttingDown = true;
     List<ManagedProcess> targets = new ArrayList<>(live);
     if (!targets.isEmpty()) {
       log.info("stopping {} process(es)", targets.size());
