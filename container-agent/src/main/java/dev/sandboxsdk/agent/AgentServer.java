@@ -37,6 +37,7 @@ public final class AgentServer implements AutoCloseable {
   private final AgentConfig config;
   private final HttpServer server;
   private final ProcessManager processes;
+  private final ApiHandler handler;
   private final ExecutorService requestThreads;
   private final URI uri;
   private volatile boolean closed;
@@ -55,7 +56,8 @@ public final class AgentServer implements AutoCloseable {
       return t;
     });
     server.setExecutor(requestThreads);
-    server.createContext("/", new ApiHandler(processes, config.token(), version()));
+    this.handler = new ApiHandler(processes, config.token(), version());
+    server.createContext("/", handler);
     server.start();
     int port = server.getAddress().getPort();
     String host = address.isAnyLocalAddress() ? "127.0.0.1" : address.getHostAddress();
@@ -108,7 +110,16 @@ public final class AgentServer implements AutoCloseable {
     // Refuse new work and stop every process first, so open streams can still report how their
     // processes ended; then give handlers a moment to write that before connections close.
     processes.close();
-    server.stop(1);
+    long deadline = System.nanoTime() + 2_000_000_000L;
+    while (handler.inFlight() > 0 && System.nanoTime() < deadline) {
+      try {
+        Thread.sleep(10);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+    }
+    server.stop(0);
     requestThreads.shutdownNow();
     log.info("sandbox agent stopped");
   }

@@ -143,6 +143,18 @@ class BackgroundProcessIT {
   }
 
   @Test
+  void aPageOfLogsNeverSplitsACharacterAChildMayStillFinish() throws Exception {
+    startProcess(obj("command", "(sleep 1; printf '\\251\\n') & printf 'caf\\303'", "processId", "accent"));
+    assertThat(Procs.await(5000, () -> finished("accent"))).isTrue();
+    TestAgent.Response early = agent.get("/api/process/accent/logs");
+    assertThat(early.text("stdout")).isEqualTo("caf");
+    assertThat(early.body().get("stdoutNextOffset").asLong()).isEqualTo(3);
+
+    assertThat(Procs.await(5000, () -> agent.get("/api/process/accent/logs").body().get("complete").asBoolean())).isTrue();
+    assertThat(agent.get("/api/process/accent/logs?stdoutSince=3").text("stdout")).isEqualTo("\u00e9\n");
+  }
+
+  @Test
   void streamReplaysFromAnOffsetThenFollowsLiveOutputUntilExit() throws Exception {
     startProcess(obj("command", "echo first; sleep 0.5; echo second; sleep 0.3; exit 3", "processId", "live"));
     assertThat(Procs.await(5000, () -> info("live").get("stdoutBytes").asLong() == 6)).isTrue();

@@ -170,6 +170,11 @@ class ExecIT {
     assertThat(r.status()).isEqualTo(400);
     assertThat(r.text("code")).isEqualTo("INVALID_COMMAND");
     assertThat(r.text("message")).contains("stdin").doesNotContain("setsid");
+    assertThat(r.body().get("context").get("field").asText()).isEqualTo("argv");
+
+    TestAgent.Response env = agent.post("/api/execute", obj("command", "true", "env", Map.of("BIG", "y".repeat(200_000))));
+    assertThat(env.status()).isEqualTo(400);
+    assertThat(env.body().get("context").get("field").asText()).isEqualTo("env");
   }
 
   @Test

@@ -166,6 +166,13 @@ class RobustnessIT {
   }
 
   @Test
+  void routeAndMethodAreCheckedBeforeQueryParameters() {
+    assertError(agent.get("/api/execute?foo=1"), 405, "METHOD_NOT_ALLOWED");
+    assertError(agent.get("/api/nope?x=1"), 404, "NOT_FOUND");
+    assertError(agent.get("/api/process/a/b/c?x=1"), 404, "NOT_FOUND");
+  }
+
+  @Test
   void duplicateFieldsAreNamedPlainly() {
     TestAgent.Response r = agent.post("/api/execute", "{\"command\":\"a\",\"command\":\"b\"}");
     assertThat(r.text("message")).contains("duplicate field 'command'").doesNotContain("Feature");

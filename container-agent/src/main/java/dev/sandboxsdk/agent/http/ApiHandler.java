@@ -22,9 +22,6 @@ import org.slf4j.LoggerFactory;
 public final class ApiHandler implements HttpHandler {
   private static final Logger log = LoggerFactory.getLogger(ApiHandler.class);
   public static final int PROTOCOL_VERSION = 1;
-  /** Routes that take query parameters (each checks its own); every other route takes none. */
-  private static final java.util.regex.Pattern QUERY_ROUTES =
-      java.util.regex.Pattern.compile("/api/process/(list|[^/]+(/logs|/stream)?)");
 
   private final byte[] tokenDigest;
   private final String version;
@@ -38,8 +35,16 @@ public final class ApiHandler implements HttpHandler {
     this.process = new ProcessEndpoints(processes);
   }
 
+  private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+
+  /** Requests being handled right now (streams included). */
+  public int inFlight() {
+    return inFlight.get();
+  }
+
   @Override
   public void handle(HttpExchange exchange) throws IOException {
+    inFlight.incrementAndGet();
     try {
       route(exchange);
     } catch (AgentException e) {
@@ -51,6 +56,7 @@ public final class ApiHandler implements HttpHandler {
       respondError(exchange, new AgentException(ErrorCode.INTERNAL_ERROR, "internal error: " + e.getClass().getSimpleName()));
     } finally {
       exchange.close();
+      inFlight.decrementAndGet();
     }
   }
 
@@ -102,7 +108,7 @@ public final class ApiHandler implements HttpHandler {
     }
     if (path.equals("/api/ping")) {
       allow(method, "GET");
-      Query.parse(exchange.getRequestURI(), java.util.Set.of());
+      noQuery(exchange);
       ObjectNode body = Json.object();
       body.put("status", "healthy");
       Responses.ok(exchange, body);
@@ -112,12 +118,10 @@ public final class ApiHandler implements HttpHandler {
       throw notFound(path);
     }
     authenticate(exchange);
-    if (!QUERY_ROUTES.matcher(path).matches()) {
-      Query.parse(exchange.getRequestURI(), java.util.Set.of()); // no parameters here: reject any
-    }
     switch (path) {
       case "/api/version": {
         allow(method, "GET");
+        noQuery(exchange);
         ObjectNode body = Json.object();
         body.put("version", version);
         body.put("protocol", PROTOCOL_VERSION);
@@ -126,10 +130,12 @@ public final class ApiHandler implements HttpHandler {
       }
       case "/api/execute":
         allow(method, "POST");
+        noQuery(exchange);
         exec.execute(exchange);
         return;
       case "/api/execute/stream":
         allow(method, "POST");
+        noQuery(exchange);
         exec.executeStream(exchange);
         return;
       case "/api/process/start":
@@ -175,6 +181,7 @@ public final class ApiHandler implements HttpHandler {
             return;
           case "stdin":
             allow(method, "POST");
+            noQuery(exchange);
             process.stdin(exchange, id);
             return;
           default:
@@ -183,6 +190,11 @@ public final class ApiHandler implements HttpHandler {
       }
     }
     throw notFound(path);
+  }
+
+  /** Routes without query parameters reject any, like unknown body fields. */
+  private static void noQuery(HttpExchange exchange) {
+    Query.parse(exchange.getRequestURI(), java.util.Set.of());
   }
 
   private static String decode(String segment) {

@@ -156,6 +156,10 @@ final class ExecEndpoints {
         throw new IllegalStateException(e);
       }
     }
+    RuntimeException failed = out.failure != null ? out.failure : err.failure;
+    if (failed != null) {
+      throw failed;
+    }
     try {
       out.flush();
       err.flush();
@@ -207,15 +211,23 @@ final class ExecEndpoints {
       this.process = process;
     }
 
+    /** Set when this sink failed for a reason other than the client leaving. */
+    private volatile RuntimeException failure;
+
     @Override
     public synchronized void write(byte[] bytes, int off, int len) throws IOException {
-      if (events.encode(bytes, off, len, false, frame)) {
-        try {
+      try {
+        if (events.encode(bytes, off, len, false, frame)) {
           sse.send(frame);
-        } catch (IOException e) {
-          processes.killForDisconnect(process);
-          throw e;
         }
+      } catch (IOException e) {
+        processes.killForDisconnect(process);
+        throw e;
+      } catch (RuntimeException e) {
+        // Output would be lost: stop the process and end the stream with an error, not complete.
+        failure = e;
+        processes.killForDisconnect(process);
+        throw e;
       }
     }
 

@@ -43,11 +43,13 @@ final class ExecRequests {
         throw new AgentException(ErrorCode.INVALID_COMMAND, "'command' is empty");
       }
       noNul("command", command);
+      fitsKernel("command", command);
     } else {
       if (argv.isEmpty() || argv.get(0).isEmpty()) {
         throw new AgentException(ErrorCode.INVALID_COMMAND, "'argv' must be a non-empty array whose first element names the program");
       }
       argv.forEach(a -> noNul("argv", a));
+      argv.forEach(a -> fitsKernel("argv", a));
     }
     Map<String, String> env = body.stringMap("env");
     for (Map.Entry<String, String> e : env.entrySet()) {
@@ -57,6 +59,7 @@ final class ExecRequests {
       }
       if (e.getValue() != null) {
         noNul("env", e.getValue());
+        fitsKernel("env", k + "=" + e.getValue());
       }
     }
     String cwd = body.string("cwd");
@@ -105,6 +108,19 @@ final class ExecRequests {
         return ExecSpec.Encoding.BASE64;
       default:
         throw AgentException.invalid(field, "'" + field + "' must be \"utf-8\" or \"base64\", got '" + value + "'");
+    }
+  }
+
+  /** Linux refuses any single argument or environment string of 128 KiB or more (MAX_ARG_STRLEN). */
+  static final int MAX_ARG_BYTES = 128 * 1024 - 1;
+
+  private static void fitsKernel(String field, String value) {
+    // UTF-8 length is at most 3 bytes per char; only measure when it could matter.
+    if (value.length() * 3L > MAX_ARG_BYTES && value.getBytes(java.nio.charset.StandardCharsets.UTF_8).length > MAX_ARG_BYTES) {
+      throw new AgentException(ErrorCode.INVALID_COMMAND, "'" + field + "' has a string of "
+          + value.getBytes(java.nio.charset.StandardCharsets.UTF_8).length + " bytes; the kernel accepts at most "
+          + MAX_ARG_BYTES + " per argument or variable: pass big inputs through stdin or a file instead",
+          Map.of("field", field));
     }
   }
 

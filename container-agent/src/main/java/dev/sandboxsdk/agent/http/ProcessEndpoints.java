@@ -125,7 +125,7 @@ final class ProcessEndpoints {
         text = Base64.getEncoder().encodeToString(data);
       } else {
         // Hold back a code point cut by the end of what was read, unless the stream is over.
-        boolean endOfStream = chunk.finished() && chunk.start() + data.length == chunk.end();
+        boolean endOfStream = chunk.eof() && chunk.start() + data.length == chunk.end();
         Utf8Sanitizer sanitizer = new Utf8Sanitizer();
         ByteBuf valid = new ByteBuf(data.length + 16);
         sanitizer.sanitize(data, 0, data.length, endOfStream, valid);

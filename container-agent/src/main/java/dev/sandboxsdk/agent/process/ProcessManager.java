@@ -76,6 +76,9 @@ public final class ProcessManager implements AutoCloseable {
     ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, daemonThreads("agent-timer"));
     timers.setRemoveOnCancelPolicy(true);
     this.scheduler = timers;
+    // A group number is free for reuse once its last member dies; forget dead groups promptly so
+    // kill-all and shutdown never signal a stranger that inherited the number.
+    timers.scheduleWithFixedDelay(this::pruneStartedGroups, 5, 5, TimeUnit.SECONDS);
   }
 
   /**
@@ -153,7 +156,7 @@ public final class ProcessManager implements AutoCloseable {
     if (id != null) {
       if (!PROCESS_ID.matcher(id).matches() || RESERVED_IDS.contains(id)) {
         throw AgentException.invalid("processId", "processId must match " + PROCESS_ID.pattern()
-            + " and not be one of " + RESERVED_IDS + ": '" + abbreviate(id) + "'");
+            + " and not be one of " + new java.util.TreeSet<>(RESERVED_IDS) + ": '" + abbreviate(id) + "'");
       }
     } else {
       id = "proc_" + Long.toHexString(System.currentTimeMillis()) + "_" + idSequence.incrementAndGet();
@@ -234,9 +237,7 @@ public final class ProcessManager implements AutoCloseable {
     }
     ManagedProcess p = new ManagedProcess(id, kind, spec, process, this, config.logWindowBytes());
     live.add(p);
-    if (startedGroups.add(p.pid()) && startedGroups.size() % 4096 == 0) {
-      pruneStartedGroups();
-    }
+    startedGroups.add(p.pid());
     if (spec.timeoutMs() != null) {
       scheduler.schedule(() -> {
         if (!p.isFinished()) {
@@ -401,7 +402,15 @@ public final class ProcessManager implements AutoCloseable {
 
   /** Forgets groups that have no live member left, so the set stays as small as reality. */
   private void pruneStartedGroups() {
+    if (startedGroups.isEmpty()) {
+      return;
+    }
+    Set<Long> running = new HashSet<>();
+    for (ManagedProcess p : live) {
+      running.add(p.pid());
+    }
     Set<Long> alive = ProcessGroups.liveGroups();
+    alive.addAll(running); // a leader just spawned may not be visible in /proc yet
     startedGroups.removeIf(pgid -> !alive.contains(pgid));
   }
 
