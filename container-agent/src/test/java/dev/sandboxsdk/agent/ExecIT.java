@@ -156,6 +156,19 @@ class ExecIT {
   }
 
   @Test
+  void aBackgroundChildThatWritesAfterTheExecReturnedIsNotKilledBySigpipe() throws Exception {
+    // The JDK closes its own pipe ends when the direct child exits; a child still writing would
+    // die of SIGPIPE. Run it several times: the window used to be a race.
+    for (int i = 0; i < 5; i++) {
+      java.nio.file.Path marker = agent.workspace.resolve("survived-" + i);
+      TestAgent.Response r = agent.post("/api/execute",
+          obj("command", "(sleep 0.3; echo late; echo late >&2; touch " + marker + ") & echo now"));
+      assertThat(r.text("stdout")).isEqualTo("now\n");
+      assertThat(Procs.await(5000, () -> Files.exists(marker))).as("the child lived to write and finish").isTrue();
+    }
+  }
+
+  @Test
   void theAgentTokenIsNotInTheCommandsEnvironment() {
     TestAgent.Response r = agent.post("/api/execute",
         obj("command", "echo ${SANDBOX_AGENT_TOKEN:-unset}", "env", Map.of()));

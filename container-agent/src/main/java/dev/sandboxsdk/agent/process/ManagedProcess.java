@@ -1,7 +1,6 @@
 package dev.sandboxsdk.agent.process;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.io.OutputStream;
 import java.time.Instant;
 import java.util.List;
@@ -76,10 +75,9 @@ public final class ManagedProcess {
   private final OutputStream stdin;
   final OutputLog stdoutLog;
   final OutputLog stderrLog;
-  private final Pump stdoutPump;
-  private final Pump stderrPump;
+  private final OutputPump stdoutPump;
+  private final OutputPump stderrPump;
   private final AtomicBoolean finishing = new AtomicBoolean();
-  private final AtomicBoolean pollScheduled = new AtomicBoolean();
   private final CompletableFuture<ManagedProcess> finished = new CompletableFuture<>();
 
   // Guarded by lock.
@@ -89,13 +87,14 @@ public final class ManagedProcess {
   private Signal exitSignal;
   private long durationNanos = -1;
   private boolean stdinClosed;
-  private Boolean lingeringChildren; // decided once, by the first maybeFinish that needs it
+  private Boolean lingeringChildren; // decided once, when the pipes outlive the exit by 100 ms
   // Written before signals are sent, read when the process ends.
   private volatile boolean killRequested;
   private volatile boolean timedOut;
   private volatile Signal lastSignalSent;
 
-  ManagedProcess(String id, Kind kind, ExecSpec spec, Process process, ProcessManager manager, int logWindow) {
+  ManagedProcess(String id, Kind kind, ExecSpec spec, Process process, OutputPump stdoutPump,
+      OutputPump stderrPump, ProcessManager manager, int logWindow) {
     this.id = id;
     this.kind = kind;
     this.spec = spec;
@@ -106,8 +105,8 @@ public final class ManagedProcess {
     boolean logged = kind == Kind.BACKGROUND;
     this.stdoutLog = logged ? new OutputLog(logWindow) : null;
     this.stderrLog = logged ? new OutputLog(logWindow) : null;
-    this.stdoutPump = new Pump(process.getInputStream());
-    this.stderrPump = new Pump(process.getErrorStream());
+    this.stdoutPump = stdoutPump;
+    this.stderrPump = stderrPump;
   }
 
   public String id() {
@@ -139,11 +138,20 @@ public final class ManagedProcess {
     return finished.isDone();
   }
 
-  /** Starts copying stdout and stderr to the sinks, and watching for exit. Call once. */
+  /** Starts copying stdout and stderr to the sinks (null discards). Call once. */
   public void startPumps(OutputSink stdoutSink, OutputSink stderrSink) {
-    manager.ioExecutor().execute(() -> stdoutPump.run(stdoutSink));
-    manager.ioExecutor().execute(() -> stderrPump.run(stderrSink));
-    process.onExit().thenRun(this::maybeFinish);
+    // Exit is noticed by the pump that sees the second EOF (it then reaps with waitFor), or, if a
+    // leftover child keeps a pipe open, by the manager's exit watcher. Process.onExit() is avoided:
+    // on small machines it starts a new thread for every process.
+    stdoutPump.start(stdoutSink, this::onPumpDone);
+    stderrPump.start(stderrSink, this::onPumpDone);
+  }
+
+  private void onPumpDone() {
+    if (pipesClosed()) {
+      awaitExit();
+      maybeFinish();
+    }
   }
 
   /** Sinks that append to this background process's retained windows and wake its readers. */
@@ -248,7 +256,7 @@ public final class ManagedProcess {
     lock.lock();
     try {
       boolean done = status.isTerminal(); // set only after the pipes were drained
-      boolean eofSeen = (stream == StreamName.STDOUT ? stdoutPump : stderrPump).done;
+      boolean eofSeen = (stream == StreamName.STDOUT ? stdoutPump : stderrPump).isDone();
       OutputLog logOf = stream == StreamName.STDOUT ? stdoutLog : stderrLog;
       long start = Math.max(from, logOf.oldest());
       int n = (int) Math.max(0, Math.min(max, logOf.end() - start));
@@ -299,11 +307,23 @@ public final class ManagedProcess {
       long duration = durationNanos >= 0 ? durationNanos : System.nanoTime() - startNanos;
       return new Snapshot(id, pid, command(), spec.argv(), status, startTime, endTime, exitCode,
           exitSignal, timedOut && status.isTerminal(),
-          stdoutLog != null ? stdoutLog.end() : stdoutPump.bytes,
-          stderrLog != null ? stderrLog.end() : stderrPump.bytes,
+          stdoutLog != null ? stdoutLog.end() : stdoutPump.bytes(),
+          stderrLog != null ? stderrLog.end() : stderrPump.bytes(),
           TimeUnit.NANOSECONDS.toMillis(duration));
     } finally {
       lock.unlock();
+    }
+  }
+
+  /** True once both pipes reached end of file. */
+  boolean pipesClosed() {
+    return stdoutPump.isDone() && stderrPump.isDone();
+  }
+
+  /** Polled by the manager's exit watcher for processes whose pipes are still open. */
+  void checkExit() {
+    if (!finished.isDone() && !process.isAlive()) {
+      maybeFinish();
     }
   }
 
@@ -311,23 +331,19 @@ public final class ManagedProcess {
     if (finished.isDone() || process.isAlive()) {
       return;
     }
-    if (!stdoutPump.done || !stderrPump.done) {
+    if (!pipesClosed()) {
       // Normally EOF follows the exit at once. If it does not, something else holds the pipe: a
       // background child in the group (give up waiting soon) or one that escaped it (wait longer).
+      long now = System.nanoTime();
+      boolean outIdle = stdoutPump.idleFor(now, LINGER_IDLE_NANOS);
+      boolean errIdle = stderrPump.idleFor(now, LINGER_IDLE_NANOS);
+      if (!outIdle || !errIdle) {
+        return; // the exit watcher calls again
+      }
       if (lingeringChildren == null) {
         lingeringChildren = ProcessGroups.liveGroups().contains(pid);
       }
-      long idleNanos = lingeringChildren ? LINGER_IDLE_NANOS : ESCAPED_IDLE_NANOS;
-      long now = System.nanoTime();
-      boolean outIdle = stdoutPump.idleFor(now, idleNanos);
-      boolean errIdle = stderrPump.idleFor(now, idleNanos);
-      if (!outIdle || !errIdle) {
-        if (pollScheduled.compareAndSet(false, true)) {
-          manager.scheduler().schedule(() -> {
-            pollScheduled.set(false);
-            maybeFinish();
-          }, 10, TimeUnit.MILLISECONDS);
-        }
+      if (!lingeringChildren && (!stdoutPump.idleFor(now, ESCAPED_IDLE_NANOS) || !stderrPump.idleFor(now, ESCAPED_IDLE_NANOS))) {
         return;
       }
       log.debug("process {} exited but its pipes stay open (held by another process); finishing", id);
@@ -369,72 +385,19 @@ public final class ManagedProcess {
     }
   }
 
-  /** Copies one pipe to a sink on a pooled thread; a failing sink turns the rest into a discard. */
-  private final class Pump {
-    private final InputStream in;
-    /** Odd while blocked in read(), even otherwise; only the pump thread writes it. */
-    private volatile long readSeq;
-    private volatile boolean done;
-    private volatile long bytes;
-    // Only the timer thread (via maybeFinish) touches these.
-    private long observedSeq = -1;
-    private long observedSince;
-
-    Pump(InputStream in) {
-      this.in = in;
-    }
-
-    /**
-     * True once the pump has sat in the same read() call, with nothing arriving, for {@code
-     * idleNanos} of observation. Called only after the process exited, so data it wrote is
-     * already in the pipe and would have ended that read.
-     */
-    boolean idleFor(long now, long idleNanos) {
-      if (done) {
-        return true;
-      }
-      long seq = readSeq;
-      if ((seq & 1) == 0 || seq != observedSeq) {
-        observedSeq = seq;
-        observedSince = now;
-        return false;
-      }
-      return now - observedSince >= idleNanos;
-    }
-
-    void run(OutputSink sink) {
-      byte[] buf = new byte[64 * 1024];
-      OutputSink target = sink;
+  /** Waits for the process to be reaped (both pipes are closed, so it has exited or soon will). */
+  private void awaitExit() {
+    boolean interrupted = false;
+    while (true) {
       try {
-        while (true) {
-          readSeq++;
-          int n = in.read(buf);
-          readSeq++;
-          if (n < 0) {
-            break;
-          }
-          bytes += n;
-          if (target != null) {
-            try {
-              target.write(buf, 0, n);
-            } catch (IOException | RuntimeException e) {
-              // The consumer went away; keep draining so the process never blocks on a full pipe.
-              log.debug("output sink of {} failed: {}", id, e.toString());
-              target = null;
-            }
-          }
-        }
-      } catch (IOException e) {
-        log.debug("pipe of {} closed: {}", id, e.toString());
-      } finally {
-        done = true;
-        try {
-          in.close();
-        } catch (IOException ignored) {
-          // closing a pipe we finished reading
-        }
-        maybeFinish();
+        process.waitFor();
+        break;
+      } catch (InterruptedException e) {
+        interrupted = true; // pool shutdown: still record the exit
       }
+    }
+    if (interrupted) {
+      Thread.currentThread().interrupt();
     }
   }
 }

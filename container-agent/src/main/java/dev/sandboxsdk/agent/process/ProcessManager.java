@@ -44,6 +44,7 @@ public final class ProcessManager implements AutoCloseable {
   /** What every command is prefixed with: setsid, plus a signal reset when the agent inherited ignored signals. */
   private final List<String> launcher;
   private final ProcessGroups groups;
+  private final FifoPool fifos;
   private final ExecutorService io;
   private final ScheduledExecutorService scheduler;
   private final Map<String, ManagedProcess> background = new ConcurrentHashMap<>();
@@ -72,6 +73,15 @@ public final class ProcessManager implements AutoCloseable {
     }
     this.groups = new ProcessGroups(kill);
     this.launcher = launcher(setsid, ProcessGroups.which("env", path));
+    String mkfifo = ProcessGroups.which("mkfifo", path);
+    if (mkfifo == null) {
+      throw new IllegalStateException("the agent needs mkfifo(1) on its PATH (Debian/Ubuntu: coreutils)");
+    }
+    try {
+      this.fifos = new FifoPool(mkfifo);
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot create the agent's pipe directory: " + e.getMessage(), e);
+    }
     this.io = Executors.newCachedThreadPool(daemonThreads("agent-io"));
     ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, daemonThreads("agent-timer"));
     timers.setRemoveOnCancelPolicy(true);
@@ -79,6 +89,7 @@ public final class ProcessManager implements AutoCloseable {
     // A group number is free for reuse once its last member dies; forget dead groups promptly so
     // kill-all and shutdown never signal a stranger that inherited the number.
     timers.scheduleWithFixedDelay(this::pruneStartedGroups, 5, 5, TimeUnit.SECONDS);
+    timers.scheduleWithFixedDelay(this::watchExits, 20, 20, TimeUnit.MILLISECONDS);
   }
 
   /**
@@ -228,14 +239,19 @@ public final class ProcessManager implements AutoCloseable {
               + " processes (its --max-processes limit); wait for some to finish or kill them",
           Map.of("limit", config.maxProcesses()));
     }
+    OutputPump out = new OutputPump(fifos.take(), fifos, io, id + " stdout");
+    OutputPump err = new OutputPump(fifos.take(), fifos, io, id + " stderr");
+    pb.redirectOutput(out.fifo().toFile()).redirectError(err.fifo().toFile());
     Process process;
     try {
       process = pb.start();
-    } catch (IOException e) {
+    } catch (IOException | RuntimeException e) {
       running.decrementAndGet();
-      throw spawnFailure(e);
+      out.abandon();
+      err.abandon();
+      throw e instanceof IOException ? spawnFailure((IOException) e) : (RuntimeException) e;
     }
-    ManagedProcess p = new ManagedProcess(id, kind, spec, process, this, config.logWindowBytes());
+    ManagedProcess p = new ManagedProcess(id, kind, spec, process, out, err, this, config.logWindowBytes());
     live.add(p);
     startedGroups.add(p.pid());
     if (spec.timeoutMs() != null) {
@@ -249,8 +265,8 @@ public final class ProcessManager implements AutoCloseable {
     if (spec.stdinData() != null) {
       byte[] data = spec.stdinData().getBytes(java.nio.charset.StandardCharsets.UTF_8);
       io.execute(() -> {
-        try (var out = process.getOutputStream()) {
-          out.write(data);
+        try (var stdin = process.getOutputStream()) {
+          stdin.write(data);
         } catch (IOException e) {
           log.debug("stdin of {} closed early: {}", id, e.toString());
         }
@@ -400,6 +416,15 @@ public final class ProcessManager implements AutoCloseable {
     return pgids;
   }
 
+  /** Notices exits of processes whose pipes a leftover child keeps open (no EOF to wake a pump). */
+  private void watchExits() {
+    for (ManagedProcess p : live) {
+      if (!p.pipesClosed()) {
+        p.checkExit();
+      }
+    }
+  }
+
   /** Forgets groups that have no live member left, so the set stays as small as reality. */
   private void pruneStartedGroups() {
     if (startedGroups.isEmpty()) {
@@ -521,5 +546,6 @@ public final class ProcessManager implements AutoCloseable {
     terminateAll(targets, finishedGroups(), ManagedProcess.KillReason.SHUTDOWN);
     scheduler.shutdownNow();
     io.shutdownNow();
+    fifos.close();
   }
 }

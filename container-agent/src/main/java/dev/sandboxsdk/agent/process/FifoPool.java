@@ -1,0 +1,89 @@
+package dev.sandboxsdk.agent.process;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * Named pipes that carry the stdout and stderr of spawned processes, in a private directory.
+ *
+ * <p>Why not the JDK's own pipes: when the direct child exits, the JDK's reaper drains and closes
+ * the parent's end of its stdout/stderr pipes unless a reader happens to hold the stream's lock
+ * at that moment. Output that a background child of the command writes later is then lost, and
+ * the child dies of SIGPIPE (think {@code server &}). The agent owns the read end of a FIFO, so
+ * it reads until the last writer, whoever it is, closes it.
+ *
+ * <p>A FIFO is reused once its reader has seen end of file (no writer is left). New ones are
+ * made in batches with one {@code mkfifo} call. Thread-safe.
+ */
+final class FifoPool implements AutoCloseable {
+  private static final int BATCH = 64;
+
+  private final Path dir;
+  private final String mkfifo;
+  private final ConcurrentLinkedQueue<Path> free = new ConcurrentLinkedQueue<>();
+  private int created;
+
+  FifoPool(String mkfifo) throws IOException {
+    this.mkfifo = mkfifo;
+    this.dir = Files.createTempDirectory("sandbox-agent-pipes-",
+        PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+    grow();
+  }
+
+  Path take() {
+    Path p = free.poll();
+    while (p == null) {
+      grow();
+      p = free.poll();
+    }
+    return p;
+  }
+
+  /** Returns a FIFO whose reader saw end of file, so nothing holds it any more. */
+  void give(Path fifo) {
+    free.add(fifo);
+  }
+
+  private synchronized void grow() {
+    if (!free.isEmpty()) {
+      return;
+    }
+    List<String> cmd = new ArrayList<>(List.of(mkfifo, "-m", "600"));
+    List<Path> batch = new ArrayList<>();
+    for (int i = 0; i < BATCH; i++) {
+      Path p = dir.resolve("p" + (created++));
+      batch.add(p);
+      cmd.add(p.toString());
+    }
+    try {
+      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes());
+      if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0) {
+        throw new IllegalStateException("mkfifo failed: " + out.strip());
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot run mkfifo: " + e.getMessage(), e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted while making pipes", e);
+    }
+    free.addAll(batch);
+  }
+
+  @Override
+  public void close() {
+    try (Stream<Path> files = Files.walk(dir)) {
+      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException ignored) {
+      // a temp directory; best effort
+    }
+  }
+}
