@@ -28,23 +28,13 @@ class BackgroundProcessIT {
 
   @AfterEach
   void cleanUp() {
-    agent.delete("/api/process/kill-all");
-    agent.post("/api/process/cleanup", "");
+    agent.reset();
   }
 
   static JsonNode startProcess(String json) {
     TestAgent.Response r = agent.post("/api/process/start", json);
     assertThat(r.status()).as(String.valueOf(r.body())).isEqualTo(200);
     return r.body();
-  }
-
-  static JsonNode info(String id) {
-    return agent.get("/api/process/" + id).body().get("process");
-  }
-
-  static boolean finished(String id) {
-    String status = info(id).get("status").asText();
-    return !status.equals("running") && !status.equals("starting");
   }
 
   @Test
@@ -63,7 +53,7 @@ class BackgroundProcessIT {
     assertThat(p.get("startTime").asText()).isNotEmpty();
     assertThat(p.has("exitCode")).isFalse();
 
-    assertThat(info("sleeper").get("status").asText()).isEqualTo("running");
+    assertThat(agent.processInfo("sleeper").get("status").asText()).isEqualTo("running");
     assertThat(agent.get("/api/process/list?status=running").body().get("processes")).hasSize(1);
     assertThat(agent.get("/api/process/list?status=completed").body().get("processes")).isEmpty();
   }
@@ -84,14 +74,14 @@ class BackgroundProcessIT {
   void finishedProcessReportsExitCodeStatusAndEndTime() throws Exception {
     startProcess(obj("command", "echo done; exit 0", "processId", "ok"));
     startProcess(obj("command", "exit 5", "processId", "bad"));
-    assertThat(Procs.await(5000, () -> finished("ok") && finished("bad"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("ok") && agent.isFinished("bad"))).isTrue();
 
-    JsonNode ok = info("ok");
+    JsonNode ok = agent.processInfo("ok");
     assertThat(ok.get("status").asText()).isEqualTo("completed");
     assertThat(ok.get("exitCode").asInt()).isZero();
     assertThat(ok.get("endTime").asText()).isNotEmpty();
     assertThat(ok.get("stdoutBytes").asLong()).isEqualTo(5);
-    JsonNode bad = info("bad");
+    JsonNode bad = agent.processInfo("bad");
     assertThat(bad.get("status").asText()).isEqualTo("failed");
     assertThat(bad.get("exitCode").asInt()).isEqualTo(5);
   }
@@ -108,7 +98,7 @@ class BackgroundProcessIT {
     assertThat(running.body().get("complete").asBoolean()).isFalse();
     assertThat(running.text("status")).isEqualTo("running");
 
-    assertThat(Procs.await(5000, () -> finished("counter"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("counter"))).isTrue();
     TestAgent.Response all = agent.get("/api/process/counter/logs");
     assertThat(all.text("stdout")).isEqualTo("line1\nline2\nline3\nline4\nline5\nline6\nline7\nline8\n");
     assertThat(all.text("stderr")).isEqualTo("warn\n");
@@ -133,7 +123,7 @@ class BackgroundProcessIT {
   @Test
   void logsAreNotCompleteWhileALeftoverChildCanStillWrite() throws Exception {
     startProcess(obj("command", "(sleep 1; echo late) & echo parent", "processId", "parent"));
-    assertThat(Procs.await(5000, () -> finished("parent"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("parent"))).isTrue();
     TestAgent.Response early = agent.get("/api/process/parent/logs");
     assertThat(early.text("stdout")).isEqualTo("parent\n");
     assertThat(early.body().get("complete").asBoolean()).isFalse();
@@ -145,7 +135,7 @@ class BackgroundProcessIT {
   @Test
   void aPageOfLogsNeverSplitsACharacterAChildMayStillFinish() throws Exception {
     startProcess(obj("command", "(sleep 1; printf '\\251\\n') & printf 'caf\\303'", "processId", "accent"));
-    assertThat(Procs.await(5000, () -> finished("accent"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("accent"))).isTrue();
     TestAgent.Response early = agent.get("/api/process/accent/logs");
     assertThat(early.text("stdout")).isEqualTo("caf");
     assertThat(early.body().get("stdoutNextOffset").asLong()).isEqualTo(3);
@@ -157,7 +147,7 @@ class BackgroundProcessIT {
   @Test
   void streamReplaysFromAnOffsetThenFollowsLiveOutputUntilExit() throws Exception {
     startProcess(obj("command", "echo first; sleep 0.5; echo second; sleep 0.3; exit 3", "processId", "live"));
-    assertThat(Procs.await(5000, () -> info("live").get("stdoutBytes").asLong() == 6)).isTrue();
+    assertThat(Procs.await(5000, () -> agent.processInfo("live").get("stdoutBytes").asLong() == 6)).isTrue();
     try (SseReader sse = agent.stream("/api/process/live/stream?stdoutSince=2", null)) {
       List<JsonNode> events = sse.rest();
       assertThat(events.get(0).get("type").asText()).isEqualTo("process_info");
@@ -180,7 +170,7 @@ class BackgroundProcessIT {
   @Test
   void streamOfAFinishedProcessReplaysEverythingThenExit() throws Exception {
     startProcess(obj("command", "printf abc; printf xyz >&2", "processId", "quick"));
-    assertThat(Procs.await(5000, () -> finished("quick"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("quick"))).isTrue();
     try (SseReader sse = agent.stream("/api/process/quick/stream?since=1", null)) {
       List<JsonNode> events = sse.rest();
       assertThat(events).extracting(e -> e.get("type").asText())
@@ -197,7 +187,7 @@ class BackgroundProcessIT {
     startProcess(obj("command", "head -c 1000000 /dev/zero | tr '\\0' x", "processId", "flood"));
     try (SseReader sse = agent.stream("/api/process/flood/stream", null)) {
       assertThat(sse.next().get("type").asText()).isEqualTo("process_info");
-      assertThat(Procs.await(5000, () -> finished("flood")))
+      assertThat(Procs.await(5000, () -> agent.isFinished("flood")))
           .as("the process finishes although its only reader is not reading").isTrue();
       long delivered = 0;
       long dropped = 0;
@@ -233,7 +223,7 @@ class BackgroundProcessIT {
     assertThat(w.body().get("bytesWritten").asInt()).isEqualTo(6);
     agent.post("/api/process/upper/stdin", obj("data", Base64.getEncoder().encodeToString("world".getBytes()), "encoding", "base64", "eof", true));
 
-    assertThat(Procs.await(5000, () -> finished("upper"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("upper"))).isTrue();
     assertThat(agent.get("/api/process/upper/logs").text("stdout")).isEqualTo("HELLO WORLD");
     TestAgent.Response late = agent.post("/api/process/upper/stdin", obj("data", "x"));
     assertThat(late.status()).isEqualTo(409);
@@ -252,7 +242,7 @@ class BackgroundProcessIT {
   void cleanupDropsOnlyFinishedProcesses() throws Exception {
     startProcess(obj("command", "true", "processId", "done1"));
     startProcess(obj("command", "sleep 30", "processId", "busy"));
-    assertThat(Procs.await(5000, () -> finished("done1"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("done1"))).isTrue();
 
     TestAgent.Response r = agent.post("/api/process/cleanup", "");
     assertThat(r.body().get("cleanedCount").asInt()).isEqualTo(1);
@@ -269,7 +259,7 @@ class BackgroundProcessIT {
   @Test
   void base64LogsAndStreamsCarryRawBytes() throws Exception {
     startProcess(obj("command", "printf '\\377\\000\\342'", "processId", "binary", "encoding", "base64"));
-    assertThat(Procs.await(5000, () -> finished("binary"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("binary"))).isTrue();
     assertThat(Base64.getDecoder().decode(agent.get("/api/process/binary/logs").text("stdout")))
         .containsExactly(0xFF, 0x00, 0xE2);
     List<Byte> streamed = new ArrayList<>();
@@ -300,8 +290,8 @@ class BackgroundProcessIT {
   @Test
   void timeoutOfABackgroundProcessIsEnforcedByTheAgent() throws Exception {
     startProcess(obj("command", "echo begun; sleep 30", "processId", "limited", "timeoutMs", 300));
-    assertThat(Procs.await(5000, () -> finished("limited"))).isTrue();
-    JsonNode p = info("limited");
+    assertThat(Procs.await(5000, () -> agent.isFinished("limited"))).isTrue();
+    JsonNode p = agent.processInfo("limited");
     assertThat(p.get("exitCode").asInt()).isEqualTo(124);
     assertThat(p.get("timedOut").asBoolean()).isTrue();
     assertThat(p.get("status").asText()).isEqualTo("killed");

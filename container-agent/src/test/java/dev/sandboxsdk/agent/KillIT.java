@@ -30,8 +30,7 @@ class KillIT {
 
   @AfterEach
   void cleanUp() {
-    agent.delete("/api/process/kill-all");
-    agent.post("/api/process/cleanup", "");
+    agent.reset();
   }
 
   static long startProcess(String id, String command) throws Exception {
@@ -40,15 +39,6 @@ class KillIT {
     // Wait for the script to say it is set up (traps installed, children started).
     assertThat(Procs.await(5000, () -> agent.get("/api/process/" + id + "/logs").text("stdout").contains("ready"))).isTrue();
     return r.body().get("pid").asLong();
-  }
-
-  static JsonNode info(String id) {
-    return agent.get("/api/process/" + id).body().get("process");
-  }
-
-  static boolean finished(String id) {
-    String s = info(id).get("status").asText();
-    return !s.equals("running");
   }
 
   @Test
@@ -62,8 +52,8 @@ class KillIT {
     assertThat(r.text("signal")).isEqualTo("SIGTERM");
 
     assertThat(Procs.await(5000, () -> members.stream().noneMatch(Procs::alive))).isTrue();
-    assertThat(Procs.await(5000, () -> finished("tree"))).isTrue();
-    JsonNode p = info("tree");
+    assertThat(Procs.await(5000, () -> agent.isFinished("tree"))).isTrue();
+    JsonNode p = agent.processInfo("tree");
     assertThat(p.get("status").asText()).isEqualTo("killed");
     assertThat(p.get("signal").asText()).isEqualTo("SIGTERM");
     assertThat(p.get("exitCode").asInt()).isEqualTo(143);
@@ -81,8 +71,8 @@ class KillIT {
     assertThat(Procs.await(5000, () -> Procs.groupMembers(pgid).isEmpty())).isTrue();
     long tookMs = (System.nanoTime() - sent) / 1_000_000;
     assertThat(tookMs).isBetween(700L, 5000L);
-    assertThat(Procs.await(5000, () -> finished("stubborn"))).isTrue();
-    JsonNode p = info("stubborn");
+    assertThat(Procs.await(5000, () -> agent.isFinished("stubborn"))).isTrue();
+    JsonNode p = agent.processInfo("stubborn");
     assertThat(p.get("signal").asText()).isEqualTo("SIGKILL");
     assertThat(p.get("exitCode").asInt()).isEqualTo(137);
   }
@@ -93,8 +83,8 @@ class KillIT {
     TestAgent.Response r = agent.delete("/api/process/interruptible?signal=SIGINT");
     assertThat(r.text("signal")).isEqualTo("SIGINT");
 
-    assertThat(Procs.await(5000, () -> finished("interruptible"))).isTrue();
-    JsonNode p = info("interruptible");
+    assertThat(Procs.await(5000, () -> agent.isFinished("interruptible"))).isTrue();
+    JsonNode p = agent.processInfo("interruptible");
     assertThat(p.get("exitCode").asInt()).isEqualTo(7);
     assertThat(p.get("status").asText()).isEqualTo("killed");
     assertThat(agent.get("/api/process/interruptible/logs").text("stdout")).contains("got-INT");
@@ -106,32 +96,32 @@ class KillIT {
     assertThat(agent.delete("/api/process/byNumber?signal=9").text("signal")).isEqualTo("SIGKILL");
     startProcess("byName", "echo ready; sleep 300");
     assertThat(agent.delete("/api/process/byName?signal=hup").text("signal")).isEqualTo("SIGHUP");
-    assertThat(Procs.await(5000, () -> finished("byNumber") && finished("byName"))).isTrue();
-    assertThat(info("byName").get("signal").asText()).isEqualTo("SIGHUP");
-    assertThat(info("byName").get("exitCode").asInt()).isEqualTo(129);
+    assertThat(Procs.await(5000, () -> agent.isFinished("byNumber") && agent.isFinished("byName"))).isTrue();
+    assertThat(agent.processInfo("byName").get("signal").asText()).isEqualTo("SIGHUP");
+    assertThat(agent.processInfo("byName").get("exitCode").asInt()).isEqualTo(129);
   }
 
   @Test
   void killIsIdempotent() throws Exception {
     startProcess("once", "echo ready; sleep 300");
     assertThat(agent.delete("/api/process/once").status()).isEqualTo(200);
-    assertThat(Procs.await(5000, () -> finished("once"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("once"))).isTrue();
     TestAgent.Response again = agent.delete("/api/process/once");
     assertThat(again.status()).isEqualTo(200);
     assertThat(again.text("status")).isEqualTo("killed");
 
     agent.post("/api/process/start", obj("command", "true", "processId", "alreadyDone"));
-    assertThat(Procs.await(5000, () -> finished("alreadyDone"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("alreadyDone"))).isTrue();
     TestAgent.Response done = agent.delete("/api/process/alreadyDone");
     assertThat(done.status()).isEqualTo(200);
     assertThat(done.text("status")).isEqualTo("completed");
-    assertThat(info("alreadyDone").get("status").asText()).as("killing a finished process changes nothing").isEqualTo("completed");
+    assertThat(agent.processInfo("alreadyDone").get("status").asText()).as("killing a finished process changes nothing").isEqualTo("completed");
   }
 
   @Test
   void killingAFinishedProcessStillKillsChildrenItLeftBehind() throws Exception {
     long pgid = startProcess("parent", "sleep 300 & echo ready");
-    assertThat(Procs.await(5000, () -> finished("parent"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("parent"))).isTrue();
     assertThat(Procs.groupMembers(pgid)).as("the orphaned sleep").hasSize(1);
 
     agent.delete("/api/process/parent");
@@ -143,7 +133,7 @@ class KillIT {
     TestAgent.Response exec = agent.post("/api/execute", obj("command", "sleep 300 & echo x"));
     long execGroup = exec.body().get("pid").asLong();
     long bgGroup = startProcess("forgotten", "sleep 300 & echo ready");
-    assertThat(Procs.await(5000, () -> finished("forgotten"))).isTrue();
+    assertThat(Procs.await(5000, () -> agent.isFinished("forgotten"))).isTrue();
     agent.post("/api/process/cleanup", "");
     assertThat(Procs.groupMembers(execGroup)).hasSize(1);
     assertThat(Procs.groupMembers(bgGroup)).hasSize(1);

@@ -108,6 +108,23 @@ final class TestAgent implements AutoCloseable {
     }
   }
 
+  /** The ProcessInfo of a background process. */
+  JsonNode processInfo(String id) {
+    return get("/api/process/" + id).body().get("process");
+  }
+
+  /** Whether a background process has reached a final status. */
+  boolean isFinished(String id) {
+    String status = processInfo(id).get("status").asText();
+    return !status.equals("running") && !status.equals("starting");
+  }
+
+  /** Kills and forgets every background process, so tests sharing an agent start clean. */
+  void reset() {
+    delete("/api/process/kill-all");
+    post("/api/process/cleanup", "");
+  }
+
   /** JSON object literal helper: {@code obj("command", "ls", "timeoutMs", 5)}. */
   static String obj(Object... keyValues) {
     var node = JSON.createObjectNode();
