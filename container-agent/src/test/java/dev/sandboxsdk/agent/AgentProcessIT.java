@@ -33,8 +33,13 @@ class AgentProcessIT {
   final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
 
   @AfterEach
-  void stopAgents() {
-    started.forEach(Process::destroyForcibly);
+  void stopAgents() throws InterruptedException {
+    for (Process p : started) {
+      p.destroy(); // SIGTERM: lets the agent stop its processes and remove its pipe directory
+      if (!p.waitFor(15, TimeUnit.SECONDS)) {
+        p.destroyForcibly();
+      }
+    }
   }
 
   Process launch(Map<String, String> env, String... args) throws IOException {

@@ -1,6 +1,8 @@
 package dev.sandboxsdk.agent.process;
 
 import java.io.IOException;
+import java.nio.file.DirectoryStream;
+import java.nio.file.LinkOption;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -31,11 +33,47 @@ final class FifoPool implements AutoCloseable {
   private final ConcurrentLinkedQueue<Path> free = new ConcurrentLinkedQueue<>();
   private int created;
 
+  private static final String PREFIX = "sandbox-agent-pipes-";
+
   FifoPool(String mkfifo) throws IOException {
     this.mkfifo = mkfifo;
-    this.dir = Files.createTempDirectory("sandbox-agent-pipes-",
+    removeLeftoversOfDeadAgents();
+    // The pid in the name lets a later agent remove this directory if we die without cleaning up.
+    this.dir = Files.createTempDirectory(PREFIX + ProcessHandle.current().pid() + "-",
         PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
     grow();
+  }
+
+  /** Deletes pipe directories of agents that were killed before they could remove them. */
+  private static void removeLeftoversOfDeadAgents() {
+    Path tmp = Path.of(System.getProperty("java.io.tmpdir"));
+    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(tmp, PREFIX + "*")) {
+      for (Path d : dirs) {
+        String rest = d.getFileName().toString().substring(PREFIX.length());
+        int dash = rest.indexOf('-');
+        if (dash <= 0) {
+          continue;
+        }
+        try {
+          long pid = Long.parseLong(rest.substring(0, dash));
+          if (ProcessHandle.of(pid).isEmpty() && Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)) {
+            deleteTree(d);
+          }
+        } catch (NumberFormatException ignored) {
+          // not one of ours
+        }
+      }
+    } catch (IOException ignored) {
+      // tidying up is best effort
+    }
+  }
+
+  private static void deleteTree(Path root) {
+    try (Stream<Path> files = Files.walk(root)) {
+      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    } catch (IOException ignored) {
+      // best effort
+    }
   }
 
   Path take() {
@@ -80,10 +118,6 @@ final class FifoPool implements AutoCloseable {
 
   @Override
   public void close() {
-    try (Stream<Path> files = Files.walk(dir)) {
-      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    } catch (IOException ignored) {
-      // a temp directory; best effort
-    }
+    deleteTree(dir);
   }
 }
