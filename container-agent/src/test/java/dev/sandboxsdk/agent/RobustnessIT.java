@@ -179,6 +179,19 @@ class RobustnessIT {
   }
 
   @Test
+  void aCommandThatWipesTheTempDirectoryDoesNotBreakLaterCommands() {
+    // The agent's pipes live in the temp directory; sandboxed commands may well clean it.
+    String mine = "sandbox-agent-pipes-" + ProcessHandle.current().pid() + "-*";
+    TestAgent.Response wipe = agent.post("/api/execute",
+        obj("command", "rm -rf " + System.getProperty("java.io.tmpdir") + "/" + mine + "; echo wiped"));
+    assertThat(wipe.text("stdout")).isEqualTo("wiped\n");
+
+    for (int i = 0; i < 100; i++) { // more than one batch of pipes
+      assertThat(agent.post("/api/execute", obj("argv", List.of("echo", "again " + i))).text("stdout")).isEqualTo("again " + i + "\n");
+    }
+  }
+
+  @Test
   void headRequestsGetHeadersWithoutABody() {
     TestAgent.Response r = agent.send(agent.request("/api/ping").method("HEAD", HttpRequest.BodyPublishers.noBody()).build());
     assertThat(r.status()).isEqualTo(405);

@@ -5,6 +5,7 @@ import java.nio.file.DirectoryStream;
 import java.nio.file.LinkOption;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -77,12 +78,24 @@ final class FifoPool implements AutoCloseable {
   }
 
   Path take() {
-    Path p = free.poll();
-    while (p == null) {
-      grow();
-      p = free.poll();
+    while (true) {
+      Path p = free.poll();
+      if (p == null) {
+        grow();
+      } else if (isFifo(p)) {
+        return p;
+      }
+      // Gone: a command cleaned the temp directory (rm -rf /tmp/*). Drop it; grow() remakes the
+      // directory when the queue runs dry.
     }
-    return p;
+  }
+
+  private static boolean isFifo(Path p) {
+    try {
+      return Files.readAttributes(p, BasicFileAttributes.class, LinkOption.NOFOLLOW_LINKS).isOther();
+    } catch (IOException e) {
+      return false;
+    }
   }
 
   /** Returns a FIFO whose reader saw end of file, so nothing holds it any more. */
@@ -93,6 +106,11 @@ final class FifoPool implements AutoCloseable {
   private synchronized void grow() {
     if (!free.isEmpty()) {
       return;
+    }
+    try {
+      Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot recreate the agent's pipe directory " + dir + ": " + e.getMessage(), e);
     }
     List<String> cmd = new ArrayList<>(List.of(mkfifo, "-m", "600"));
     List<Path> batch = new ArrayList<>();
