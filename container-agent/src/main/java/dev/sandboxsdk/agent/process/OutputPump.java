@@ -1,19 +1,21 @@
 package dev.sandboxsdk.agent.process;
 
 import java.io.FileInputStream;
-import java.io.FileOutputStream;
+import java.io.RandomAccessFile;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Copies one output stream of a process from its FIFO to a sink, on a pooled thread. Created
- * before the process is spawned: it opens the read end first (the spawn's open of the write end
- * waits for it), then waits for its sink, then copies until end of file. A sink that fails turns
- * the rest into a discard, so a process never blocks on a pipe nobody reads.
+ * Copies one output stream of a process from its FIFO to a sink, on a pooled thread. A failing
+ * sink turns the rest into a discard, so a process never blocks on a pipe nobody reads.
+ *
+ * <p>Opening a FIFO blocks until the other side opens too, so the spawning thread does it in an
+ * order that never waits: {@link #prepare} opens the FIFO read-write (which Linux never blocks),
+ * the spawn opens the write end for the child, {@link #spawned} opens our read-only end and drops
+ * the read-write one. From then on end of file means every writer, whoever it is, has closed it.
  */
 final class OutputPump {
   private static final Logger log = LoggerFactory.getLogger(OutputPump.class);
@@ -22,9 +24,10 @@ final class OutputPump {
 
   private final Path fifo;
   private final FifoPool pool;
+  private final Executor io;
   private final String name;
-  private final CompletableFuture<ManagedProcess.OutputSink> sink = new CompletableFuture<>();
-  private volatile Runnable onDone = () -> { };
+  private RandomAccessFile holder;
+  private FileInputStream in;
   /** Odd while blocked in read(), even otherwise; only the pump thread writes it. */
   private volatile long readSeq;
   private volatile boolean done;
@@ -33,31 +36,49 @@ final class OutputPump {
   private long observedSeq = -1;
   private long observedSince;
 
-  OutputPump(Path fifo, FifoPool pool, Executor io, String name) {
+  private OutputPump(Path fifo, FifoPool pool, Executor io, String name) {
     this.fifo = fifo;
     this.pool = pool;
+    this.io = io;
     this.name = name;
-    io.execute(this::run);
+  }
+
+  /** Takes a FIFO and holds it open so the spawn's open of the write end does not block. */
+  static OutputPump prepare(FifoPool pool, Executor io, String name) throws IOException {
+    OutputPump pump = new OutputPump(pool.take(), pool, io, name);
+    pump.holder = new RandomAccessFile(pump.fifo.toFile(), "rw");
+    return pump;
   }
 
   Path fifo() {
     return fifo;
   }
 
-  /** Starts copying to {@code target} (null discards); {@code whenDone} runs on end of file. */
-  void start(ManagedProcess.OutputSink target, Runnable whenDone) {
-    this.onDone = whenDone;
-    sink.complete(target);
+  /** The child has its write end: open ours and let go of the placeholder. */
+  void spawned() throws IOException {
+    try {
+      in = new FileInputStream(fifo.toFile()); // writers exist, so this does not block
+    } finally {
+      holder.close();
+    }
   }
 
-  /** The spawn failed: release the pump, which is (or soon will be) waiting to open the FIFO. */
+  /** The spawn failed (or its output cannot be read): close everything and return the FIFO. */
   void abandon() {
-    sink.complete(null);
-    try (FileOutputStream unblock = new FileOutputStream(fifo.toFile())) {
-      // opening and closing the write end lets the reader's open return and then see EOF
-    } catch (IOException e) {
-      log.warn("cannot release the pipe reader of a failed spawn: {}", e.toString());
+    try {
+      holder.close();
+      if (in != null) {
+        in.close();
+      }
+    } catch (IOException ignored) {
+      // nothing was read through them
     }
+    pool.give(fifo);
+  }
+
+  /** Starts copying to {@code target} (null discards) on a pooled thread; {@code whenDone} runs on end of file. */
+  void start(ManagedProcess.OutputSink target, Runnable whenDone) {
+    io.execute(() -> run(target, whenDone));
   }
 
   boolean isDone() {
@@ -86,24 +107,15 @@ final class OutputPump {
     return now - observedSince >= idleNanos;
   }
 
-  private void run() {
-    FileInputStream in;
-    try {
-      in = new FileInputStream(fifo.toFile()); // returns once the spawn opened the write end
-    } catch (IOException e) {
-      log.error("cannot open the output pipe {}: {}", fifo, e.toString());
-      done = true;
-      onDoneAfterSink();
-      return;
-    }
-    ManagedProcess.OutputSink target = sink.join();
+  private void run(ManagedProcess.OutputSink sink, Runnable whenDone) {
+    ManagedProcess.OutputSink target = sink;
     // Start small (most commands print little; a thousand idle processes hold two buffers each)
     // and grow while reads fill the buffer, up to what a pipe delivers at once.
     byte[] buf = new byte[MIN_BUFFER];
-    try (in) {
+    try (FileInputStream pipe = in) {
       while (true) {
         readSeq++;
-        int n = in.read(buf);
+        int n = pipe.read(buf);
         readSeq++;
         if (n < 0) {
           break;
@@ -128,11 +140,6 @@ final class OutputPump {
     }
     done = true;
     pool.give(fifo); // end of file: no writer is left
-    onDone.run();
-  }
-
-  private void onDoneAfterSink() {
-    sink.join();
-    onDone.run();
+    whenDone.run();
   }
 }

@@ -239,17 +239,34 @@ public final class ProcessManager implements AutoCloseable {
               + " processes (its --max-processes limit); wait for some to finish or kill them",
           Map.of("limit", config.maxProcesses()));
     }
-    OutputPump out = new OutputPump(fifos.take(), fifos, io, id + " stdout");
-    OutputPump err = new OutputPump(fifos.take(), fifos, io, id + " stderr");
-    pb.redirectOutput(out.fifo().toFile()).redirectError(err.fifo().toFile());
+    OutputPump out = null;
+    OutputPump err = null;
     Process process;
     try {
+      out = OutputPump.prepare(fifos, io, id + " stdout");
+      err = OutputPump.prepare(fifos, io, id + " stderr");
+      pb.redirectOutput(out.fifo().toFile()).redirectError(err.fifo().toFile());
       process = pb.start();
     } catch (IOException | RuntimeException e) {
       running.decrementAndGet();
+      if (out != null) {
+        out.abandon();
+      }
+      if (err != null) {
+        err.abandon();
+      }
+      throw e instanceof IOException ? spawnFailure((IOException) e) : (RuntimeException) e;
+    }
+    try {
+      out.spawned();
+      err.spawned();
+    } catch (IOException e) {
+      // Cannot happen short of the FIFO vanishing between two opens; the process must not run unread.
+      groups.signal(List.of(process.pid()), Signal.SIGKILL);
       out.abandon();
       err.abandon();
-      throw e instanceof IOException ? spawnFailure((IOException) e) : (RuntimeException) e;
+      running.decrementAndGet();
+      throw new AgentException(ErrorCode.INTERNAL_ERROR, "cannot open the output pipe of the new process: " + e.getMessage());
     }
     ManagedProcess p = new ManagedProcess(id, kind, spec, process, out, err, this, config.logWindowBytes());
     live.add(p);
