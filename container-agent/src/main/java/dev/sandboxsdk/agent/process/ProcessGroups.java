@@ -30,20 +30,8 @@ final class ProcessGroups {
 
   /** Sends {@code signal} to every group in {@code pgids}; groups that are already gone are ignored. */
   void signal(Collection<Long> pgids, Signal signal) {
-    if (pgids.isEmpty()) {
-      return;
-    }
-    List<String> cmd = new ArrayList<>(pgids.size() + 4);
-    cmd.add(killBinary);
-    cmd.add("-s");
-    cmd.add(signal.shortName());
-    cmd.add("--");
-    for (long pgid : pgids) {
-      if (pgid > 1) { // never -1 (every process) or -0 (our own group)
-        cmd.add("-" + pgid);
-      }
-    }
-    if (cmd.size() == 4) {
+    List<String> cmd = killCommand(killBinary, pgids, signal);
+    if (cmd.isEmpty()) {
       return;
     }
     try {
@@ -61,6 +49,25 @@ final class ProcessGroups {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+  }
+
+  /**
+   * The kill(1) command line that signals {@code pgids}, or an empty list if there is none to
+   * signal. The signal goes in the {@code -TERM} form: procps-ng 4.0's kill, given {@code -s TERM
+   * -- -50}, silently skips a first group number below about 100 (read as an option), and in a
+   * container the first commands get exactly such small pids.
+   */
+  static List<String> killCommand(String killBinary, Collection<Long> pgids, Signal signal) {
+    List<String> cmd = new ArrayList<>(pgids.size() + 3);
+    cmd.add(killBinary);
+    cmd.add("-" + signal.shortName());
+    cmd.add("--");
+    for (long pgid : pgids) {
+      if (pgid > 1) { // never -1 (every process) or -0 (our own group)
+        cmd.add("-" + pgid);
+      }
+    }
+    return cmd.size() == 3 ? List.of() : cmd;
   }
 
   /** The process groups that still have at least one member that is not a zombie. */
