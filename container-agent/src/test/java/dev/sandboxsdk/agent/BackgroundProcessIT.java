@@ -7,24 +7,15 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Background processes: start, list, get, logs from offsets, streams, stdin, cleanup. */
 class BackgroundProcessIT {
-  static TestAgent agent;
-
-  @BeforeAll
-  static void start() {
-    agent = TestAgent.start(b -> b.keepAliveMs(200).graceMs(1000).logWindowBytes(64 * 1024).autoCleanupDelayMs(200));
-  }
-
-  @AfterAll
-  static void stop() {
-    agent.close();
-  }
+  @RegisterExtension
+  static final TestAgent agent = new TestAgent(b -> b.keepAliveMs(200).graceMs(1000)
+      .logWindowBytes(64 * 1024).autoCleanupDelayMs(200));
 
   @AfterEach
   void cleanUp() {

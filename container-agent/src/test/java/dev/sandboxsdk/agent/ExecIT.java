@@ -12,23 +12,12 @@ import java.util.Map;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** POST /api/execute against the real agent and real processes. */
 class ExecIT {
-  static TestAgent agent;
-
-  @BeforeAll
-  static void start() {
-    agent = TestAgent.start();
-  }
-
-  @AfterAll
-  static void stop() {
-    agent.close();
-  }
+  @RegisterExtension static final TestAgent agent = new TestAgent(b -> { });
 
   @Test
   void shellCommandReturnsExitCodeAndBothStreams() {

@@ -12,23 +12,12 @@ import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Random;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** POST /api/execute/stream: event order, byte exactness, pacing and disconnects. */
 class ExecStreamIT {
-  static TestAgent agent;
-
-  @BeforeAll
-  static void start() {
-    agent = TestAgent.start(b -> b.keepAliveMs(300).graceMs(1000));
-  }
-
-  @AfterAll
-  static void stop() {
-    agent.close();
-  }
+  @RegisterExtension static final TestAgent agent = new TestAgent(b -> b.keepAliveMs(300).graceMs(1000));
 
   @Test
   void eventsArriveInOrderAndEndWithComplete() {

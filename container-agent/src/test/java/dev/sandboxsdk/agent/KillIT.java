@@ -9,24 +9,13 @@ import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /** Signals, tree kills, grace periods, kill-all and the concurrency cap, on real process groups. */
 class KillIT {
-  static TestAgent agent;
-
-  @BeforeAll
-  static void start() {
-    agent = TestAgent.start(b -> b.graceMs(1000));
-  }
-
-  @AfterAll
-  static void stop() {
-    agent.close();
-  }
+  @RegisterExtension static final TestAgent agent = new TestAgent(b -> b.graceMs(1000));
 
   @AfterEach
   void cleanUp() {

@@ -5,26 +5,15 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.net.http.HttpRequest;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 /** Auth and every kind of bad input: each gets the documented JSON error and the agent keeps serving. */
 class RobustnessIT {
-  static TestAgent agent;
-
-  @BeforeAll
-  static void start() {
-    agent = TestAgent.start(b -> b.maxBodyBytes(64 * 1024));
-  }
-
-  @AfterAll
-  static void stop() {
-    agent.close();
-  }
+  @RegisterExtension static final TestAgent agent = new TestAgent(b -> b.maxBodyBytes(64 * 1024));
 
   @AfterEach
   void agentStillServes() {

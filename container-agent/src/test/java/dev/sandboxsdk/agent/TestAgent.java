@@ -15,43 +15,67 @@ import java.time.Duration;
 import java.util.Comparator;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
+import org.junit.jupiter.api.extension.AfterAllCallback;
+import org.junit.jupiter.api.extension.BeforeAllCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * A real agent started in this JVM on a free loopback port with a token and a temporary
  * workspace, plus a JDK {@link HttpClient} to talk to it. Close it to stop the agent and every
  * process it started.
  */
-final class TestAgent implements AutoCloseable {
+final class TestAgent implements AutoCloseable, BeforeAllCallback, AfterAllCallback {
   static final String TOKEN = "test-token-0123456789";
   static final ObjectMapper JSON = new ObjectMapper();
 
-  final AgentServer server;
-  final Path workspace;
+  private final Consumer<AgentConfig.Builder> customize;
+  AgentServer server;
+  Path workspace;
   final HttpClient http = HttpClient.newBuilder()
       .version(HttpClient.Version.HTTP_1_1)
       .connectTimeout(Duration.ofSeconds(5))
       .build();
 
-  private TestAgent(AgentServer server, Path workspace) {
-    this.server = server;
-    this.workspace = workspace;
+  /**
+   * An agent for a whole test class: {@code @RegisterExtension static final TestAgent agent = new
+   * TestAgent(b -> b.graceMs(1000));} starts before the first test and stops after the last.
+   * {@code customize} may change any option (token and workspace are preset).
+   */
+  TestAgent(Consumer<AgentConfig.Builder> customize) {
+    this.customize = customize;
   }
 
   static TestAgent start() {
     return start(b -> { });
   }
 
-  /** Starts an agent; {@code customize} may change any option (token and workspace are preset). */
+  /** Starts an agent right away, for a test that needs its own. */
   static TestAgent start(Consumer<AgentConfig.Builder> customize) {
+    TestAgent agent = new TestAgent(customize);
+    agent.boot();
+    return agent;
+  }
+
+  private void boot() {
     try {
-      Path workspace = Files.createTempDirectory("agent-ws");
+      workspace = Files.createTempDirectory("agent-ws");
       AgentConfig.Builder b = AgentConfig.builder()
           .bind("127.0.0.1").port(0).workspace(workspace).token(TOKEN);
       customize.accept(b);
-      return new TestAgent(AgentServer.start(b.build()), workspace);
+      server = AgentServer.start(b.build());
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  @Override
+  public void beforeAll(ExtensionContext context) {
+    boot();
+  }
+
+  @Override
+  public void afterAll(ExtensionContext context) {
+    close();
   }
 
   URI uri(String pathAndQuery) {

@@ -12,9 +12,8 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
-import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 /**
  * The golden captures in docs/protocol/ are what SDK tests parse; this keeps them true. Each
@@ -23,17 +22,7 @@ import org.junit.jupiter.api.Test;
  */
 class WireFixturesIT {
   static final Path FIXTURES = Path.of(System.getProperty("basedir", "."), "..", "docs", "protocol").normalize();
-  static TestAgent agent;
-
-  @BeforeAll
-  static void start() {
-    agent = TestAgent.start();
-  }
-
-  @AfterAll
-  static void stop() {
-    agent.close();
-  }
+  @RegisterExtension static final TestAgent agent = new TestAgent(b -> { });
 
   static JsonNode fixture(String name) throws IOException {
     return TestAgent.JSON.readTree(Files.readString(FIXTURES.resolve(name)));
