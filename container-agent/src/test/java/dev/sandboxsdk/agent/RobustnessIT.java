@@ -3,6 +3,7 @@ package dev.sandboxsdk.agent;
 import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import java.net.http.HttpRequest;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
@@ -49,6 +50,11 @@ class RobustnessIT {
     TestAgent.Response r = agent.get("/api/version");
     assertThat(r.body().get("protocol").asInt()).isEqualTo(1);
     assertThat(r.text("version")).isNotBlank();
+    JsonNode limits = r.body().get("limits");
+    assertThat(limits.get("keepAliveMs").asLong()).isEqualTo(AgentConfig.DEFAULT_KEEP_ALIVE_MS);
+    assertThat(limits.get("maxBodyBytes").asInt()).isEqualTo(64 * 1024);
+    assertThat(limits.get("logWindowBytes").asInt()).isEqualTo(AgentConfig.DEFAULT_LOG_WINDOW_BYTES);
+    assertThat(limits.get("maxProcesses").asInt()).isEqualTo(AgentConfig.DEFAULT_MAX_PROCESSES);
   }
 
   @Test

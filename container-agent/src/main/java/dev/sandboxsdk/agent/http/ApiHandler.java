@@ -3,6 +3,7 @@ package dev.sandboxsdk.agent.http;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
+import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.process.ProcessManager;
@@ -23,12 +24,14 @@ public final class ApiHandler implements HttpHandler {
   private static final Logger log = LoggerFactory.getLogger(ApiHandler.class);
   public static final int PROTOCOL_VERSION = 1;
 
+  private final AgentConfig config;
   private final byte[] tokenDigest;
   private final String version;
   private final ExecEndpoints exec;
   private final ProcessEndpoints process;
 
   public ApiHandler(ProcessManager processes, String token, String version) {
+    this.config = processes.config();
     this.tokenDigest = token == null ? null : sha256(token);
     this.version = version;
     this.exec = new ExecEndpoints(processes);
@@ -125,6 +128,16 @@ public final class ApiHandler implements HttpHandler {
         ObjectNode body = Json.object();
         body.put("version", version);
         body.put("protocol", PROTOCOL_VERSION);
+        // Limits a client calibrates against, e.g. how long a stream may stay silent before it
+        // is dead (two keep-alive intervals), or how far back a reader can resume.
+        ObjectNode limits = body.putObject("limits");
+        limits.put("keepAliveMs", config.keepAliveMs());
+        limits.put("graceMs", config.graceMs());
+        limits.put("maxProcesses", config.maxProcesses());
+        limits.put("maxBodyBytes", config.maxBodyBytes());
+        limits.put("logWindowBytes", config.logWindowBytes());
+        limits.put("defaultMaxOutputBytes", config.defaultMaxOutputBytes());
+        limits.put("maxOutputBytes", AgentConfig.MAX_OUTPUT_BYTES_LIMIT);
         Responses.ok(exchange, body);
         return;
       }
