@@ -38,10 +38,6 @@ final class SseWriter {
     return new SseWriter(exchange.getResponseBody());
   }
 
-  boolean isBroken() {
-    return broken;
-  }
-
   /** Sends one event whose JSON text is {@code json}. */
   void send(ByteBuf json) throws IOException {
     lock.lock();

@@ -13,7 +13,6 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -146,11 +145,6 @@ public final class ProcessManager implements AutoCloseable {
 
   public AgentConfig config() {
     return config;
-  }
-
-  /** Processes of any kind that have not finished yet. */
-  public int runningCount() {
-    return running.get();
   }
 
   /**
@@ -361,10 +355,6 @@ public final class ProcessManager implements AutoCloseable {
 
   static String abbreviate(String s) {
     return s.length() <= 200 ? s : s.substring(0, 200) + "...";
-  }
-
-  public Optional<ManagedProcess> get(String id) {
-    return Optional.ofNullable(background.get(id));
   }
 
   public ManagedProcess require(String id) {
