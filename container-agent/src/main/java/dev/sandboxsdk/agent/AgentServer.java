@@ -88,8 +88,14 @@ public final class AgentServer implements AutoCloseable {
     return config;
   }
 
+  private static final String VERSION = readVersion();
+
   /** The version of this agent build, from the jar's resources. */
   public static String version() {
+    return VERSION;
+  }
+
+  private static String readVersion() {
     Properties props = new Properties();
     try (InputStream in = AgentServer.class.getResourceAsStream("agent-version.properties")) {
       if (in != null) {

@@ -57,8 +57,7 @@ final class ExecEndpoints {
     if (heartbeat == null) {
       Responses.ok(exchange, body);
     } else {
-      body.put("timestamp", java.time.Instant.now().toString());
-      heartbeat.write(Json.MAPPER.writeValueAsBytes(body));
+      heartbeat.write(Json.MAPPER.writeValueAsBytes(Responses.stamp(body)));
       heartbeat.close();
     }
   }
@@ -117,7 +116,6 @@ final class ExecEndpoints {
       start.put("command", p.command());
       start.put("pid", p.pid());
       start.put("processId", p.id());
-      start.put("timestamp", java.time.Instant.now().toString());
       sse.send(start);
     } catch (IOException e) {
       processes.killForDisconnect(p);
@@ -172,7 +170,6 @@ final class ExecEndpoints {
         complete.put("signal", s.signal().name());
       }
       complete.put("duration", s.durationMs());
-      complete.put("timestamp", java.time.Instant.now().toString());
       sse.send(complete);
     } catch (IOException e) {
       log.debug("client of {} left before complete: {}", p.id(), e.toString());

@@ -103,11 +103,6 @@ final class Json {
     return this;
   }
 
-  boolean has(String name) {
-    JsonNode v = node.get(name);
-    return v != null && !v.isNull();
-  }
-
   String string(String name) {
     JsonNode v = node.get(name);
     if (v == null || v.isNull()) {

@@ -16,7 +16,6 @@ import dev.sandboxsdk.agent.text.ByteBuf;
 import dev.sandboxsdk.agent.text.Utf8Sanitizer;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
-import java.time.Instant;
 import java.util.Base64;
 import java.util.Locale;
 import java.util.Map;
@@ -61,8 +60,8 @@ final class ProcessEndpoints {
       }
     }
     ArrayNode list = Json.MAPPER.createArrayNode();
-    for (ManagedProcess p : processes.list(filter)) {
-      list.add(Responses.processInfo(p.snapshot()));
+    for (ManagedProcess.Snapshot s : processes.list(filter)) {
+      list.add(Responses.processInfo(s));
     }
     ObjectNode body = Json.object();
     body.set("processes", list);
@@ -106,8 +105,7 @@ final class ProcessEndpoints {
   void logs(HttpExchange exchange, String id) throws IOException {
     Query q = Query.parse(exchange.getRequestURI(), Set.of("since", "stdoutSince", "stderrSince", "maxBytes", "encoding"));
     ManagedProcess p = processes.require(id);
-    ExecSpec.Encoding encoding = q.string("encoding") == null ? p.spec().encoding()
-        : ExecRequests.encoding(q.string("encoding"), "encoding");
+    ExecSpec.Encoding encoding = encoding(q, p);
     long since = q.integer("since", 0, Long.MAX_VALUE, 0);
     int maxBytes = (int) q.integer("maxBytes", 1, Integer.MAX_VALUE - 8, Integer.MAX_VALUE - 8);
     ObjectNode body = Json.object();
@@ -147,6 +145,12 @@ final class ProcessEndpoints {
     Responses.ok(exchange, body);
   }
 
+  /** The {@code encoding} query parameter, or the one the process was started with. */
+  private static ExecSpec.Encoding encoding(Query q, ManagedProcess p) {
+    String requested = q.string("encoding");
+    return requested == null ? p.spec().encoding() : ExecRequests.encoding(requested, "encoding");
+  }
+
   /**
    * The offset to read {@code stream} from: its own parameter, validated strictly, or the shared
    * {@code since}, clamped to what the stream has produced (the two streams differ in length).
@@ -167,8 +171,7 @@ final class ProcessEndpoints {
   void stream(HttpExchange exchange, String id) throws IOException {
     Query q = Query.parse(exchange.getRequestURI(), Set.of("since", "stdoutSince", "stderrSince", "encoding"));
     ManagedProcess p = processes.require(id);
-    ExecSpec.Encoding encoding = q.string("encoding") == null ? p.spec().encoding()
-        : ExecRequests.encoding(q.string("encoding"), "encoding");
+    ExecSpec.Encoding encoding = encoding(q, p);
     long since = q.integer("since", 0, Long.MAX_VALUE, 0);
     long stdoutFrom = checkedOffset(q, "stdoutSince", since, p, StreamName.STDOUT);
     long stderrFrom = checkedOffset(q, "stderrSince", since, p, StreamName.STDERR);
@@ -181,7 +184,6 @@ final class ProcessEndpoints {
       info.put("pid", p.pid());
       info.put("command", p.command());
       info.put("status", p.snapshot().status().wireName());
-      info.put("timestamp", Instant.now().toString());
       sse.send(info);
       OutputEvents out = new OutputEvents("stdout", p.id(), encoding, stdoutFrom);
       OutputEvents err = new OutputEvents("stderr", p.id(), encoding, stderrFrom);
@@ -220,7 +222,6 @@ final class ProcessEndpoints {
       }
       exit.put("data", s.status().wireName() + " with exit code " + s.exitCode()
           + (s.signal() != null ? " (" + s.signal().name() + ")" : ""));
-      exit.put("timestamp", Instant.now().toString());
       sse.send(exit);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
@@ -245,7 +246,6 @@ final class ProcessEndpoints {
       truncated.put("stream", stream);
       truncated.put("droppedBytes", chunk.droppedBytes());
       truncated.put("offset", chunk.start());
-      truncated.put("timestamp", Instant.now().toString());
       sse.send(truncated);
       events.jumpTo(chunk.start());
       sent = true;

@@ -14,11 +14,16 @@ final class Responses {
 
   /** Sends a success body; adds {@code success: true} unless set and a {@code timestamp}. */
   static void ok(HttpExchange exchange, ObjectNode body) throws IOException {
+    send(exchange, 200, stamp(body));
+  }
+
+  /** Completes a success body: {@code success: true} unless already set, and a {@code timestamp}. */
+  static ObjectNode stamp(ObjectNode body) {
     if (!body.has("success")) {
       body.put("success", true);
     }
     body.put("timestamp", Instant.now().toString());
-    send(exchange, 200, body);
+    return body;
   }
 
   static void error(HttpExchange exchange, AgentException e) throws IOException {

@@ -6,6 +6,7 @@ import dev.sandboxsdk.agent.text.ByteBuf;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.time.Instant;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
@@ -58,7 +59,9 @@ final class SseWriter {
     }
   }
 
+  /** Sends one event built as JSON; adds its {@code timestamp}. */
   void send(ObjectNode event) throws IOException {
+    event.put("timestamp", Instant.now().toString());
     ByteBuf buf = new ByteBuf(256);
     buf.append(Json.MAPPER.writeValueAsBytes(event));
     send(buf);
@@ -75,7 +78,6 @@ final class SseWriter {
     error.put("type", "error");
     error.put("code", code);
     error.put("message", message);
-    error.put("timestamp", java.time.Instant.now().toString());
     try {
       send(error);
     } catch (IOException ignored) {

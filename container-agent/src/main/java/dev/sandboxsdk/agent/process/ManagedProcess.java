@@ -7,7 +7,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.Condition;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
@@ -61,8 +60,8 @@ public final class ManagedProcess {
       Instant endTime, Integer exitCode, Signal signal, boolean timedOut, long stdoutBytes,
       long stderrBytes, long durationMs) {}
 
-  final ReentrantLock lock = new ReentrantLock();
-  final Condition changed = lock.newCondition();
+  private final ReentrantLock lock = new ReentrantLock();
+  private final Condition changed = lock.newCondition();
 
   private final String id;
   private final Kind kind;
@@ -73,11 +72,10 @@ public final class ManagedProcess {
   private final long startNanos = System.nanoTime();
   private final ProcessManager manager;
   private final OutputStream stdin;
-  final OutputLog stdoutLog;
-  final OutputLog stderrLog;
+  private final OutputLog stdoutLog;
+  private final OutputLog stderrLog;
   private final OutputPump stdoutPump;
   private final OutputPump stderrPump;
-  private final AtomicBoolean finishing = new AtomicBoolean();
   private final CompletableFuture<ManagedProcess> finished = new CompletableFuture<>();
 
   // Guarded by lock.
@@ -86,8 +84,8 @@ public final class ManagedProcess {
   private Integer exitCode;
   private Signal exitSignal;
   private long durationNanos = -1;
-  private boolean stdinClosed;
-  private Boolean lingeringChildren; // decided once, when the pipes outlive the exit by 100 ms
+  private boolean stdinClosed; // guarded by the stdin stream's monitor
+  private Boolean lingeringChildren; // guarded by this; decided once, when the pipes outlive the exit by 100 ms
   // Written before signals are sent, read when the process ends.
   private volatile boolean killRequested;
   private volatile boolean timedOut;
@@ -177,16 +175,10 @@ public final class ManagedProcess {
    * signalled.
    */
   void terminate(Signal signal, long graceMs, KillReason reason) {
-    if (!finished.isDone()) {
-      killRequested = true;
-      if (reason == KillReason.TIMEOUT) {
-        timedOut = true;
-      }
-      lastSignalSent = signal;
-    }
+    noteSignalled(signal, reason);
     manager.groups().signal(List.of(pid), signal);
     if (signal != Signal.SIGKILL) {
-      manager.scheduler().schedule(() -> escalate(), graceMs, TimeUnit.MILLISECONDS);
+      manager.scheduler().schedule(this::escalate, graceMs, TimeUnit.MILLISECONDS);
     }
   }
 
@@ -200,7 +192,7 @@ public final class ManagedProcess {
     }
   }
 
-  /** Marks the process as being terminated by the agent without sending a signal (batch kills). */
+  /** Records that the agent is signalling the process (batch kills send the signal themselves). */
   void noteSignalled(Signal signal, KillReason reason) {
     if (!finished.isDone()) {
       killRequested = true;
@@ -257,7 +249,7 @@ public final class ManagedProcess {
     try {
       boolean done = status.isTerminal(); // set only after the pipes were drained
       boolean eofSeen = (stream == StreamName.STDOUT ? stdoutPump : stderrPump).isDone();
-      OutputLog logOf = stream == StreamName.STDOUT ? stdoutLog : stderrLog;
+      OutputLog logOf = logOf(stream);
       long start = Math.max(from, logOf.oldest());
       int n = (int) Math.max(0, Math.min(max, logOf.end() - start));
       byte[] data = new byte[n];
@@ -270,11 +262,15 @@ public final class ManagedProcess {
     }
   }
 
+  private OutputLog logOf(StreamName stream) {
+    return stream == StreamName.STDOUT ? stdoutLog : stderrLog;
+  }
+
   /** Current length of a background process's stream. */
   public long logEnd(StreamName stream) {
     lock.lock();
     try {
-      return (stream == StreamName.STDOUT ? stdoutLog : stderrLog).end();
+      return logOf(stream).end();
     } finally {
       lock.unlock();
     }
@@ -347,9 +343,6 @@ public final class ManagedProcess {
         return;
       }
       log.debug("process {} exited but its pipes stay open (held by another process); finishing", id);
-    }
-    if (!finishing.compareAndSet(false, true)) {
-      return;
     }
     int raw = process.exitValue();
     lock.lock();

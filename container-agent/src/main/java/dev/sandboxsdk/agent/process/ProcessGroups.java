@@ -21,6 +21,8 @@ import org.slf4j.LoggerFactory;
 final class ProcessGroups {
   private static final Logger log = LoggerFactory.getLogger(ProcessGroups.class);
   private static final Path PROC = Path.of("/proc");
+  /** Where programs are looked up when PATH is unset. */
+  static final String DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
 
   private final String killBinary;
 
@@ -122,7 +124,7 @@ final class ProcessGroups {
 
   /** Finds an executable on the agent's PATH, or returns null. */
   static String which(String name, String path) {
-    for (String dir : (path == null ? "/usr/local/bin:/usr/bin:/bin" : path).split(":")) {
+    for (String dir : (path == null ? DEFAULT_PATH : path).split(":")) {
       if (dir.isEmpty()) {
         continue;
       }

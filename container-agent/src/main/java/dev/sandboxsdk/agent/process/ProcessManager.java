@@ -131,10 +131,6 @@ public final class ProcessManager implements AutoCloseable {
     };
   }
 
-  ExecutorService ioExecutor() {
-    return io;
-  }
-
   ScheduledExecutorService scheduler() {
     return scheduler;
   }
@@ -331,7 +327,7 @@ public final class ProcessManager implements AutoCloseable {
       Path p = cwd.resolve(program);
       found = Files.exists(p) ? p : null;
     } else {
-      for (String dir : (path == null ? "/usr/local/bin:/usr/bin:/bin" : path).split(":")) {
+      for (String dir : (path == null ? ProcessGroups.DEFAULT_PATH : path).split(":")) {
         Path p = cwd.resolve(dir.isEmpty() ? "." : dir).resolve(program);
         if (Files.isRegularFile(p) && Files.isExecutable(p)) {
           return;
@@ -367,15 +363,16 @@ public final class ProcessManager implements AutoCloseable {
     return p;
   }
 
-  /** Background processes, oldest first, optionally only those in one state. */
-  public List<ManagedProcess> list(ManagedProcess.Status filter) {
-    List<ManagedProcess> result = new ArrayList<>();
+  /** Snapshots of the background processes, oldest first, optionally only those in one state. */
+  public List<ManagedProcess.Snapshot> list(ManagedProcess.Status filter) {
+    List<ManagedProcess.Snapshot> result = new ArrayList<>();
     for (ManagedProcess p : background.values()) {
-      if (filter == null || p.snapshot().status() == filter) {
-        result.add(p);
+      ManagedProcess.Snapshot s = p.snapshot(); // one consistent view each, taken once
+      if (filter == null || s.status() == filter) {
+        result.add(s);
       }
     }
-    result.sort(Comparator.comparing((ManagedProcess p) -> p.snapshot().startTime()).thenComparing(ManagedProcess::id));
+    result.sort(Comparator.comparing(ManagedProcess.Snapshot::startTime).thenComparing(ManagedProcess.Snapshot::id));
     return result;
   }
 
@@ -410,10 +407,7 @@ public final class ProcessManager implements AutoCloseable {
 
   /** Groups whose leader finished (whatever its kind, listed or not): children may linger. */
   private List<Long> finishedGroups() {
-    Set<Long> running = new HashSet<>();
-    for (ManagedProcess p : live) {
-      running.add(p.pid());
-    }
+    Set<Long> running = livePids();
     List<Long> pgids = new ArrayList<>();
     for (Long pgid : startedGroups) {
       if (!running.contains(pgid)) {
@@ -421,6 +415,15 @@ public final class ProcessManager implements AutoCloseable {
       }
     }
     return pgids;
+  }
+
+  /** Pids (= group ids) of the processes that have not finished. */
+  private Set<Long> livePids() {
+    Set<Long> pids = new HashSet<>();
+    for (ManagedProcess p : live) {
+      pids.add(p.pid());
+    }
+    return pids;
   }
 
   /** Notices exits of processes whose pipes a leftover child keeps open (no EOF to wake a pump). */
@@ -437,12 +440,8 @@ public final class ProcessManager implements AutoCloseable {
     if (startedGroups.isEmpty()) {
       return;
     }
-    Set<Long> running = new HashSet<>();
-    for (ManagedProcess p : live) {
-      running.add(p.pid());
-    }
     Set<Long> alive = ProcessGroups.liveGroups();
-    alive.addAll(running); // a leader just spawned may not be visible in /proc yet
+    alive.addAll(livePids()); // a leader just spawned may not be visible in /proc yet
     startedGroups.removeIf(pgid -> !alive.contains(pgid));
   }
 
