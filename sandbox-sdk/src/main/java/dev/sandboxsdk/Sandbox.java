@@ -1,0 +1,368 @@
+package dev.sandboxsdk;
+
+import dev.sandboxsdk.internal.RealSandbox;
+import java.net.URI;
+import java.time.Duration;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Flow;
+import okhttp3.OkHttpClient;
+
+/**
+ * A sandbox: a place to run commands and manage the processes started there.
+ *
+ * <p>Get one with {@link LocalSandbox#start()} (the embedded default: a local agent, no Docker)
+ * or {@link #connect(URI, String)} (an agent that already runs, e.g. in a container).
+ *
+ * <pre>{@code
+ * try (Sandbox sandbox = LocalSandbox.start()) {
+ *   ExecResult r = sandbox.exec("echo hello");
+ *   System.out.print(r.stdout());                       // hello
+ *
+ *   SandboxProcess web = sandbox.startProcess(Command.of("python3", "-m", "http.server", "8000"));
+ *   web.waitForLog(Pattern.compile("Serving HTTP"), Duration.ofSeconds(10));
+ *   web.kill();
+ * }
+ * }</pre>
+ *
+ * <p><b>Threading.</b> Implementations are thread-safe: any number of threads may call any
+ * method at once. Blocking methods block only the calling thread; the publishers deliver
+ * signals on SDK threads, one at a time per subscription.
+ *
+ * <p><b>Errors.</b> Every method throws unchecked {@link SandboxException}s (see there for the
+ * subclasses); a command's non-zero exit code is data in {@link ExecResult}. After
+ * {@link #close()}, every method throws {@link IllegalStateException}.
+ */
+public interface Sandbox extends AutoCloseable {
+
+  /**
+   * Connects to an agent that is already running.
+   *
+   * @param baseUrl the agent's address, e.g. {@code http://127.0.0.1:3000}
+   * @param token its bearer token
+   */
+  static Sandbox connect(URI baseUrl, String token) {
+    return builder().baseUrl(baseUrl).token(token).build();
+  }
+
+  /** A builder for a connection to a running agent, with every setting at its default. */
+  static Builder builder() {
+    return new Builder();
+  }
+
+  // ---- exec
+
+  /**
+   * Runs a shell command line ({@code /bin/sh -c}) and waits for it to finish.
+   *
+   * @throws SandboxException if the agent refused or could not run it (a non-zero exit is not an error)
+   */
+  default ExecResult exec(String command) {
+    return exec(Command.shell(command), ExecOptions.defaults());
+  }
+
+  /** Runs a command and waits for it to finish; see {@link #exec(Command, ExecOptions)}. */
+  default ExecResult exec(Command command) {
+    return exec(command, ExecOptions.defaults());
+  }
+
+  /** Runs a shell command line with options; see {@link #exec(Command, ExecOptions)}. */
+  default ExecResult exec(String command, ExecOptions options) {
+    return exec(Command.shell(command), options);
+  }
+
+  /**
+   * Runs a command and blocks until it has finished and its output was read.
+   *
+   * <p>The agent enforces {@code options.timeout()}: when it expires the command's whole
+   * process group is killed and the result says {@link ExecResult#timedOut()} with exit code 124.
+   * If the calling thread is interrupted, the HTTP call is cancelled, the agent kills the
+   * command, and a {@link SandboxException} is thrown with the interrupt flag restored.
+   *
+   * @throws SandboxNotFoundException if an argv program does not exist ({@code COMMAND_NOT_FOUND})
+   * @throws SandboxInvalidRequestException for invalid options (e.g. a cwd that does not exist)
+   * @throws SandboxConnectionException if the agent cannot be reached or the connection breaks
+   * @throws SandboxTimeoutException if the agent stops answering
+   * @throws SandboxException for any other failure
+   */
+  ExecResult exec(Command command, ExecOptions options);
+
+  /** Runs a shell command line asynchronously; see {@link #execAsync(Command, ExecOptions)}. */
+  default CompletableFuture<ExecResult> execAsync(String command) {
+    return execAsync(Command.shell(command), ExecOptions.defaults());
+  }
+
+  /** Runs a command asynchronously; see {@link #execAsync(Command, ExecOptions)}. */
+  default CompletableFuture<ExecResult> execAsync(Command command) {
+    return execAsync(command, ExecOptions.defaults());
+  }
+
+  /**
+   * Runs a command without blocking. The future completes with the result, or exceptionally
+   * with a {@link SandboxException}. {@code cancel(true)} (or {@code cancel(false)}) aborts the
+   * HTTP call, and the agent then kills the command's process group.
+   */
+  CompletableFuture<ExecResult> execAsync(Command command, ExecOptions options);
+
+  /** Streams a shell command line's output; see {@link #execStream(Command, ExecOptions)}. */
+  default Flow.Publisher<ExecEvent> execStream(String command) {
+    return execStream(Command.shell(command), ExecOptions.defaults());
+  }
+
+  /** Streams a command's output; see {@link #execStream(Command, ExecOptions)}. */
+  default Flow.Publisher<ExecEvent> execStream(Command command) {
+    return execStream(command, ExecOptions.defaults());
+  }
+
+  /**
+   * Runs a command and publishes its output as it arrives.
+   *
+   * <pre>{@code
+   * sandbox.execStream("make").subscribe(new Flow.Subscriber<>() {
+   *   Flow.Subscription s;
+   *   public void onSubscribe(Flow.Subscription s) { this.s = s; s.request(16); }
+   *   public void onNext(ExecEvent e) {
+   *     if (e instanceof ExecEvent.Stdout out) System.out.print(out.text());
+   *     else if (e instanceof ExecEvent.Complete done) System.out.println("exit " + done.exitCode());
+   *     s.request(1);
+   *   }
+   *   public void onError(Throwable t) { t.printStackTrace(); }
+   *   public void onComplete() { }
+   * });
+   * }</pre>
+   *
+   * <p>The publisher is <b>lazy</b> (nothing runs until a subscriber requests the first event),
+   * <b>single-use</b> (a second subscriber gets {@code onError(IllegalStateException)}: re-running
+   * a command with side effects must be explicit) and <b>demand-driven</b>: the SDK reads from the
+   * connection only while the subscriber has requested events, and the agent pauses the command
+   * when the connection is full, so a slow subscriber slows the command down instead of
+   * buffering without bound. Events: {@link ExecEvent.Start}, output chunks, then exactly one
+   * {@link ExecEvent.Complete}, followed by {@code onComplete}. A stream that breaks, goes
+   * silent past the agent's keep-alive interval, or ends without {@code Complete} ends with
+   * {@code onError} ({@link SandboxConnectionException} or {@link SandboxTimeoutException}),
+   * never with a fake success. {@code cancel()} closes the connection and the agent kills the
+   * command. {@code options.onOutput()} and {@code maxOutputBytes()} are not used here.
+   */
+  Flow.Publisher<ExecEvent> execStream(Command command, ExecOptions options);
+
+  // ---- background processes
+
+  /** Starts a shell command line in the background; see {@link #startProcess(Command, ProcessOptions)}. */
+  default SandboxProcess startProcess(String command) {
+    return startProcess(Command.shell(command), ProcessOptions.defaults());
+  }
+
+  /** Starts a command in the background; see {@link #startProcess(Command, ProcessOptions)}. */
+  default SandboxProcess startProcess(Command command) {
+    return startProcess(command, ProcessOptions.defaults());
+  }
+
+  /**
+   * Starts a command in the background and returns at once. The process outlives every
+   * connection; the agent keeps a window of its recent output (1 MiB per stream by default).
+   *
+   * @throws SandboxInvalidRequestException if the process id is taken ({@code PROCESS_ALREADY_EXISTS})
+   *     or an option is invalid
+   * @throws SandboxServerException if the agent is at its process limit ({@code TOO_MANY_PROCESSES})
+   * @throws SandboxException for any other failure
+   */
+  SandboxProcess startProcess(Command command, ProcessOptions options);
+
+  /** Lists the background processes the agent has records of, oldest first. */
+  List<ProcessInfo> listProcesses();
+
+  /** Lists the background processes in one status, oldest first. */
+  List<ProcessInfo> listProcesses(ProcessStatus status);
+
+  /** A process's current state, or empty if there is no process with this id. */
+  Optional<ProcessInfo> getProcess(String processId);
+
+  /**
+   * A handle to an existing background process, e.g. one started by another client.
+   *
+   * @throws ProcessNotFoundException if there is none with this id
+   */
+  SandboxProcess attachProcess(String processId);
+
+  /** Kills a background process with SIGTERM (then SIGKILL after the grace period). */
+  default void killProcess(String processId) {
+    killProcess(processId, Signal.SIGTERM);
+  }
+
+  /**
+   * Sends {@code signal} to a background process's whole process group, then SIGKILL after the
+   * agent's grace period. Returns once the signal is sent. Killing a finished process succeeds.
+   *
+   * @throws ProcessNotFoundException if there is no process with this id
+   */
+  void killProcess(String processId, Signal signal);
+
+  /**
+   * Kills every background process and every process left behind by earlier commands, and
+   * waits until they are gone (up to the grace period plus a few seconds).
+   *
+   * @return how many background processes were running and got killed
+   */
+  int killAllProcesses();
+
+  /**
+   * Everything the agent retains of a process's output.
+   *
+   * @throws ProcessNotFoundException if there is no process with this id
+   */
+  default ProcessLogs getProcessLogs(String processId) {
+    return getProcessLogs(processId, LogRange.all());
+  }
+
+  /**
+   * A page of a process's retained output, from byte offsets per stream; continue with
+   * {@link ProcessLogs#next()}.
+   *
+   * @throws ProcessNotFoundException if there is no process with this id
+   * @throws SandboxInvalidRequestException if an offset lies beyond what the stream has produced
+   */
+  ProcessLogs getProcessLogs(String processId, LogRange range);
+
+  /** Streams a process's output from the beginning; see {@link #streamProcessLogs(String, long)}. */
+  default Flow.Publisher<LogEvent> streamProcessLogs(String processId) {
+    return streamProcessLogs(processId, 0);
+  }
+
+  /**
+   * Publishes a process's output: {@link LogEvent.Info}, the retained output from
+   * {@code fromOffset} (applied to both streams, clamped to each stream's length), live output,
+   * then {@link LogEvent.Exit} and {@code onComplete}.
+   *
+   * <p>Lazy, single-use and demand-driven like {@link #execStream}; a slow subscriber never
+   * slows the process (it writes into the agent's window) but may fall behind that window, which
+   * shows as {@link LogEvent.Truncated}. If the connection drops, the publisher reconnects from
+   * the last offsets of each stream (a few times, with backoff), so every byte is delivered once.
+   * A stream that cannot be resumed ends with {@code onError}. {@code cancel()} closes the
+   * connection and does nothing to the process.
+   */
+  Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset);
+
+  /**
+   * Forgets the records of all finished background processes (their ids become free).
+   *
+   * @return how many records were dropped
+   */
+  int cleanupCompletedProcesses();
+
+  // ---- lifecycle
+
+  /**
+   * Kills every process and releases the sandbox: a {@link LocalSandbox} also stops its agent and
+   * deletes its workspace; for a connected agent, process records are cleaned up and the
+   * connection is closed (the agent itself keeps running). Idempotent.
+   */
+  void destroy();
+
+  /**
+   * Releases this client: cancels open streams and in-flight calls, and shuts down the HTTP
+   * client if the SDK created it. A {@link LocalSandbox} also stops its agent and everything it
+   * spawned. Idempotent; never blocks on a subscriber that stopped reading.
+   */
+  @Override
+  void close();
+
+  /**
+   * Configures a connection to a running agent. Not thread-safe; the {@link Sandbox} it builds is.
+   */
+  final class Builder {
+    URI baseUrl;
+    String token;
+    Duration connectTimeout = Duration.ofSeconds(10);
+    Duration readTimeout = Duration.ofSeconds(30);
+    Duration execTimeout;
+    Duration streamIdleTimeout;
+    OkHttpClient okHttpClient;
+
+    Builder() {}
+
+    /** The agent's address, e.g. {@code http://127.0.0.1:3000}. Required. */
+    public Builder baseUrl(URI baseUrl) {
+      this.baseUrl = Objects.requireNonNull(baseUrl, "baseUrl == null");
+      return this;
+    }
+
+    /** The agent's bearer token. Never printed by {@code toString}. */
+    public Builder token(String token) {
+      this.token = Objects.requireNonNull(token, "token == null");
+      return this;
+    }
+
+    /** Time allowed to open a TCP connection (default 10 s). */
+    public Builder connectTimeout(Duration timeout) {
+      this.connectTimeout = positive(timeout, "connectTimeout");
+      return this;
+    }
+
+    /**
+     * How long a non-streaming call may wait for the agent's answer (default 30 s). Long
+     * {@code exec} calls are not affected: the agent sends keep-alive bytes while a command runs.
+     */
+    public Builder readTimeout(Duration timeout) {
+      this.readTimeout = positive(timeout, "readTimeout");
+      return this;
+    }
+
+    /**
+     * The timeout of commands run by {@code exec}, {@code execAsync} and {@code execStream} whose
+     * options set none (default: none; a per-call {@link ExecOptions#timeout()} wins).
+     */
+    public Builder execTimeout(Duration timeout) {
+      this.execTimeout = positive(timeout, "execTimeout");
+      return this;
+    }
+
+    /**
+     * How long a stream may stay silent (no event and no keep-alive) before it counts as dead.
+     * Default: twice the agent's keep-alive interval (read from {@code /api/version}) plus one second.
+     */
+    public Builder streamIdleTimeout(Duration timeout) {
+      this.streamIdleTimeout = positive(timeout, "streamIdleTimeout");
+      return this;
+    }
+
+    /**
+     * An HTTP client to share (its connection pool and dispatcher). The SDK derives its own
+     * settings from it and never shuts it down; without one, the SDK creates and owns a client.
+     */
+    public Builder okHttpClient(OkHttpClient client) {
+      this.okHttpClient = Objects.requireNonNull(client, "client == null");
+      return this;
+    }
+
+    /**
+     * Builds the client. Does not contact the agent.
+     *
+     * @throws IllegalStateException if the base URL or the token is missing
+     */
+    public Sandbox build() {
+      if (baseUrl == null) {
+        throw new IllegalStateException("baseUrl is required");
+      }
+      if (token == null) {
+        throw new IllegalStateException("token is required");
+      }
+      return new RealSandbox(baseUrl, token, connectTimeout, readTimeout, execTimeout, streamIdleTimeout,
+          okHttpClient, null);
+    }
+
+    private static Duration positive(Duration d, String name) {
+      Objects.requireNonNull(d, name + " == null");
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(name + " must be positive: " + d);
+      }
+      return d;
+    }
+
+    @Override
+    public String toString() {
+      return "Sandbox.Builder{baseUrl=" + baseUrl + ", token=" + (token == null ? "unset" : "██") + "}";
+    }
+  }
+}

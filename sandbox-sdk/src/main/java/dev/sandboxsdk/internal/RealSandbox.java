@@ -1,0 +1,716 @@
+package dev.sandboxsdk.internal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sandboxsdk.Command;
+import dev.sandboxsdk.ExecEvent;
+import dev.sandboxsdk.ExecOptions;
+import dev.sandboxsdk.ExecResult;
+import dev.sandboxsdk.LogEvent;
+import dev.sandboxsdk.LogRange;
+import dev.sandboxsdk.ProcessInfo;
+import dev.sandboxsdk.ProcessLogs;
+import dev.sandboxsdk.ProcessNotFoundException;
+import dev.sandboxsdk.ProcessOptions;
+import dev.sandboxsdk.ProcessStatus;
+import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.SandboxConnectionException;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxProcess;
+import dev.sandboxsdk.Signal;
+import java.io.IOException;
+import java.io.InterruptedIOException;
+import java.net.URI;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Flow;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import okhttp3.Call;
+import okhttp3.Callback;
+import okhttp3.ConnectionPool;
+import okhttp3.Dispatcher;
+import okhttp3.HttpUrl;
+import okhttp3.MediaType;
+import okhttp3.OkHttpClient;
+import okhttp3.Protocol;
+import okhttp3.Request;
+import okhttp3.RequestBody;
+import okhttp3.Response;
+import okhttp3.ResponseBody;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The {@link Sandbox} that talks protocol v1 to an agent over HTTP. Thread-safe: all mutable
+ * state is in concurrent collections, atomics and volatile fields.
+ */
+public final class RealSandbox implements Sandbox {
+  private static final Logger log = LoggerFactory.getLogger(RealSandbox.class);
+  private static final MediaType JSON = MediaType.get("application/json; charset=utf-8");
+  private static final long MAX_EVENT_LINE_BYTES = 8L << 20;
+  private static final long MAX_ERROR_BODY_BYTES = 64 << 10;
+  private static final int LOG_STREAM_RETRIES = 5;
+  private static final AtomicInteger CLIENT_IDS = new AtomicInteger();
+
+  private final HttpUrl base;
+  private final String authorization;
+  private final OkHttpClient client;
+  private final boolean ownsPool;
+  private final ExecutorService executor;
+  private final Duration readTimeout;
+  private final Duration execTimeout;
+  private final Duration configuredStreamIdle;
+  private volatile Duration streamIdle;
+  private volatile OkHttpClient streamClient;
+  private final Activity activity;
+  private final Set<Call> calls = ConcurrentHashMap.newKeySet();
+  private final Set<EventCursor<?>> cursors = ConcurrentHashMap.newKeySet();
+  private volatile String closedReason;
+
+  /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
+  public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
+      Duration streamIdleTimeout, OkHttpClient shared, Activity activity) {
+    HttpUrl url = HttpUrl.get(baseUrl.toString());
+    if (url == null) {
+      throw new IllegalArgumentException("baseUrl must be an http or https URL: " + baseUrl);
+    }
+    if (token.isBlank() || token.chars().anyMatch(c -> c < 0x20 || c > 0x7e)) {
+      throw new IllegalArgumentException("token must be non-blank printable ASCII");
+    }
+    this.base = url;
+    this.authorization = "Bearer " + token.strip();
+    this.readTimeout = readTimeout;
+    this.execTimeout = execTimeout;
+    this.configuredStreamIdle = streamIdleTimeout;
+    this.activity = activity != null ? activity : new Activity();
+    int id = CLIENT_IDS.incrementAndGet();
+    AtomicInteger threads = new AtomicInteger();
+    // Threads for OkHttp's async calls and for reading streams; daemon so a forgotten close()
+    // never keeps the JVM alive; idle ones die after a minute.
+    this.executor = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 60, TimeUnit.SECONDS, new SynchronousQueue<>(), r -> {
+      Thread t = new Thread(r, "sandbox-sdk-" + id + "-" + threads.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    });
+    Dispatcher dispatcher = new Dispatcher(executor);
+    dispatcher.setMaxRequests(4096); // each execAsync holds a request for the command's whole run
+    dispatcher.setMaxRequestsPerHost(4096);
+    OkHttpClient.Builder b = shared != null ? shared.newBuilder() : new OkHttpClient.Builder()
+        .connectionPool(new ConnectionPool(16, 20, TimeUnit.SECONDS)); // below the agent's idle close
+    this.ownsPool = shared == null;
+    this.client = b.dispatcher(dispatcher)
+        .protocols(List.of(Protocol.HTTP_1_1))
+        .connectTimeout(connectTimeout)
+        .readTimeout(readTimeout)
+        .writeTimeout(readTimeout)
+        .callTimeout(Duration.ZERO)
+        .build();
+  }
+
+  @Override
+  public String toString() {
+    return "Sandbox{" + base + (closedReason != null ? ", closed" : "") + "}"; // never the token
+  }
+
+  /** The agent's base URL. */
+  public URI baseUrl() {
+    return base.uri();
+  }
+
+  // ---- exec
+
+  @Override
+  public ExecResult exec(Command command, ExecOptions options) {
+    Objects.requireNonNull(command, "command == null");
+    Objects.requireNonNull(options, "options == null");
+    ensureOpen();
+    if (options.onOutput() != null) {
+      return execCollecting(command, options, null);
+    }
+    activity.begin();
+    try {
+      Duration timeout = timeoutOf(options);
+      Call call = execCall(command, options, timeout);
+      return Wire.execResult(execute(call, "exec " + command.display()));
+    } finally {
+      activity.end();
+    }
+  }
+
+  @Override
+  public CompletableFuture<ExecResult> execAsync(Command command, ExecOptions options) {
+    Objects.requireNonNull(command, "command == null");
+    Objects.requireNonNull(options, "options == null");
+    ensureOpen();
+    if (options.onOutput() != null) {
+      CancellableFuture<ExecResult> future = new CancellableFuture<>();
+      activity.begin();
+      try {
+        executor.execute(() -> {
+          try {
+            future.complete(execCollecting(command, options, future));
+          } catch (Throwable t) {
+            future.completeExceptionally(t);
+          } finally {
+            activity.end();
+          }
+        });
+      } catch (RuntimeException e) {
+        activity.end();
+        throw new SandboxException("cannot start execAsync: " + e, e);
+      }
+      return future;
+    }
+    Duration timeout = timeoutOf(options);
+    Call call = execCall(command, options, timeout);
+    String what = "exec " + command.display();
+    CancellableFuture<ExecResult> future = new CancellableFuture<>();
+    future.onCancel(call::cancel);
+    activity.begin();
+    calls.add(call);
+    call.enqueue(new Callback() {
+      @Override
+      public void onFailure(Call c, IOException e) {
+        finish(c);
+        future.completeExceptionally(closedReason != null ? closedError(e) : ErrorMapper.fromIo(e, what));
+      }
+
+      @Override
+      public void onResponse(Call c, Response response) {
+        try (response) {
+          future.complete(Wire.execResult(readJson(response, what)));
+        } catch (IOException e) {
+          future.completeExceptionally(ErrorMapper.fromIo(e, what));
+        } catch (Throwable t) {
+          future.completeExceptionally(t);
+        } finally {
+          finish(c);
+        }
+      }
+
+      private void finish(Call c) {
+        calls.remove(c);
+        activity.end();
+      }
+    });
+    return future;
+  }
+
+  private Call execCall(Command command, ExecOptions options, Duration timeout) {
+    Request request = post(url("api", "execute"), Wire.execBody(command, options, timeout, false));
+    Call call = client.newCall(request);
+    if (timeout != null) {
+      // The agent enforces the timeout; this deadline only guards against an agent that never answers.
+      call.timeout().timeout(timeout.toMillis() + 60_000, TimeUnit.MILLISECONDS);
+    }
+    return call;
+  }
+
+  /** exec with an output listener: runs over the event stream and collects the output. */
+  private ExecResult execCollecting(Command command, ExecOptions options, CancellableFuture<?> future) {
+    int max = options.maxOutputBytes() > 0 ? options.maxOutputBytes() : 16 << 20;
+    OutputCollector stdout = new OutputCollector(max);
+    OutputCollector stderr = new OutputCollector(max);
+    EventCursor<ExecEvent> cursor = openExecStream(command, options);
+    if (future != null) {
+      future.onCancel(cursor::close);
+    }
+    String what = "exec " + command.display();
+    try (cursor) {
+      ExecEvent.Start start = null;
+      for (;;) {
+        ExecEvent e;
+        try {
+          e = cursor.next();
+        } catch (RuntimeException ex) {
+          throw ex;
+        } catch (Exception ex) {
+          Throwable mapped = streamError(ex, what);
+          throw mapped instanceof RuntimeException ? (RuntimeException) mapped : new SandboxException(what, ex);
+        }
+        if (e instanceof ExecEvent.Start) {
+          start = (ExecEvent.Start) e;
+        } else if (e instanceof ExecEvent.Stdout) {
+          ExecEvent.Stdout out = (ExecEvent.Stdout) e;
+          stdout.add(out.text(), out.bytes());
+          notify(options, dev.sandboxsdk.StdStream.STDOUT, out.text(), cursor);
+        } else if (e instanceof ExecEvent.Stderr) {
+          ExecEvent.Stderr err = (ExecEvent.Stderr) e;
+          stderr.add(err.text(), err.bytes());
+          notify(options, dev.sandboxsdk.StdStream.STDERR, err.text(), cursor);
+        } else if (e instanceof ExecEvent.Complete) {
+          ExecEvent.Complete done = (ExecEvent.Complete) e;
+          return new ExecResult(done.exitCode(), stdout.text(), stderr.text(),
+              start != null ? start.command() : command.display(), done.duration(), done.timedOut(),
+              stdout.truncated() || stderr.truncated(), done.signal(), start != null ? start.pid() : 0);
+        }
+      }
+    }
+  }
+
+  private static void notify(ExecOptions options, dev.sandboxsdk.StdStream stream, String text,
+      EventCursor<ExecEvent> cursor) {
+    try {
+      options.onOutput().onOutput(stream, text);
+    } catch (RuntimeException | Error e) {
+      cursor.close(); // hangs up: the agent kills the command
+      throw new SandboxException("the onOutput listener threw " + e + "; the command was stopped", e);
+    }
+  }
+
+  @Override
+  public Flow.Publisher<ExecEvent> execStream(Command command, ExecOptions options) {
+    Objects.requireNonNull(command, "command == null");
+    Objects.requireNonNull(options, "options == null");
+    String what = "execStream " + command.display();
+    return new EventPublisher<>(() -> openExecStream(command, options), executor, t -> streamError(t, what));
+  }
+
+  private EventCursor<ExecEvent> openExecStream(Command command, ExecOptions options) {
+    ensureOpen();
+    Request request = post(url("api", "execute", "stream"), Wire.execBody(command, options, timeoutOf(options), true));
+    return openStream(request, "execStream " + command.display(), Wire::execEvent,
+        e -> e instanceof ExecEvent.Complete);
+  }
+
+  // ---- background processes
+
+  @Override
+  public SandboxProcess startProcess(Command command, ProcessOptions options) {
+    Objects.requireNonNull(command, "command == null");
+    Objects.requireNonNull(options, "options == null");
+    JsonNode n = call(post(url("api", "process", "start"), Wire.startBody(command, options)),
+        "startProcess " + command.display());
+    return new RealSandboxProcess(this, Wire.text(n, "processId"), n.path("pid").asLong(0), Wire.text(n, "command"));
+  }
+
+  @Override
+  public List<ProcessInfo> listProcesses() {
+    return list(url("api", "process", "list"));
+  }
+
+  @Override
+  public List<ProcessInfo> listProcesses(ProcessStatus status) {
+    Objects.requireNonNull(status, "status == null");
+    return list(url("api", "process", "list").newBuilder().addQueryParameter("status", status.wireName()).build());
+  }
+
+  private List<ProcessInfo> list(HttpUrl url) {
+    JsonNode n = call(get(url), "listProcesses");
+    List<ProcessInfo> out = new ArrayList<>();
+    for (JsonNode p : n.path("processes")) {
+      out.add(Wire.processInfo(p));
+    }
+    return List.copyOf(out);
+  }
+
+  @Override
+  public Optional<ProcessInfo> getProcess(String processId) {
+    try {
+      return Optional.of(processInfo(processId));
+    } catch (ProcessNotFoundException e) {
+      return Optional.empty();
+    }
+  }
+
+  ProcessInfo processInfo(String processId) {
+    JsonNode n = call(get(processUrl(processId)), "getProcess " + processId);
+    return Wire.processInfo(n.path("process"));
+  }
+
+  @Override
+  public SandboxProcess attachProcess(String processId) {
+    ProcessInfo info = processInfo(processId);
+    return new RealSandboxProcess(this, info.id(), info.pid(), info.command());
+  }
+
+  @Override
+  public void killProcess(String processId, Signal signal) {
+    Objects.requireNonNull(signal, "signal == null");
+    HttpUrl url = processUrl(processId).newBuilder().addQueryParameter("signal", signal.name()).build();
+    call(new Request.Builder().url(url).delete().build(), "killProcess " + processId);
+  }
+
+  @Override
+  public int killAllProcesses() {
+    // The agent answers only once everything is gone: up to its grace period plus 7 s.
+    OkHttpClient patient = client.newBuilder().readTimeout(max(readTimeout, Duration.ofMinutes(2))).build();
+    JsonNode n = call(patient, new Request.Builder().url(url("api", "process", "kill-all")).delete().build(),
+        "killAllProcesses");
+    return n.path("cleanedCount").asInt(0);
+  }
+
+  @Override
+  public ProcessLogs getProcessLogs(String processId, LogRange range) {
+    Objects.requireNonNull(range, "range == null");
+    HttpUrl.Builder url = processUrl(processId).newBuilder().addPathSegment("logs")
+        .addQueryParameter("stdoutSince", Long.toString(range.stdoutFrom()))
+        .addQueryParameter("stderrSince", Long.toString(range.stderrFrom()));
+    if (range.maxBytes() > 0) {
+      url.addQueryParameter("maxBytes", Integer.toString(range.maxBytes()));
+    }
+    return Wire.processLogs(call(get(url.build()), "getProcessLogs " + processId));
+  }
+
+  @Override
+  public Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset) {
+    checkId(processId);
+    if (fromOffset < 0) {
+      throw new IllegalArgumentException("fromOffset < 0: " + fromOffset);
+    }
+    String what = "streamProcessLogs " + processId;
+    return new EventPublisher<>(() -> openLogStream(processId, fromOffset), executor, t -> streamError(t, what));
+  }
+
+  /** A resuming cursor over a process's events; also used by waits of {@link RealSandboxProcess}. */
+  EventCursor<LogEvent> openLogStream(String processId, long fromOffset) {
+    ensureOpen();
+    LogCursor[] self = new LogCursor[1];
+    self[0] = new LogCursor((since, stdoutSince, stderrSince) -> {
+      HttpUrl.Builder url = processUrl(processId).newBuilder().addPathSegment("stream")
+          .addQueryParameter("since", Long.toString(since));
+      if (stdoutSince >= 0) {
+        url.addQueryParameter("stdoutSince", Long.toString(stdoutSince));
+      }
+      if (stderrSince >= 0) {
+        url.addQueryParameter("stderrSince", Long.toString(stderrSince));
+      }
+      return openStream(get(url.build()), "streamProcessLogs " + processId, Wire::logEvent,
+          e -> e instanceof LogEvent.Exit);
+    }, fromOffset, LOG_STREAM_RETRIES, 100, () -> cursors.remove(self[0]));
+    cursors.add(self[0]);
+    if (closedReason != null) {
+      self[0].close();
+      ensureOpen();
+    }
+    return self[0];
+  }
+
+  @Override
+  public int cleanupCompletedProcesses() {
+    JsonNode n = call(post(url("api", "process", "cleanup"), Wire.MAPPER.createObjectNode()),
+        "cleanupCompletedProcesses");
+    return n.path("cleanedCount").asInt(0);
+  }
+
+  void writeStdin(String processId, String data, boolean eof) {
+    ObjectNode body = Wire.MAPPER.createObjectNode().put("data", data);
+    if (eof) {
+      body.put("eof", true);
+    }
+    call(post(processUrl(processId).newBuilder().addPathSegment("stdin").build(), body), "writeStdin " + processId);
+  }
+
+  /** The version document of the agent ({@code GET /api/version}). */
+  public JsonNode version() {
+    return call(get(url("api", "version")), "version");
+  }
+
+  // ---- lifecycle
+
+  @Override
+  public void destroy() {
+    if (closedReason != null) {
+      return;
+    }
+    try {
+      killAllProcesses();
+      cleanupCompletedProcesses();
+    } finally {
+      close();
+    }
+  }
+
+  @Override
+  public void close() {
+    closeWith("the sandbox was closed");
+  }
+
+  /** Closes with a reason that later calls report. */
+  public void closeWith(String reason) {
+    synchronized (this) {
+      if (closedReason != null) {
+        return;
+      }
+      closedReason = reason;
+    }
+    for (EventCursor<?> c : cursors) {
+      c.close();
+    }
+    for (Call c : calls) {
+      c.cancel();
+    }
+    executor.shutdown(); // running stream readers end as their connections are cancelled
+    if (ownsPool) {
+      client.connectionPool().evictAll();
+    }
+    log.debug("closed sandbox client for {}", base);
+  }
+
+  public boolean isClosed() {
+    return closedReason != null;
+  }
+
+  Activity activity() {
+    return activity;
+  }
+
+  java.util.concurrent.Executor executor() {
+    return executor;
+  }
+
+  // ---- plumbing
+
+  void ensureOpen() {
+    String reason = closedReason;
+    if (reason != null) {
+      throw new IllegalStateException(reason);
+    }
+  }
+
+  private Duration timeoutOf(ExecOptions options) {
+    return options.timeout() != null ? options.timeout() : execTimeout;
+  }
+
+  private HttpUrl url(String... segments) {
+    HttpUrl.Builder b = base.newBuilder();
+    for (String s : segments) {
+      b.addPathSegment(s);
+    }
+    return b.build();
+  }
+
+  private HttpUrl processUrl(String processId) {
+    checkId(processId);
+    return url("api", "process").newBuilder().addPathSegment(processId).build();
+  }
+
+  private static void checkId(String processId) {
+    Objects.requireNonNull(processId, "processId == null");
+    if (processId.isEmpty()) {
+      throw new IllegalArgumentException("processId is empty");
+    }
+  }
+
+  private Request post(HttpUrl url, JsonNode body) {
+    return new Request.Builder().url(url).header("Authorization", authorization)
+        .post(RequestBody.create(Wire.bytes(body), JSON)).build();
+  }
+
+  private Request get(HttpUrl url) {
+    return new Request.Builder().url(url).header("Authorization", authorization).get().build();
+  }
+
+  private JsonNode call(Request request, String what) {
+    return call(client, request, what);
+  }
+
+  private JsonNode call(OkHttpClient c, Request request, String what) {
+    ensureOpen();
+    if (request.header("Authorization") == null) {
+      request = request.newBuilder().header("Authorization", authorization).build();
+    }
+    activity.begin();
+    try {
+      return execute(c.newCall(request), what);
+    } finally {
+      activity.end();
+    }
+  }
+
+  /** Runs a call on this thread and returns its JSON body, mapping every failure. */
+  private JsonNode execute(Call call, String what) {
+    calls.add(call);
+    try (Response response = call.execute()) {
+      return readJson(response, what);
+    } catch (InterruptedIOException e) {
+      if (closedReason != null) {
+        throw closedError(e);
+      }
+      if (call.isCanceled() || Thread.currentThread().isInterrupted()) {
+        Thread.currentThread().interrupt();
+        throw new SandboxException(what + ": interrupted", e);
+      }
+      throw ErrorMapper.fromIo(e, what);
+    } catch (IOException e) {
+      throw closedReason != null ? closedError(e) : ErrorMapper.fromIo(e, what);
+    } finally {
+      calls.remove(call);
+    }
+  }
+
+  private static JsonNode readJson(Response response, String what) throws IOException {
+    ResponseBody body = response.body();
+    if (!response.isSuccessful()) {
+      throw ErrorMapper.fromResponse(response.code(), boundedBytes(body));
+    }
+    return Wire.parse(body.bytes(), "answer to " + what);
+  }
+
+  private static byte[] boundedBytes(ResponseBody body) throws IOException {
+    okio.BufferedSource source = body.source();
+    source.request(MAX_ERROR_BODY_BYTES);
+    return source.getBuffer().readByteArray(Math.min(source.getBuffer().size(), MAX_ERROR_BODY_BYTES));
+  }
+
+  private <T> SseCursor<T> openStream(Request request, String what, java.util.function.Function<JsonNode, T> mapper,
+      java.util.function.Predicate<T> isFinal) {
+    ensureOpen();
+    request = request.newBuilder().header("Authorization", authorization).header("Accept", "text/event-stream").build();
+    Duration idle = streamIdleTimeout();
+    Call call = streamClient().newCall(request);
+    activity.begin();
+    calls.add(call);
+    Response response = null;
+    try {
+      response = call.execute();
+      if (!response.isSuccessful()) {
+        throw ErrorMapper.fromResponse(response.code(), boundedBytes(response.body()));
+      }
+      String type = response.header("Content-Type", "");
+      if (!type.startsWith("text/event-stream")) {
+        throw Wire.malformed("answer to " + what, "expected text/event-stream, got '" + type + "'");
+      }
+      SseCursor<T>[] self = new SseCursor[1];
+      Response r = response;
+      self[0] = new SseCursor<>(call, r, MAX_EVENT_LINE_BYTES, mapper, isFinal, what, idle, () -> {
+        calls.remove(call);
+        cursors.remove(self[0]);
+        activity.end();
+      });
+      cursors.add(self[0]);
+      if (closedReason != null) {
+        self[0].close();
+        ensureOpen();
+      }
+      return self[0];
+    } catch (IOException e) {
+      calls.remove(call);
+      activity.end();
+      throw closedReason != null ? closedError(e) : ErrorMapper.fromIo(e, what);
+    } catch (RuntimeException e) {
+      calls.remove(call);
+      activity.end();
+      if (response != null) {
+        response.close();
+      }
+      throw e;
+    }
+  }
+
+  /** The client for streams: no read deadline beyond the liveness check. */
+  private OkHttpClient streamClient() {
+    OkHttpClient c = streamClient;
+    if (c == null) {
+      c = client.newBuilder().readTimeout(streamIdleTimeout()).build();
+      streamClient = c;
+    }
+    return c;
+  }
+
+  /** How long a stream may be silent: configured, or derived from the agent's keep-alive interval. */
+  Duration streamIdleTimeout() {
+    Duration d = streamIdle;
+    if (d == null) {
+      if (configuredStreamIdle != null) {
+        d = configuredStreamIdle;
+      } else {
+        long keepAlive = version().path("limits").path("keepAliveMs").asLong(15_000);
+        d = Duration.ofMillis(2 * keepAlive + 1000);
+      }
+      streamIdle = d;
+    }
+    return d;
+  }
+
+  private Throwable streamError(Throwable t, String what) {
+    if (closedReason != null && !(t instanceof IllegalStateException)) {
+      return closedError(t);
+    }
+    return EventPublisher.defaultError(t, what);
+  }
+
+  private SandboxException closedError(Throwable cause) {
+    return new SandboxConnectionException(closedReason + " while the call was in flight", cause);
+  }
+
+  private static Duration max(Duration a, Duration b) {
+    return a.compareTo(b) >= 0 ? a : b;
+  }
+
+  /** Collects output up to a byte limit; counts the agent's raw byte numbers. */
+  private static final class OutputCollector {
+    private final StringBuilder text = new StringBuilder();
+    private final long max;
+    private long bytes;
+    private boolean truncated;
+
+    OutputCollector(long max) {
+      this.max = max;
+    }
+
+    void add(String chunk, long chunkBytes) {
+      if (truncated) {
+        return;
+      }
+      if (bytes + chunkBytes <= max) {
+        text.append(chunk);
+        bytes += chunkBytes;
+        return;
+      }
+      // Keep the code points that fit, then stop collecting.
+      long room = max - bytes;
+      int i = 0;
+      while (i < chunk.length()) {
+        int cp = chunk.codePointAt(i);
+        int len = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+        if (len > room) {
+          break;
+        }
+        room -= len;
+        i += Character.charCount(cp);
+      }
+      text.append(chunk, 0, i);
+      truncated = true;
+    }
+
+    String text() {
+      return text.toString();
+    }
+
+    boolean truncated() {
+      return truncated;
+    }
+  }
+
+  /** A future whose cancel also aborts the work behind it (the HTTP call or stream). */
+  static final class CancellableFuture<T> extends CompletableFuture<T> {
+    private final List<Runnable> onCancel = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    void onCancel(Runnable action) {
+      onCancel.add(action);
+      if (isCancelled()) {
+        action.run();
+      }
+    }
+
+    @Override
+    public boolean cancel(boolean mayInterruptIfRunning) {
+      boolean cancelled = super.cancel(mayInterruptIfRunning);
+      if (cancelled) {
+        onCancel.forEach(Runnable::run);
+      }
+      return cancelled;
+    }
+  }
+}

@@ -1,0 +1,93 @@
+package dev.sandboxsdk.internal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.SandboxConnectionException;
+import dev.sandboxsdk.SandboxTimeoutException;
+import java.io.IOException;
+import java.net.SocketTimeoutException;
+import java.time.Duration;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+import java.util.function.Predicate;
+import okhttp3.Call;
+import okhttp3.Response;
+
+/**
+ * One open event stream of the agent: maps each event with {@code mapper} (null = unknown type,
+ * skipped) and knows which event is the final one. A stream that ends before its final event is
+ * an error, never a quiet end.
+ */
+final class SseCursor<T> implements EventCursor<T> {
+  private final Call call;
+  private final Response response;
+  private final SseReader reader;
+  private final Function<JsonNode, T> mapper;
+  private final Predicate<T> isFinal;
+  private final String what;
+  private final Duration idleTimeout;
+  private final Runnable onClose;
+  private final AtomicBoolean closed = new AtomicBoolean();
+  private volatile boolean finished;
+
+  SseCursor(Call call, Response response, long maxLineBytes, Function<JsonNode, T> mapper, Predicate<T> isFinal,
+      String what, Duration idleTimeout, Runnable onClose) {
+    this.call = call;
+    this.response = response;
+    this.reader = new SseReader(response.body().source(), maxLineBytes);
+    this.mapper = mapper;
+    this.isFinal = isFinal;
+    this.what = what;
+    this.idleTimeout = idleTimeout;
+    this.onClose = onClose;
+  }
+
+  @Override
+  public T next() throws IOException {
+    if (finished) {
+      return null;
+    }
+    for (;;) {
+      JsonNode event;
+      try {
+        event = reader.next();
+      } catch (SocketTimeoutException e) {
+        throw new SandboxTimeoutException(what + ": the stream was silent for more than " + idleTimeout.toMillis()
+            + " ms (no event and no keep-alive), so the connection is taken for dead", e);
+      }
+      if (event == null) {
+        throw new SandboxConnectionException(what + ": the stream ended before its final event"
+            + " (the connection broke or the agent stopped); the outcome is unknown", null);
+      }
+      T mapped = mapper.apply(event);
+      if (mapped == null) {
+        continue; // an event type this SDK does not know: newer agent
+      }
+      if (isFinal.test(mapped)) {
+        finished = true;
+      }
+      return mapped;
+    }
+  }
+
+  @Override
+  public boolean isFinished() {
+    return finished;
+  }
+
+  boolean isClosed() {
+    return closed.get();
+  }
+
+  @Override
+  public void close() {
+    if (closed.compareAndSet(false, true)) {
+      call.cancel(); // unblocks a read in progress on another thread
+      try {
+        response.close();
+      } catch (RuntimeException ignored) {
+        // closing a cancelled exchange may complain; the connection is gone either way
+      }
+      onClose.run();
+    }
+  }
+}
