@@ -17,6 +17,7 @@ import java.util.concurrent.CountDownLatch;
 public final class Main {
   static final String READY_PREFIX = "SANDBOX_AGENT_READY ";
   static final String TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
+  static final String EXIT_ON_STDIN_EOF = "--exit-on-stdin-eof";
 
   private static final String USAGE = String.join("\n",
       "Usage: java -jar container-agent.jar [options]",
@@ -42,6 +43,9 @@ public final class Main {
       "                           (default 16777216; requests may set maxOutputBytes)",
       "  --auto-cleanup-delay-ms N  how long a finished process started with autoCleanup",
       "                           stays listed (default 60000)",
+      "  --exit-on-stdin-eof      stop (like SIGTERM) when standard input reaches end of file;",
+      "                           a parent that starts the agent keeps the pipe open, so the",
+      "                           agent and its processes go away even if the parent is killed",
       "  --help                   print this help and exit",
       "  --version                print the version and exit",
       "",
@@ -65,6 +69,7 @@ public final class Main {
   /** Parses arguments and serves until the JVM is asked to stop; returns an exit status on failure. */
   static int run(String[] args, PrintStream out, PrintStream err) {
     AgentConfig config;
+    boolean exitOnStdinEof = java.util.Arrays.asList(args).contains(EXIT_ON_STDIN_EOF);
     try {
       config = parse(args, System.getenv(TOKEN_ENV), out);
     } catch (UsageException e) {
@@ -91,12 +96,33 @@ public final class Main {
         + ",\"pid\":" + ProcessHandle.current().pid() + ",\"version\":\"" + AgentServer.version()
         + "\",\"protocol\":1}");
     out.flush();
+    if (exitOnStdinEof) {
+      watchStdin();
+    }
     try {
       stopped.await();
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
     return 0;
+  }
+
+  /** Exits through the shutdown hook (which stops every process) once stdin reaches end of file. */
+  private static void watchStdin() {
+    Thread t = new Thread(() -> {
+      try {
+        byte[] buf = new byte[256];
+        while (System.in.read(buf) >= 0) {
+          // the parent writes nothing; anything it does write is ignored
+        }
+      } catch (IOException ignored) {
+        // a broken stdin means the parent is gone as well
+      }
+      System.err.println("container-agent: standard input closed (" + EXIT_ON_STDIN_EOF + "); stopping");
+      System.exit(0);
+    }, "agent-stdin-watch");
+    t.setDaemon(true);
+    t.start();
   }
 
   static AgentConfig parse(String[] args, String envToken, PrintStream out) {
@@ -119,6 +145,11 @@ public final class Main {
         case "--version":
           out.println("container-agent " + AgentServer.version() + " (protocol 1)");
           throw new UsageException(null);
+        case EXIT_ON_STDIN_EOF:
+          if (value != null) {
+            throw new UsageException(EXIT_ON_STDIN_EOF + " takes no value");
+          }
+          break;
         case "--insecure-no-auth":
           if (value != null) {
             throw new UsageException("--insecure-no-auth takes no value");

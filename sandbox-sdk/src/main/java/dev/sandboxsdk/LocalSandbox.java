@@ -1,0 +1,398 @@
+package dev.sandboxsdk;
+
+import dev.sandboxsdk.internal.Activity;
+import dev.sandboxsdk.internal.AgentLauncher;
+import dev.sandboxsdk.internal.RealSandbox;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.net.URI;
+import java.nio.file.FileVisitResult;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Flow;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The embedded default sandbox: the container agent started as a child JVM on 127.0.0.1, with a
+ * random port and token and its own workspace directory. Needs no Docker, only a JDK/JRE 17+ and
+ * the agent jar (found automatically when the {@code dev.sandboxsdk:container-agent} artifact is
+ * on the classpath or its jar lies next to the SDK's; otherwise {@link Builder#agentJar}).
+ *
+ * <pre>{@code
+ * try (LocalSandbox sandbox = LocalSandbox.start()) {
+ *   System.out.print(sandbox.exec("uname -a").stdout());
+ * }
+ * }</pre>
+ *
+ * <p><b>Isolation.</b> Commands run as the same OS user as your JVM, in their own process
+ * groups, with the workspace as their working directory. This is process isolation for
+ * development and tests, not a security boundary: use the container image for untrusted code.
+ *
+ * <p><b>Lifecycle.</b> {@link #close()} stops the agent and every process it started (SIGTERM,
+ * then SIGKILL after the grace period) and deletes the workspace if the SDK created it; it also
+ * runs when the JVM exits normally. If the JVM is killed, the agent notices its closed standard
+ * input and stops by itself. {@link #destroy()} does the same and always deletes the workspace.
+ * Unless {@link Builder#keepAlive(boolean) kept alive}, a sandbox that has had no call or open
+ * stream for its {@link Builder#idleTimeout idle timeout} (default 10 minutes) is destroyed; later
+ * calls then throw {@link IllegalStateException} saying so. Running background processes do not
+ * count as activity.
+ *
+ * <p>Thread-safe, like every {@link Sandbox}.
+ */
+public final class LocalSandbox implements Sandbox {
+  private static final Logger log = LoggerFactory.getLogger(LocalSandbox.class);
+  private static final ScheduledExecutorService IDLE_CHECKS = idleChecker();
+
+  private final AgentLauncher.Agent agent;
+  private final RealSandbox client;
+  private final Path workspace;
+  private final boolean ownsWorkspace;
+  private final Duration stopWait;
+  private final Thread shutdownHook;
+  private final java.util.concurrent.ScheduledFuture<?> idleCheck;
+  private final Object lifecycle = new Object();
+  private boolean stopped;
+
+  private LocalSandbox(Builder b) {
+    Path ws = b.workspace;
+    boolean owns = ws == null;
+    try {
+      if (ws == null) {
+        ws = Files.createTempDirectory("sandbox-workspace-");
+      } else {
+        Files.createDirectories(ws);
+      }
+    } catch (IOException e) {
+      throw new SandboxException("cannot create the workspace " + (ws != null ? ws : "in the temp directory") + ": "
+          + e.getMessage(), e);
+    }
+    this.workspace = ws.toAbsolutePath();
+    this.ownsWorkspace = owns;
+    List<String> agentArgs = new ArrayList<>(b.agentArguments);
+    if (b.grace != null) {
+      agentArgs.addAll(List.of("--grace-ms", Long.toString(Math.max(1, b.grace.toMillis()))));
+    }
+    this.stopWait = (b.grace != null ? b.grace : Duration.ofSeconds(5)).plusSeconds(5);
+    try {
+      this.agent = AgentLauncher.start(b.javaExecutable, b.agentJar, workspace, b.jvmArguments, agentArgs,
+          b.startupTimeout);
+    } catch (RuntimeException e) {
+      if (owns) {
+        deleteTree(workspace);
+      }
+      throw e;
+    }
+    Activity activity = new Activity();
+    this.client = new RealSandbox(agent.url(), agent.token(), Duration.ofSeconds(5), Duration.ofSeconds(30),
+        b.execTimeout, b.streamIdleTimeout, null, activity);
+    this.shutdownHook = new Thread(this::stopQuietly, "sandbox-local-shutdown");
+    Runtime.getRuntime().addShutdownHook(shutdownHook);
+    if (!b.keepAlive) {
+      long period = Math.max(100, Math.min(b.idleTimeout.toMillis() / 4, 5_000));
+      long limit = b.idleTimeout.toNanos();
+      Duration idle = b.idleTimeout;
+      this.idleCheck = IDLE_CHECKS.scheduleWithFixedDelay(() -> {
+        if (activity.idleNanos() >= limit) {
+          log.info("local sandbox {} was idle for {}; destroying it (use keepAlive(true) to prevent this)",
+              agent.url(), idle);
+          stop("the local sandbox was destroyed after being idle for " + idle
+              + " (LocalSandbox.builder().idleTimeout(...) or keepAlive(true) change this)", true);
+        }
+      }, period, period, TimeUnit.MILLISECONDS);
+    } else {
+      this.idleCheck = null;
+    }
+  }
+
+  /**
+   * Starts a local sandbox with default settings.
+   *
+   * @throws SandboxException if the agent jar or {@code java} cannot be found or the agent fails to start
+   */
+  public static LocalSandbox start() {
+    return builder().start();
+  }
+
+  /** A builder with every setting at its default. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** The agent's address on 127.0.0.1. */
+  public URI baseUrl() {
+    return agent.url();
+  }
+
+  /** The workspace: the default working directory of commands. */
+  public Path workspace() {
+    return workspace;
+  }
+
+  /** The pid of the agent's JVM. */
+  public long agentPid() {
+    return agent.pid();
+  }
+
+  @Override
+  public String toString() {
+    return "LocalSandbox{" + agent.url() + ", workspace=" + workspace + (client.isClosed() ? ", closed" : "") + "}";
+  }
+
+  // ---- Sandbox, by delegation
+
+  @Override
+  public ExecResult exec(Command command, ExecOptions options) {
+    return client.exec(command, options);
+  }
+
+  @Override
+  public CompletableFuture<ExecResult> execAsync(Command command, ExecOptions options) {
+    return client.execAsync(command, options);
+  }
+
+  @Override
+  public Flow.Publisher<ExecEvent> execStream(Command command, ExecOptions options) {
+    return client.execStream(command, options);
+  }
+
+  @Override
+  public SandboxProcess startProcess(Command command, ProcessOptions options) {
+    return client.startProcess(command, options);
+  }
+
+  @Override
+  public List<ProcessInfo> listProcesses() {
+    return client.listProcesses();
+  }
+
+  @Override
+  public List<ProcessInfo> listProcesses(ProcessStatus status) {
+    return client.listProcesses(status);
+  }
+
+  @Override
+  public Optional<ProcessInfo> getProcess(String processId) {
+    return client.getProcess(processId);
+  }
+
+  @Override
+  public SandboxProcess attachProcess(String processId) {
+    return client.attachProcess(processId);
+  }
+
+  @Override
+  public void killProcess(String processId, Signal signal) {
+    client.killProcess(processId, signal);
+  }
+
+  @Override
+  public int killAllProcesses() {
+    return client.killAllProcesses();
+  }
+
+  @Override
+  public ProcessLogs getProcessLogs(String processId, LogRange range) {
+    return client.getProcessLogs(processId, range);
+  }
+
+  @Override
+  public Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset) {
+    return client.streamProcessLogs(processId, fromOffset);
+  }
+
+  @Override
+  public int cleanupCompletedProcesses() {
+    return client.cleanupCompletedProcesses();
+  }
+
+  // ---- lifecycle
+
+  /** Stops the agent and all its processes and deletes the workspace, even one you supplied. Idempotent. */
+  @Override
+  public void destroy() {
+    stop("the local sandbox was destroyed", true);
+  }
+
+  /**
+   * Stops the agent and every process it started; deletes the workspace if the SDK created it.
+   * Idempotent. Blocks until the agent has exited (at most the grace period plus a few seconds).
+   */
+  @Override
+  public void close() {
+    stop("the local sandbox was closed", ownsWorkspace);
+  }
+
+  private void stop(String reason, boolean deleteWorkspace) {
+    synchronized (lifecycle) {
+      if (stopped) {
+        return;
+      }
+      stopped = true;
+    }
+    if (idleCheck != null) {
+      idleCheck.cancel(false);
+    }
+    client.closeWith(reason);
+    agent.stop(stopWait); // SIGTERM: the agent stops every process group it started
+    if (deleteWorkspace) {
+      deleteTree(workspace);
+    }
+    try {
+      Runtime.getRuntime().removeShutdownHook(shutdownHook);
+    } catch (IllegalStateException shuttingDown) {
+      // called from the hook itself
+    }
+  }
+
+  private void stopQuietly() {
+    try {
+      stop("the JVM is shutting down", ownsWorkspace);
+    } catch (RuntimeException e) {
+      log.warn("could not stop the local sandbox cleanly", e);
+    }
+  }
+
+  private static void deleteTree(Path root) {
+    if (!Files.exists(root)) {
+      return;
+    }
+    try {
+      Files.walkFileTree(root, new SimpleFileVisitor<>() {
+        @Override
+        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+          Files.deleteIfExists(file);
+          return FileVisitResult.CONTINUE;
+        }
+
+        @Override
+        public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
+          Files.deleteIfExists(dir);
+          return FileVisitResult.CONTINUE;
+        }
+      });
+    } catch (IOException | UncheckedIOException e) {
+      log.warn("could not delete the sandbox workspace {}: {}", root, e.toString());
+    }
+  }
+
+  private static ScheduledExecutorService idleChecker() {
+    ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> {
+      Thread thread = new Thread(r, "sandbox-local-idle");
+      thread.setDaemon(true);
+      return thread;
+    });
+    t.setRemoveOnCancelPolicy(true);
+    return t;
+  }
+
+  /** Configures a {@link LocalSandbox}. Not thread-safe. */
+  public static final class Builder {
+    private Path agentJar;
+    private Path javaExecutable;
+    private Path workspace;
+    private Duration idleTimeout = Duration.ofMinutes(10);
+    private boolean keepAlive;
+    private Duration startupTimeout = Duration.ofSeconds(30);
+    private Duration execTimeout;
+    private Duration streamIdleTimeout;
+    private Duration grace;
+    private final List<String> jvmArguments = new ArrayList<>();
+    private final List<String> agentArguments = new ArrayList<>();
+
+    private Builder() {}
+
+    /** The agent jar ({@code container-agent.jar}), when it cannot be found automatically. */
+    public Builder agentJar(Path agentJar) {
+      this.agentJar = Objects.requireNonNull(agentJar, "agentJar == null");
+      return this;
+    }
+
+    /** The {@code java} executable that runs the agent (default: the one running this JVM). */
+    public Builder javaExecutable(Path java) {
+      this.javaExecutable = Objects.requireNonNull(java, "java == null");
+      return this;
+    }
+
+    /**
+     * The workspace directory (created if missing). Default: a new temporary directory that
+     * {@code close()} deletes. A directory you supply is deleted only by {@link LocalSandbox#destroy()}.
+     */
+    public Builder workspace(Path workspace) {
+      this.workspace = Objects.requireNonNull(workspace, "workspace == null");
+      return this;
+    }
+
+    /** Destroy the sandbox after this long without any call or open stream (default 10 minutes). */
+    public Builder idleTimeout(Duration idleTimeout) {
+      Objects.requireNonNull(idleTimeout, "idleTimeout == null");
+      if (idleTimeout.isNegative() || idleTimeout.isZero()) {
+        throw new IllegalArgumentException("idleTimeout must be positive: " + idleTimeout);
+      }
+      this.idleTimeout = idleTimeout;
+      return this;
+    }
+
+    /** Keep the sandbox until {@code close()}, however long it is idle (default false). */
+    public Builder keepAlive(boolean keepAlive) {
+      this.keepAlive = keepAlive;
+      return this;
+    }
+
+    /** How long to wait for the agent to start (default 30 s). */
+    public Builder startupTimeout(Duration startupTimeout) {
+      this.startupTimeout = Objects.requireNonNull(startupTimeout, "startupTimeout == null");
+      return this;
+    }
+
+    /** Default timeout of {@code exec} commands (default none); see {@link Sandbox.Builder#execTimeout}. */
+    public Builder execTimeout(Duration execTimeout) {
+      this.execTimeout = Objects.requireNonNull(execTimeout, "execTimeout == null");
+      return this;
+    }
+
+    /** See {@link Sandbox.Builder#streamIdleTimeout}. */
+    public Builder streamIdleTimeout(Duration timeout) {
+      this.streamIdleTimeout = Objects.requireNonNull(timeout, "timeout == null");
+      return this;
+    }
+
+    /** Time between SIGTERM and SIGKILL when processes are killed (the agent's {@code --grace-ms}, default 5 s). */
+    public Builder gracePeriod(Duration grace) {
+      this.grace = Objects.requireNonNull(grace, "grace == null");
+      return this;
+    }
+
+    /** Extra JVM options for the agent, e.g. {@code -Xmx256m}. */
+    public Builder jvmArgument(String argument) {
+      jvmArguments.add(Objects.requireNonNull(argument, "argument == null"));
+      return this;
+    }
+
+    /** Extra agent options, e.g. {@code --max-processes 64} (see {@code java -jar container-agent.jar --help}). */
+    public Builder agentArgument(String argument) {
+      agentArguments.add(Objects.requireNonNull(argument, "argument == null"));
+      return this;
+    }
+
+    /**
+     * Starts the agent and waits until it is ready (typically well under a second).
+     *
+     * @throws SandboxException if the agent jar or {@code java} cannot be found or the agent fails to start
+     */
+    public LocalSandbox start() {
+      return new LocalSandbox(this);
+    }
+  }
+}

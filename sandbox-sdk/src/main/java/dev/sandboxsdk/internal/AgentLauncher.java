@@ -1,0 +1,358 @@
+package dev.sandboxsdk.internal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.SandboxException;
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.InputStreamReader;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.URL;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.Deque;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Starts the container agent as a child JVM on 127.0.0.1 with a random port and token, and stops
+ * it again. The agent is found on the classpath (the {@code container-agent} artifact), next to
+ * the SDK's jar, or at an explicit path.
+ */
+public final class AgentLauncher {
+  private static final Logger log = LoggerFactory.getLogger("dev.sandboxsdk.LocalSandbox.agent");
+  static final String AGENT_MAIN = "dev.sandboxsdk.agent.Main";
+  private static final String READY_PREFIX = "SANDBOX_AGENT_READY ";
+  private static final String JAR_PROPERTY = "sandbox.agent.jar";
+  private static final String JAR_ENV = "SANDBOX_AGENT_JAR";
+  private static final int STDERR_TAIL_LINES = 40;
+
+  private AgentLauncher() {}
+
+  /** A running agent. */
+  public static final class Agent {
+    private final Process process;
+    private final URI url;
+    private final String token;
+    private final Deque<String> stderrTail;
+
+    Agent(Process process, URI url, String token, Deque<String> stderrTail) {
+      this.process = process;
+      this.url = url;
+      this.token = token;
+      this.stderrTail = stderrTail;
+    }
+
+    public URI url() {
+      return url;
+    }
+
+    public String token() {
+      return token;
+    }
+
+    public long pid() {
+      return process.pid();
+    }
+
+    public boolean isAlive() {
+      return process.isAlive();
+    }
+
+    /**
+     * Stops the agent: SIGTERM, on which it stops every process it started within its grace
+     * period; SIGKILL if it is still there after {@code wait}.
+     */
+    public void stop(Duration wait) {
+      if (!process.isAlive()) {
+        return;
+      }
+      process.destroy();
+      try {
+        if (!process.waitFor(wait.toMillis(), TimeUnit.MILLISECONDS)) {
+          log.warn("the local agent (pid {}) did not stop within {} ms; killing it", process.pid(), wait.toMillis());
+          process.destroyForcibly();
+          process.waitFor(5, TimeUnit.SECONDS);
+        }
+      } catch (InterruptedException e) {
+        process.destroyForcibly();
+        Thread.currentThread().interrupt();
+      }
+      closeQuietly(process.getOutputStream());
+    }
+
+    String stderrTail() {
+      synchronized (stderrTail) {
+        return String.join("\n", stderrTail);
+      }
+    }
+  }
+
+  /**
+   * Starts an agent and waits for its ready line.
+   *
+   * @param java the java executable, or null to use the one running this JVM
+   * @param agentJar the agent jar, or null to find it
+   * @param workspace the workspace directory
+   * @param jvmArgs extra JVM options for the agent
+   * @param agentArgs extra agent options (e.g. {@code --grace-ms 2000})
+   * @param startupTimeout how long to wait for the ready line
+   */
+  public static Agent start(Path java, Path agentJar, Path workspace, List<String> jvmArgs, List<String> agentArgs,
+      Duration startupTimeout) {
+    Path javaExe = java != null ? checkJava(java) : currentJava();
+    String classpath = classpath(agentJar);
+    String token = randomToken();
+    List<String> cmd = new ArrayList<>();
+    cmd.add(javaExe.toString());
+    cmd.add("-XX:+UseSerialGC");
+    cmd.add("-Xss512k");
+    cmd.addAll(jvmArgs);
+    cmd.add("-cp");
+    cmd.add(classpath);
+    cmd.add(AGENT_MAIN);
+    cmd.addAll(List.of("--port", "0", "--bind", "127.0.0.1", "--workspace", workspace.toString(),
+        "--exit-on-stdin-eof"));
+    cmd.addAll(agentArgs);
+    ProcessBuilder pb = new ProcessBuilder(cmd).directory(workspace.toFile());
+    pb.environment().put("SANDBOX_AGENT_TOKEN", token);
+    pb.environment().remove(JAR_ENV);
+    Process process;
+    try {
+      process = pb.start();
+    } catch (IOException e) {
+      throw new SandboxException("cannot start the local agent with " + javaExe + ": " + e.getMessage(), e);
+    }
+    Deque<String> tail = new ArrayDeque<>();
+    drain(process.getErrorStream(), "sandbox-agent-stderr-" + process.pid(), line -> {
+      log.debug("{}", line);
+      synchronized (tail) {
+        if (tail.size() == STDERR_TAIL_LINES) {
+          tail.removeFirst();
+        }
+        tail.addLast(line);
+      }
+    });
+    CompletableFuture<String> ready = new CompletableFuture<>();
+    drain(process.getInputStream(), "sandbox-agent-stdout-" + process.pid(), line -> {
+      if (line.startsWith(READY_PREFIX)) {
+        ready.complete(line.substring(READY_PREFIX.length()));
+      }
+    });
+    process.onExit().thenRun(() -> ready.completeExceptionally(new IllegalStateException("exited")));
+    Agent agent = new Agent(process, null, token, tail);
+    String readyJson;
+    try {
+      readyJson = ready.get(startupTimeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (TimeoutException e) {
+      agent.stop(Duration.ofSeconds(2));
+      throw new SandboxException("the local agent did not print its ready line within " + startupTimeout.toMillis()
+          + " ms; its last output:\n" + agent.stderrTail(), e);
+    } catch (ExecutionException e) {
+      waitQuietly(process);
+      throw new SandboxException("the local agent exited during startup with status " + exitValue(process)
+          + " (command: " + String.join(" ", cmd) + "); its last output:\n" + agent.stderrTail(), e);
+    } catch (InterruptedException e) {
+      agent.stop(Duration.ofSeconds(2));
+      Thread.currentThread().interrupt();
+      throw new SandboxException("interrupted while starting the local agent", e);
+    }
+    URI url;
+    try {
+      JsonNode n = Wire.MAPPER.readTree(readyJson);
+      url = new URI(n.path("url").asText());
+    } catch (IOException | URISyntaxException e) {
+      agent.stop(Duration.ofSeconds(2));
+      throw new SandboxException("the local agent printed an unreadable ready line: " + readyJson, e);
+    }
+    log.debug("local agent pid {} ready at {}", process.pid(), url);
+    return new Agent(process, url, token, tail);
+  }
+
+  // ---- finding java and the agent
+
+  private static Path currentJava() {
+    Path home = Path.of(System.getProperty("java.home"));
+    Path java = home.resolve("bin").resolve("java");
+    if (Files.isExecutable(java)) {
+      return java;
+    }
+    String fromHandle = ProcessHandle.current().info().command().orElse(null);
+    if (fromHandle != null && Files.isExecutable(Path.of(fromHandle))) {
+      return Path.of(fromHandle);
+    }
+    throw new SandboxException("cannot find a java executable to run the local agent (looked in " + home
+        + "/bin); set LocalSandbox.builder().javaExecutable(path)", null);
+  }
+
+  private static Path checkJava(Path java) {
+    if (!Files.isExecutable(java)) {
+      throw new SandboxException("the java executable " + java + " does not exist or is not executable", null);
+    }
+    return java;
+  }
+
+  /** The classpath of the agent's JVM. */
+  static String classpath(Path explicitJar) {
+    if (explicitJar != null) {
+      return checkJar(explicitJar, "agentJar");
+    }
+    String configured = System.getProperty(JAR_PROPERTY);
+    if (configured == null || configured.isBlank()) {
+      configured = System.getenv(JAR_ENV);
+    }
+    if (configured != null && !configured.isBlank()) {
+      return checkJar(Path.of(configured), configured.equals(System.getProperty(JAR_PROPERTY))
+          ? "system property " + JAR_PROPERTY : "environment variable " + JAR_ENV);
+    }
+    ClassLoader loader = AgentLauncher.class.getClassLoader();
+    Path agent = location(loader, AGENT_MAIN);
+    if (agent != null) {
+      // The agent's own classes plus its dependencies, wherever this class loader has them
+      // (one fat jar, or separate jars from Maven).
+      Set<String> parts = new LinkedHashSet<>();
+      parts.add(agent.toString());
+      for (String dep : List.of("com.fasterxml.jackson.databind.ObjectMapper", "com.fasterxml.jackson.core.JsonFactory",
+          "com.fasterxml.jackson.annotation.JsonProperty", "org.slf4j.LoggerFactory",
+          "org.slf4j.simple.SimpleServiceProvider")) {
+        Path p = location(loader, dep);
+        if (p != null) {
+          parts.add(p.toString());
+        }
+      }
+      return String.join(java.io.File.pathSeparator, parts);
+    }
+    Path beside = besideSdk();
+    if (beside != null) {
+      return beside.toString();
+    }
+    throw new SandboxException("cannot find the container agent: add the dependency dev.sandboxsdk:container-agent"
+        + " (runtime scope is enough), put container-agent.jar next to the sandbox-sdk jar, or name the jar with"
+        + " LocalSandbox.builder().agentJar(path), -D" + JAR_PROPERTY + "=path or " + JAR_ENV + "=path", null);
+  }
+
+  private static String checkJar(Path jar, String source) {
+    if (!Files.isRegularFile(jar)) {
+      throw new SandboxException("the agent jar " + jar + " (from " + source + ") does not exist", null);
+    }
+    return jar.toAbsolutePath().toString();
+  }
+
+  /** The jar or directory a class is loaded from, or null if the class is not there. */
+  private static Path location(ClassLoader loader, String className) {
+    URL url = loader == null ? null : loader.getResource(className.replace('.', '/') + ".class");
+    if (url == null) {
+      return null;
+    }
+    try {
+      String s = url.toString();
+      if (s.startsWith("jar:")) {
+        return Path.of(new URI(s.substring(4, s.indexOf("!/"))));
+      }
+      if (s.startsWith("file:")) {
+        Path file = Path.of(url.toURI());
+        int depth = className.split("\\.").length;
+        Path root = file;
+        for (int i = 0; i < depth; i++) {
+          root = root.getParent();
+        }
+        return root;
+      }
+    } catch (URISyntaxException | IllegalArgumentException e) {
+      log.debug("cannot turn {} into a path", url, e);
+    }
+    return null;
+  }
+
+  /** container-agent*.jar in the directory of the SDK's jar, or the build output in a source checkout. */
+  private static Path besideSdk() {
+    Path sdk = location(AgentLauncher.class.getClassLoader(), AgentLauncher.class.getName());
+    if (sdk == null) {
+      return null;
+    }
+    Path dir = Files.isDirectory(sdk) ? sdk : sdk.getParent();
+    List<Path> candidates = new ArrayList<>();
+    if (dir != null) {
+      try (Stream<Path> files = Files.list(dir)) {
+        files.filter(p -> {
+          String n = p.getFileName().toString();
+          return n.startsWith("container-agent") && n.endsWith(".jar") && !n.endsWith("-sources.jar")
+              && !n.endsWith("-javadoc.jar");
+        }).sorted().forEach(candidates::add);
+      } catch (IOException ignored) {
+        // unreadable directory: nothing beside the SDK
+      }
+      // A source checkout: sandbox-sdk/target/classes -> container-agent/target/container-agent.jar
+      for (Path p = dir; p != null; p = p.getParent()) {
+        Path built = p.resolve("container-agent").resolve("target").resolve("container-agent.jar");
+        if (Files.isRegularFile(built)) {
+          candidates.add(built);
+          break;
+        }
+      }
+    }
+    return candidates.isEmpty() ? null : candidates.get(0);
+  }
+
+  // ---- helpers
+
+  private static String randomToken() {
+    byte[] b = new byte[32];
+    new SecureRandom().nextBytes(b);
+    return Base64.getUrlEncoder().withoutPadding().encodeToString(b);
+  }
+
+  private static void drain(InputStream in, String name, java.util.function.Consumer<String> lines) {
+    Thread t = new Thread(() -> {
+      try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
+        String line;
+        while ((line = r.readLine()) != null) {
+          lines.accept(line);
+        }
+      } catch (IOException ignored) {
+        // the agent is gone
+      }
+    }, name);
+    t.setDaemon(true);
+    t.start();
+  }
+
+  private static void waitQuietly(Process p) {
+    try {
+      p.waitFor(2, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  private static String exitValue(Process p) {
+    try {
+      return Integer.toString(p.exitValue());
+    } catch (IllegalThreadStateException e) {
+      return "unknown";
+    }
+  }
+
+  private static void closeQuietly(java.io.Closeable c) {
+    try {
+      c.close();
+    } catch (IOException ignored) {
+      // nothing to do
+    }
+  }
+}
