@@ -1,0 +1,100 @@
+package dev.sandboxsdk;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.function.BooleanSupplier;
+
+/**
+ * Looks at real processes through /proc, the way an operator would: the integration tests use it
+ * to prove that a process the SDK says it killed is really gone.
+ */
+final class ItProcs {
+  private ItProcs() {}
+
+  /** True if the pid exists and is neither a zombie nor dead. */
+  static boolean alive(long pid) {
+    String[] f = stat(pid);
+    return f != null && !f[0].equals("Z") && !f[0].equals("X");
+  }
+
+  /** The pids among {@code pids} that are still alive. */
+  static List<Long> aliveAmong(Collection<Long> pids) {
+    List<Long> out = new ArrayList<>();
+    for (long pid : pids) {
+      if (alive(pid)) {
+        out.add(pid);
+      }
+    }
+    return out;
+  }
+
+  /** Pids of the live (non-zombie) members of a process group. */
+  static List<Long> groupMembers(long pgid) {
+    List<Long> members = new ArrayList<>();
+    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+      for (Path dir : dirs) {
+        long pid = Long.parseLong(dir.getFileName().toString());
+        String[] f = stat(pid);
+        if (f != null && !f[0].equals("Z") && !f[0].equals("X") && Long.parseLong(f[2]) == pgid) {
+          members.add(pid);
+        }
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    return members;
+  }
+
+  /** Waits up to {@code timeout} for the condition; returns whether it became true. */
+  static boolean await(Duration timeout, BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    while (System.nanoTime() < deadline) {
+      if (condition.getAsBoolean()) {
+        return true;
+      }
+      Thread.sleep(20);
+    }
+    return condition.getAsBoolean();
+  }
+
+  /**
+   * Reads a pid that a command wrote to a file ({@code echo $$ > file}), waiting until the file
+   * holds a whole line.
+   */
+  static long readPid(Path file, Duration timeout) throws InterruptedException {
+    long[] pid = {-1};
+    boolean found = await(timeout, () -> {
+      try {
+        String s = Files.readString(file, StandardCharsets.US_ASCII);
+        if (s.endsWith("\n") && !s.isBlank()) {
+          pid[0] = Long.parseLong(s.strip());
+          return true;
+        }
+      } catch (IOException | NumberFormatException notYet) {
+        // not written yet
+      }
+      return false;
+    });
+    if (!found) {
+      throw new AssertionError("no pid appeared in " + file + " within " + timeout);
+    }
+    return pid[0];
+  }
+
+  /** Fields after "(comm)": state, ppid, pgrp, ...; null when the process is gone. */
+  private static String[] stat(long pid) {
+    try {
+      String s = Files.readString(Path.of("/proc", Long.toString(pid), "stat"), StandardCharsets.ISO_8859_1);
+      return s.substring(s.lastIndexOf(')') + 2).split(" ");
+    } catch (IOException | RuntimeException e) {
+      return null;
+    }
+  }
+}
