@@ -103,7 +103,7 @@ class AgentProcessIT {
     String help = new String(agent.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(help).contains("--port", "--bind", "--workspace", "--token-file", "--max-processes",
         "--insecure-no-auth", "--grace-ms", "--keep-alive-ms", "--max-body-bytes", "--log-window-bytes",
-        "--max-output-bytes", "--auto-cleanup-delay-ms", "SANDBOX_AGENT_TOKEN", "SANDBOX_AGENT_READY");
+        "--max-output-bytes", "--auto-cleanup-delay-ms", "--exit-on-stdin-eof", "SANDBOX_AGENT_TOKEN", "SANDBOX_AGENT_READY");
   }
 
   @Test
@@ -158,6 +158,26 @@ class AgentProcessIT {
       assertThat(Procs.groupMembers(g)).isEmpty();
     }
     execCaller.join(10_000);
+  }
+
+  @Test
+  void withExitOnStdinEofTheAgentStopsEverythingWhenItsParentGoesAway() throws Exception {
+    Files.writeString(dir.resolve("token"), TOKEN);
+    Process agent = launch(Map.of(), "--port", "0", "--bind", "127.0.0.1", "--token-file", "token", "--grace-ms", "500",
+        "--exit-on-stdin-eof");
+    URI url = URI.create(awaitReady(agent).get("url").asText());
+    long group = call("POST", url.resolve("/api/process/start"), "{\"command\":\"sleep 300 & sleep 300 & wait\"}")
+        .get("pid").asLong();
+    Thread.sleep(200);
+    List<Long> members = Procs.groupMembers(group);
+    assertThat(members).hasSizeGreaterThanOrEqualTo(3);
+    assertThat(agent.isAlive()).isTrue();
+
+    agent.getOutputStream().close(); // what the OS does when the parent dies, even by SIGKILL
+
+    assertThat(agent.waitFor(20, TimeUnit.SECONDS)).as("agent exits").isTrue();
+    assertThat(agent.exitValue()).isZero();
+    assertThat(Procs.await(5000, () -> members.stream().noneMatch(Procs::alive))).as("its processes are gone").isTrue();
   }
 
   static List<Long> zombieChildrenOf(long parent) throws IOException {
