@@ -20,7 +20,7 @@ import java.util.Objects;
  */
 public record Command(String shell, List<String> argv) {
 
-  /** Validates and copies; use {@link #shell(String)} or {@link #of(String...)} instead. */
+  /** Validates and copies; use {@link #shell(String)} or {@link #of(String, String...)} instead. */
   public Command {
     argv = List.copyOf(Objects.requireNonNull(argv, "argv == null"));
     if (shell == null) {

@@ -76,8 +76,7 @@ public final class ErrorMapper {
     if (e instanceof SocketTimeoutException || (e instanceof InterruptedIOException && "timeout".equals(e.getMessage()))) {
       return new SandboxTimeoutException(what + ": the agent did not answer in time (" + e.getMessage() + ")", e);
     }
-    if (e instanceof InterruptedIOException) {
-      Thread.currentThread().interrupt();
+    if (e instanceof InterruptedIOException && Thread.currentThread().isInterrupted()) {
       return new SandboxException(what + ": interrupted", e);
     }
     return new SandboxConnectionException(what + ": " + describe(e), e);

@@ -534,12 +534,12 @@ public final class RealSandbox implements Sandbox {
     try (Response response = call.execute()) {
       return readJson(response, what);
     } catch (InterruptedIOException e) {
-      if (closedReason != null) {
+      boolean timeout = e instanceof java.net.SocketTimeoutException || "timeout".equals(e.getMessage());
+      if (closedReason != null && !timeout) {
         throw closedError(e);
       }
-      if (call.isCanceled() || Thread.currentThread().isInterrupted()) {
-        Thread.currentThread().interrupt();
-        throw new SandboxException(what + ": interrupted", e);
+      if (!timeout && Thread.currentThread().isInterrupted()) {
+        throw new SandboxException(what + ": interrupted", e); // the flag stays set
       }
       throw ErrorMapper.fromIo(e, what);
     } catch (IOException e) {
