@@ -19,6 +19,7 @@ import java.net.ServerSocket;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -205,13 +206,25 @@ class RealSandboxTest {
 
   @ParameterizedTest
   @ValueSource(strings = {".", ".."})
-  void processIdsThatAreDotSegmentsAreRejectedBeforeAnyRequest(String id) {
-    // OkHttp treats "." and ".." path segments as navigation: ".." would turn
-    // DELETE /api/process/{id} into DELETE /api/?signal=... and GET /api/process/{id} into GET /api/.
-    assertThatThrownBy(() -> sandbox.getProcess(id)).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> sandbox.killProcess(id)).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> sandbox.getProcessLogs(id)).isInstanceOf(IllegalArgumentException.class);
-    assertThat(server.getRequestCount()).isZero();
+  void processIdsThatAreDotSegmentsAreRejectedBeforeAnyRequest(String id) throws Exception {
+    // OkHttp's addPathSegment treats "." and ".." as navigation, so without a check the id
+    // silently addresses another endpoint (e.g. ".." turns DELETE /api/process/{id} into DELETE /api/).
+    for (int i = 0; i < 3; i++) {
+      server.enqueue(errorResponse(404, "NOT_FOUND", "no such endpoint", "{}"));
+    }
+
+    Throwable get = catchThrowable(() -> sandbox.getProcess(id));
+    Throwable kill = catchThrowable(() -> sandbox.killProcess(id));
+    Throwable logs = catchThrowable(() -> sandbox.getProcessLogs(id));
+
+    List<String> sent = new ArrayList<>();
+    for (RecordedRequest r; (r = server.takeRequest(100, TimeUnit.MILLISECONDS)) != null; ) {
+      sent.add(r.getMethod() + " " + r.getPath());
+    }
+    assertThat(sent).as("requests sent for process id '%s'", id).isEmpty();
+    assertThat(get).isInstanceOf(IllegalArgumentException.class);
+    assertThat(kill).isInstanceOf(IllegalArgumentException.class);
+    assertThat(logs).isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test

@@ -1,0 +1,879 @@
+package dev.sandboxsdk;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Flow;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+import java.util.stream.IntStream;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Every {@link Sandbox} method against the real agent, started as a {@link LocalSandbox}: what a
+ * user of the SDK relies on, checked against real processes (through /proc) where the promise is
+ * about them.
+ */
+@Timeout(value = 60, unit = TimeUnit.SECONDS)
+class SandboxContractIT {
+  private static final Duration WAIT = Duration.ofSeconds(10);
+  private static final AtomicInteger IDS = new AtomicInteger();
+  private static LocalSandbox sandbox;
+  private static Path ws;
+
+  @BeforeAll
+  static void startSandbox() {
+    sandbox = LocalSandbox.builder().gracePeriod(Duration.ofMillis(500)).keepAlive(true).start();
+    ws = sandbox.workspace();
+  }
+
+  @AfterAll
+  static void closeSandbox() {
+    if (sandbox != null) {
+      sandbox.close();
+    }
+  }
+
+  // ---- exec
+
+  @Test
+  void execRunsAShellCommandLineAndCapturesBothStreams() {
+    ExecResult r = sandbox.exec("echo hello; echo oops >&2");
+
+    assertThat(r.exitCode()).isZero();
+    assertThat(r.isSuccess()).isTrue();
+    assertThat(r.stdout()).isEqualTo("hello\n");
+    assertThat(r.stderr()).isEqualTo("oops\n");
+    assertThat(r.command()).isEqualTo("echo hello; echo oops >&2");
+    assertThat(r.timedOut()).isFalse();
+    assertThat(r.truncated()).isFalse();
+    assertThat(r.signal()).isNull();
+    assertThat(r.pid()).isPositive();
+    assertThat(r.duration().isNegative()).isFalse();
+    assertThat(r.requireSuccess()).isSameAs(r);
+  }
+
+  @Test
+  void execRunsAnArgvCommandWithoutAShellSoNothingIsInterpreted() {
+    ExecResult r = sandbox.exec(Command.of("printf", "%s|", "two words", "$HOME", "; echo injected", "*", "`id`"));
+
+    assertThat(r.exitCode()).isZero();
+    assertThat(r.stdout()).isEqualTo("two words|$HOME|; echo injected|*|`id`|");
+  }
+
+  @Test
+  void execSetsAndUnsetsEnvironmentVariables() {
+    String show = "echo \"[${IT_GREETING-unset}] [${PATH-unset}]\"";
+    ExecResult plain = sandbox.exec(show);
+    assertThat(plain.stdout()).startsWith("[unset] [").doesNotContain("[unset]\n");
+
+    ExecOptions options = ExecOptions.builder()
+        .env("IT_GREETING", "h\u00e9llo w\u00f6rld $x 'q'")
+        .unsetEnv("PATH")
+        .build();
+    ExecResult changed = sandbox.exec(show, options);
+
+    assertThat(changed.exitCode()).isZero();
+    assertThat(changed.stdout()).isEqualTo("[h\u00e9llo w\u00f6rld $x 'q'] [unset]\n");
+  }
+
+  @Test
+  void execRunsInAWorkingDirectoryRelativeToTheWorkspaceOrAbsolute() throws IOException {
+    sandbox.exec("mkdir -p sub/dir").requireSuccess();
+    Path real = ws.toRealPath();
+
+    assertThat(sandbox.exec("pwd -P").stdout()).isEqualTo(real + "\n");
+    assertThat(sandbox.exec("pwd -P", ExecOptions.builder().cwd("sub/dir").build()).stdout())
+        .isEqualTo(real.resolve("sub/dir") + "\n");
+    assertThat(sandbox.exec("pwd -P", ExecOptions.builder().cwd("/tmp").build()).stdout())
+        .isEqualTo(Path.of("/tmp").toRealPath() + "\n");
+  }
+
+  @Test
+  void execWritesStdinToTheCommandAndThenClosesIt() {
+    String text = "first line\nzweite Zeile \u00e9\u20ac\ud83d\ude00\nno newline at the end";
+
+    ExecResult fed = sandbox.exec(Command.of("cat"), ExecOptions.builder().stdin(text).build());
+    ExecResult counted = sandbox.exec(Command.of("wc", "-c"), ExecOptions.builder().stdin(text).build());
+    ExecResult none = sandbox.exec(Command.of("cat"), ExecOptions.builder().timeout(Duration.ofSeconds(5)).build());
+
+    assertThat(fed.stdout()).isEqualTo(text);
+    assertThat(counted.stdout().strip()).isEqualTo(Integer.toString(text.getBytes(StandardCharsets.UTF_8).length));
+    assertThat(none.timedOut()).as("without stdin, cat sees end of file at once").isFalse();
+    assertThat(none.stdout()).isEmpty();
+  }
+
+  @Test
+  void aNonZeroExitIsDataAndRequireSuccessTurnsItIntoCommandFailedException() {
+    ExecResult r = sandbox.exec("echo partial; echo broken >&2; exit 3");
+
+    assertThat(r.exitCode()).isEqualTo(3);
+    assertThat(r.isSuccess()).isFalse();
+    assertThat(r.stdout()).isEqualTo("partial\n");
+    assertThatThrownBy(r::requireSuccess).isInstanceOfSatisfying(CommandFailedException.class, e -> {
+      assertThat(e.result()).isSameAs(r);
+      assertThat(e.code()).isEqualTo("COMMAND_FAILED");
+      assertThat(e.getMessage()).contains("exited with 3").contains("broken");
+    });
+    assertThat(sandbox.exec("no-such-program-" + unique("x")).exitCode())
+        .as("a shell reports a missing program as exit code 127, not as an exception")
+        .isEqualTo(127);
+  }
+
+  @Test
+  void execTimeoutKillsTheCommandAndItsChildrenAndReports124() throws Exception {
+    String tag = unique("timeout");
+    long t0 = System.nanoTime();
+
+    ExecResult r = sandbox.exec("sleep 300 & echo $! > " + tag + ".child; echo $$ > " + tag + ".shell; echo before; wait",
+        ExecOptions.builder().timeout(Duration.ofMillis(700)).build());
+
+    long took = millisSince(t0);
+    assertThat(r.timedOut()).isTrue();
+    assertThat(r.exitCode()).isEqualTo(124);
+    assertThat(r.isSuccess()).isFalse();
+    assertThat(r.stdout()).as("output produced before the timeout is kept").isEqualTo("before\n");
+    assertThat(took).isBetween(600L, 10_000L);
+    assertThatThrownBy(r::requireSuccess).isInstanceOf(CommandFailedException.class).hasMessageContaining("timed out");
+    long shell = ItProcs.readPid(ws.resolve(tag + ".shell"), WAIT);
+    long child = ItProcs.readPid(ws.resolve(tag + ".child"), WAIT);
+    assertThat(shell).as("ExecResult.pid is the command's pid").isEqualTo(r.pid());
+    assertThat(ItProcs.await(Duration.ofSeconds(3), () -> ItProcs.aliveAmong(List.of(shell, child)).isEmpty()))
+        .as("shell %d and its child %d are gone after the timeout", shell, child)
+        .isTrue();
+  }
+
+  @Test
+  void execKeepsAtMostMaxOutputBytesPerStreamAndSaysItTruncated() {
+    ExecResult big = sandbox.exec("head -c 100000 /dev/zero | tr '\\0' x; echo done >&2",
+        ExecOptions.builder().maxOutputBytes(1000).build());
+    ExecResult fits = sandbox.exec("printf 12345", ExecOptions.builder().maxOutputBytes(5).build());
+
+    assertThat(big.exitCode()).isZero();
+    assertThat(big.truncated()).isTrue();
+    assertThat(big.stdout()).hasSize(1000).matches("x{1000}");
+    assertThat(big.stderr()).isEqualTo("done\n");
+    assertThat(fits.truncated()).isFalse();
+    assertThat(fits.stdout()).isEqualTo("12345");
+  }
+
+  @Test
+  void execOfAnArgvProgramThatDoesNotExistThrowsSandboxNotFoundException() {
+    assertThatThrownBy(() -> sandbox.exec(Command.of("no-such-program-" + unique("x"), "arg")))
+        .isInstanceOfSatisfying(SandboxNotFoundException.class, e -> {
+          assertThat(e).isNotInstanceOf(ProcessNotFoundException.class);
+          assertThat(e.code()).isEqualTo("COMMAND_NOT_FOUND");
+          assertThat(e.httpStatus()).isEqualTo(404);
+        });
+  }
+
+  @Test
+  void execInAWorkingDirectoryThatDoesNotExistThrowsSandboxInvalidRequestException() {
+    assertThatThrownBy(() -> sandbox.exec("pwd", ExecOptions.builder().cwd("no/such/dir").build()))
+        .isInstanceOfSatisfying(SandboxInvalidRequestException.class, e -> {
+          assertThat(e.code()).isEqualTo("VALIDATION_FAILED");
+          assertThat(e.httpStatus()).isEqualTo(400);
+        });
+  }
+
+  @Test
+  void execHandsOutputToTheListenerInOrderAndTheResultHoldsTheSame() {
+    List<String> chunks = Collections.synchronizedList(new ArrayList<>());
+    StringBuilder out = new StringBuilder();
+    StringBuilder err = new StringBuilder();
+    OutputListener listener = (stream, text) -> {
+      chunks.add(text);
+      (stream == StdStream.STDOUT ? out : err).append(text);
+    };
+
+    ExecResult r = sandbox.exec("for i in $(seq 1 40); do echo out $i; echo err $i >&2; sleep 0.01; done; exit 2",
+        ExecOptions.builder().onOutput(listener).build());
+
+    String expectedOut = IntStream.rangeClosed(1, 40).mapToObj(i -> "out " + i + "\n").collect(Collectors.joining());
+    String expectedErr = IntStream.rangeClosed(1, 40).mapToObj(i -> "err " + i + "\n").collect(Collectors.joining());
+    assertThat(r.exitCode()).isEqualTo(2);
+    assertThat(out).hasToString(expectedOut);
+    assertThat(err).hasToString(expectedErr);
+    assertThat(r.stdout()).isEqualTo(expectedOut);
+    assertThat(r.stderr()).isEqualTo(expectedErr);
+    assertThat(chunks).as("the output arrived in several chunks while the command ran").hasSizeGreaterThan(2);
+    assertThat(r.pid()).isPositive();
+  }
+
+  @Test
+  void execWithAListenerStillTruncatesTheResultButTheListenerSeesEverything() {
+    StringBuilder seen = new StringBuilder();
+
+    ExecResult r = sandbox.exec("head -c 100000 /dev/zero | tr '\\0' x",
+        ExecOptions.builder().maxOutputBytes(1000).onOutput((s, text) -> seen.append(text)).build());
+
+    assertThat(seen.length()).isEqualTo(100_000);
+    assertThat(r.stdout()).hasSize(1000);
+    assertThat(r.truncated()).isTrue();
+  }
+
+  @Test
+  void aListenerThatThrowsAbortsExecAndTheCommandIsKilled() throws Exception {
+    String tag = unique("listener");
+    IllegalStateException boom = new IllegalStateException("the listener says no");
+    long t0 = System.nanoTime();
+
+    assertThatThrownBy(() -> sandbox.exec("echo $$ > " + tag + ".pid; echo first; sleep 300",
+        ExecOptions.builder().onOutput((s, text) -> {
+          throw boom;
+        }).build()))
+        .isInstanceOf(SandboxException.class)
+        .satisfies(e -> assertThat(e.getCause()).isSameAs(boom));
+
+    assertThat(millisSince(t0)).isLessThan(10_000);
+    long pid = ItProcs.readPid(ws.resolve(tag + ".pid"), WAIT);
+    assertThat(ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.groupMembers(pid).isEmpty()))
+        .as("the command (group %d) is killed after the listener threw", pid)
+        .isTrue();
+  }
+
+  @Test
+  void interruptingABlockedExecThrowsRestoresTheFlagAndKillsTheCommand() throws Exception {
+    String tag = unique("interrupt");
+    AtomicReference<Throwable> thrown = new AtomicReference<>();
+    AtomicBoolean flagRestored = new AtomicBoolean();
+    Thread caller = new Thread(() -> {
+      try {
+        sandbox.exec("echo $$ > " + tag + ".pid; sleep 300");
+      } catch (Throwable e) {
+        thrown.set(e);
+        flagRestored.set(Thread.currentThread().isInterrupted());
+      }
+    }, "it-interrupted-exec");
+    caller.start();
+    long pid = ItProcs.readPid(ws.resolve(tag + ".pid"), WAIT);
+    long t0 = System.nanoTime();
+
+    caller.interrupt();
+    caller.join(10_000);
+
+    long returned = millisSince(t0);
+    assertThat(caller.isAlive()).as("exec returned within 10 s of the interrupt").isFalse();
+    assertThat(thrown.get()).isInstanceOf(SandboxException.class);
+    assertThat(flagRestored).as("the interrupt flag is restored").isTrue();
+    assertThat(ItProcs.await(Duration.ofSeconds(8), () -> ItProcs.groupMembers(pid).isEmpty()))
+        .as("the command (group %d) is killed after the interrupt", pid)
+        .isTrue();
+    System.out.printf("[it] interrupted exec returned after %d ms, command gone after %d ms%n", returned,
+        millisSince(t0));
+  }
+
+  // ---- execAsync
+
+  @Test
+  void execAsyncCompletesWithTheResult() throws Exception {
+    CompletableFuture<ExecResult> f = sandbox.execAsync("sleep 0.2; echo async");
+
+    ExecResult r = f.get(10, TimeUnit.SECONDS);
+
+    assertThat(r.exitCode()).isZero();
+    assertThat(r.stdout()).isEqualTo("async\n");
+  }
+
+  @Test
+  void execAsyncOfAMissingProgramCompletesExceptionally() {
+    CompletableFuture<ExecResult> f = sandbox.execAsync(Command.of("no-such-program-" + unique("x")));
+
+    assertThatThrownBy(() -> f.get(10, TimeUnit.SECONDS))
+        .isInstanceOf(ExecutionException.class)
+        .cause()
+        .isInstanceOf(SandboxNotFoundException.class);
+  }
+
+  @Test
+  void twentyConcurrentExecAsyncCallsAllSucceedAndRunAtTheSameTime() throws Exception {
+    long t0 = System.nanoTime();
+    List<CompletableFuture<ExecResult>> futures = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      futures.add(sandbox.execAsync("sleep 1; echo job " + i));
+    }
+
+    CompletableFuture.allOf(futures.toArray(new CompletableFuture<?>[0])).get(30, TimeUnit.SECONDS);
+
+    long took = millisSince(t0);
+    Set<Long> pids = new HashSet<>();
+    for (int i = 0; i < 20; i++) {
+      ExecResult r = futures.get(i).join();
+      assertThat(r.exitCode()).isZero();
+      assertThat(r.stdout()).isEqualTo("job " + i + "\n");
+      pids.add(r.pid());
+    }
+    assertThat(pids).hasSize(20);
+    assertThat(took).as("20 commands of 1 s ran concurrently, not one after another").isLessThan(10_000);
+    System.out.printf("[it] 20 concurrent execAsync of 'sleep 1' took %d ms%n", took);
+  }
+
+  @Test
+  void cancellingExecAsyncKillsTheRemoteProcess() throws Exception {
+    String tag = unique("cancel");
+    CompletableFuture<ExecResult> f =
+        sandbox.execAsync("sleep 300 & echo $! > " + tag + ".child; echo $$ > " + tag + ".shell; wait");
+    long shell = ItProcs.readPid(ws.resolve(tag + ".shell"), WAIT);
+    long child = ItProcs.readPid(ws.resolve(tag + ".child"), WAIT);
+    assertThat(ItProcs.alive(shell)).isTrue();
+    long t0 = System.nanoTime();
+
+    assertThat(f.cancel(true)).isTrue();
+
+    assertThat(f).isCancelled();
+    assertThatThrownBy(f::join).isInstanceOf(CancellationException.class);
+    boolean gone = ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.aliveAmong(List.of(shell, child)).isEmpty());
+    long took = millisSince(t0);
+    System.out.printf("[it] execAsync cancel(true): remote shell and child gone after %d ms%n", took);
+    assertThat(gone).as("shell %d and child %d are gone within 6 s of cancel", shell, child).isTrue();
+  }
+
+  @Test
+  void cancellingExecAsyncWithAListenerKillsTheRemoteProcess() throws Exception {
+    String tag = unique("cancel-listener");
+    List<String> seen = Collections.synchronizedList(new ArrayList<>());
+    CompletableFuture<ExecResult> f = sandbox.execAsync(Command.shell("echo $$ > " + tag + ".pid; echo hi; sleep 300"),
+        ExecOptions.builder().onOutput((s, text) -> seen.add(text)).build());
+    long pid = ItProcs.readPid(ws.resolve(tag + ".pid"), WAIT);
+    assertThat(ItProcs.await(WAIT, () -> !seen.isEmpty())).isTrue();
+    long t0 = System.nanoTime();
+
+    assertThat(f.cancel(true)).isTrue();
+
+    boolean gone = ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.groupMembers(pid).isEmpty());
+    System.out.printf("[it] execAsync (with listener) cancel: remote process gone after %d ms%n", millisSince(t0));
+    assertThat(gone).as("the command (group %d) is gone within 6 s of cancel", pid).isTrue();
+  }
+
+  // ---- execStream
+
+  @Test
+  void execStreamPublishesStartThenContiguousOutputThenComplete() throws Exception {
+    String command = "echo one; echo two >&2; sleep 0.1; echo 'caf\u00e9 \u20ac \ud83d\ude00'; echo three; exit 3";
+    ItSubscriber<ExecEvent> s = ItSubscriber.oneByOne();
+
+    sandbox.execStream(command).subscribe(s);
+    List<ExecEvent> events = s.awaitComplete(WAIT);
+
+    assertThat(events.get(0)).isInstanceOfSatisfying(ExecEvent.Start.class, start -> {
+      assertThat(start.pid()).isPositive();
+      assertThat(start.command()).isEqualTo(command);
+    });
+    assertThat(events.get(events.size() - 1)).isInstanceOfSatisfying(ExecEvent.Complete.class, done -> {
+      assertThat(done.exitCode()).isEqualTo(3);
+      assertThat(done.isSuccess()).isFalse();
+      assertThat(done.timedOut()).isFalse();
+      assertThat(done.signal()).isNull();
+    });
+    List<ExecEvent> middle = events.subList(1, events.size() - 1);
+    assertThat(middle).allMatch(e -> e instanceof ExecEvent.Stdout || e instanceof ExecEvent.Stderr);
+    String out = checkContiguous(middle, ExecEvent.Stdout.class);
+    String err = checkContiguous(middle, ExecEvent.Stderr.class);
+    assertThat(out).isEqualTo("one\ncaf\u00e9 \u20ac \ud83d\ude00\nthree\n");
+    assertThat(err).isEqualTo("two\n");
+  }
+
+  @Test
+  void execStreamReportsATimeoutInItsCompleteEvent() throws Exception {
+    ItSubscriber<ExecEvent> s = ItSubscriber.unbounded();
+
+    sandbox.execStream(Command.shell("sleep 300"), ExecOptions.builder().timeout(Duration.ofMillis(500)).build())
+        .subscribe(s);
+    List<ExecEvent> events = s.awaitComplete(WAIT);
+
+    assertThat(events.get(events.size() - 1)).isInstanceOfSatisfying(ExecEvent.Complete.class, done -> {
+      assertThat(done.timedOut()).isTrue();
+      assertThat(done.exitCode()).isEqualTo(124);
+    });
+  }
+
+  @Test
+  void execStreamRunsNothingUntilSubscribedAndRefusesASecondSubscriber() throws Exception {
+    String marker = unique("lazy");
+    Flow.Publisher<ExecEvent> publisher = sandbox.execStream("touch " + marker);
+    Thread.sleep(300);
+    assertThat(ws.resolve(marker)).as("nothing ran before subscribe").doesNotExist();
+
+    ItSubscriber<ExecEvent> first = ItSubscriber.unbounded();
+    publisher.subscribe(first);
+    first.awaitComplete(WAIT);
+    assertThat(ws.resolve(marker)).exists();
+
+    ItSubscriber<ExecEvent> second = ItSubscriber.unbounded();
+    publisher.subscribe(second);
+    assertThat(second.awaitError(WAIT)).isInstanceOf(IllegalStateException.class);
+    assertThat(second.items()).isEmpty();
+  }
+
+  // ---- background processes through the Sandbox
+
+  @Test
+  void startProcessReturnsAHandleAndTheAgentListsAndFiltersIt() throws Exception {
+    String id = unique("listed");
+    SandboxProcess running = sandbox.startProcess(Command.shell("sleep 300"), withId(id));
+    try {
+      assertThat(running.id()).isEqualTo(id);
+      assertThat(running.pid()).isPositive();
+      assertThat(running.command()).isEqualTo("sleep 300");
+      assertThat(sandbox.getProcess(id)).hasValueSatisfying(info -> {
+        assertThat(info.id()).isEqualTo(id);
+        assertThat(info.pid()).isEqualTo(running.pid());
+        assertThat(info.status()).isEqualTo(ProcessStatus.RUNNING);
+        assertThat(info.isRunning()).isTrue();
+        assertThat(info.startTime()).isNotNull();
+        assertThat(info.endTime()).isNull();
+        assertThat(info.exitCode()).isNull();
+        assertThat(info.argv()).isEmpty();
+      });
+
+      String doneId = unique("listed-done");
+      SandboxProcess done = sandbox.startProcess(Command.of("true"), withId(doneId));
+      done.waitForExit(WAIT);
+
+      assertThat(ids(sandbox.listProcesses())).as("oldest first").containsSubsequence(id, doneId);
+      assertThat(ids(sandbox.listProcesses(ProcessStatus.RUNNING))).contains(id).doesNotContain(doneId);
+      assertThat(ids(sandbox.listProcesses(ProcessStatus.COMPLETED))).contains(doneId).doesNotContain(id);
+      assertThat(sandbox.listProcesses(ProcessStatus.COMPLETED)).allMatch(p -> p.status() == ProcessStatus.COMPLETED);
+      assertThat(sandbox.getProcess(doneId)).hasValueSatisfying(info -> {
+        assertThat(info.status()).isEqualTo(ProcessStatus.COMPLETED);
+        assertThat(info.exitCode()).isZero();
+        assertThat(info.argv()).containsExactly("true");
+        assertThat(info.endTime()).isNotNull();
+      });
+      assertThat(sandbox.getProcess("no-such-process")).isEmpty();
+    } finally {
+      running.kill(Signal.SIGKILL);
+    }
+  }
+
+  @Test
+  void attachProcessReturnsAWorkingHandleToAnExistingProcess() throws Exception {
+    String id = unique("attach");
+    SandboxProcess original = sandbox.startProcess(Command.shell("echo attached-ready; sleep 300"), withId(id));
+
+    SandboxProcess attached = sandbox.attachProcess(id);
+
+    assertThat(attached.id()).isEqualTo(id);
+    assertThat(attached.pid()).isEqualTo(original.pid());
+    assertThat(attached.command()).isEqualTo(original.command());
+    assertThat(attached.waitForLog(Pattern.compile("attached-ready"), WAIT).line()).isEqualTo("attached-ready");
+    attached.kill();
+    assertThat(original.waitForExit(WAIT).status()).isEqualTo(ProcessStatus.KILLED);
+    assertThatThrownBy(() -> sandbox.attachProcess("no-such-process"))
+        .isInstanceOfSatisfying(ProcessNotFoundException.class, e -> {
+          assertThat(e.code()).isEqualTo("PROCESS_NOT_FOUND");
+          assertThat(e.httpStatus()).isEqualTo(404);
+        });
+  }
+
+  @Test
+  void killProcessWithSigkillEndsAProcessThatIgnoresSigterm() throws Exception {
+    SandboxProcess p = sandbox.startProcess(Command.shell("trap '' TERM; echo ready; sleep 300"), withId(unique("kill9")));
+    p.waitForLog(Pattern.compile("ready"), WAIT);
+
+    sandbox.killProcess(p.id(), Signal.SIGKILL);
+    ProcessInfo end = p.waitForExit(WAIT);
+
+    assertThat(end.status()).isEqualTo(ProcessStatus.KILLED);
+    assertThat(end.exitCode()).isEqualTo(137);
+    assertThat(end.signal()).isEqualTo(Signal.SIGKILL);
+    assertThat(ItProcs.await(Duration.ofSeconds(2), () -> ItProcs.groupMembers(p.pid()).isEmpty())).isTrue();
+    assertThatCode(() -> sandbox.killProcess(p.id(), Signal.SIGKILL))
+        .as("killing a finished process succeeds")
+        .doesNotThrowAnyException();
+    assertThatThrownBy(() -> sandbox.killProcess("no-such-process", Signal.SIGKILL))
+        .isInstanceOf(ProcessNotFoundException.class);
+  }
+
+  @Test
+  void killAllProcessesKillsEveryRunningBackgroundProcessAndCountsThem() throws Exception {
+    sandbox.killAllProcesses(); // a clean slate, whatever earlier tests left
+    List<SandboxProcess> running = new ArrayList<>();
+    for (int i = 0; i < 3; i++) {
+      running.add(sandbox.startProcess(Command.shell("sleep 300"), withId(unique("killall"))));
+    }
+    SandboxProcess finished = sandbox.startProcess(Command.shell("true"), withId(unique("killall-done")));
+    finished.waitForExit(WAIT);
+
+    int killed = sandbox.killAllProcesses();
+
+    assertThat(killed).isEqualTo(3);
+    for (SandboxProcess p : running) {
+      assertThat(p.status()).isEqualTo(ProcessStatus.KILLED);
+      assertThat(ItProcs.await(Duration.ofSeconds(1), () -> !ItProcs.alive(p.pid())))
+          .as("pid %d is gone once killAllProcesses returned", p.pid())
+          .isTrue();
+    }
+    assertThat(finished.status()).isEqualTo(ProcessStatus.COMPLETED);
+    assertThat(sandbox.listProcesses(ProcessStatus.RUNNING)).isEmpty();
+  }
+
+  @Test
+  void getProcessLogsPagesThroughTheOutputWithLogRanges() throws Exception {
+    SandboxProcess p = sandbox.startProcess(
+        Command.shell("printf abcdefghijklmnopqrstuvwxyz; printf ERR >&2"), withId(unique("logs")));
+    p.waitForExit(WAIT);
+
+    ProcessLogs first = sandbox.getProcessLogs(p.id(), LogRange.all().withMaxBytes(10));
+    ProcessLogs second = sandbox.getProcessLogs(p.id(), first.next().withMaxBytes(10));
+    ProcessLogs third = sandbox.getProcessLogs(p.id(), second.next().withMaxBytes(10));
+    ProcessLogs all = sandbox.getProcessLogs(p.id());
+
+    assertThat(first.processId()).isEqualTo(p.id());
+    assertThat(first.stdout()).isEqualTo("abcdefghij");
+    assertThat(first.stdoutOffset()).isZero();
+    assertThat(first.stdoutNextOffset()).isEqualTo(10);
+    assertThat(first.stderr()).isEqualTo("ERR");
+    assertThat(first.stderrNextOffset()).isEqualTo(3);
+    assertThat(first.complete()).isFalse();
+    assertThat(second.stdout()).isEqualTo("klmnopqrst");
+    assertThat(second.stdoutOffset()).isEqualTo(10);
+    assertThat(second.stderr()).isEmpty();
+    assertThat(second.stderrOffset()).isEqualTo(3);
+    assertThat(second.complete()).isFalse();
+    assertThat(third.stdout()).isEqualTo("uvwxyz");
+    assertThat(third.stdoutNextOffset()).isEqualTo(26);
+    assertThat(third.complete()).isTrue();
+    assertThat(third.truncated()).isFalse();
+    assertThat(third.status()).isEqualTo(ProcessStatus.COMPLETED);
+    assertThat(all.stdout()).isEqualTo("abcdefghijklmnopqrstuvwxyz");
+    assertThat(all.stderr()).isEqualTo("ERR");
+    assertThat(all.complete()).isTrue();
+    assertThatThrownBy(() -> sandbox.getProcessLogs(p.id(), LogRange.from(1000, 0)))
+        .as("an offset beyond what the stream produced")
+        .isInstanceOf(SandboxInvalidRequestException.class);
+    assertThatThrownBy(() -> sandbox.getProcessLogs("no-such-process")).isInstanceOf(ProcessNotFoundException.class);
+  }
+
+  @Test
+  void streamProcessLogsPublishesInfoThenOutputThenExit() throws Exception {
+    SandboxProcess p = sandbox.startProcess(
+        Command.shell("for i in 1 2 3 4 5; do echo line $i; sleep 0.05; done; echo warn >&2"), withId(unique("stream")));
+    ItSubscriber<LogEvent> live = ItSubscriber.inBatchesOf(2);
+
+    sandbox.streamProcessLogs(p.id()).subscribe(live);
+    List<LogEvent> events = live.awaitComplete(WAIT);
+
+    assertThat(events.get(0)).isInstanceOfSatisfying(LogEvent.Info.class, info -> {
+      assertThat(info.processId()).isEqualTo(p.id());
+      assertThat(info.pid()).isEqualTo(p.pid());
+      assertThat(info.command()).isEqualTo(p.command());
+    });
+    assertThat(events.get(events.size() - 1)).isInstanceOfSatisfying(LogEvent.Exit.class, exit -> {
+      assertThat(exit.exitCode()).isZero();
+      assertThat(exit.status()).isEqualTo(ProcessStatus.COMPLETED);
+      assertThat(exit.timedOut()).isFalse();
+      assertThat(exit.signal()).isNull();
+    });
+    assertThat(events).filteredOn(e -> e instanceof LogEvent.Info).hasSize(1);
+    assertThat(events).filteredOn(e -> e instanceof LogEvent.Exit).hasSize(1);
+    assertThat(logText(events, StdStream.STDOUT)).isEqualTo("line 1\nline 2\nline 3\nline 4\nline 5\n");
+    assertThat(logText(events, StdStream.STDERR)).isEqualTo("warn\n");
+
+    ItSubscriber<LogEvent> replay = ItSubscriber.unbounded();
+    p.streamLogs().subscribe(replay);
+    List<LogEvent> again = replay.awaitComplete(WAIT);
+    assertThat(logText(again, StdStream.STDOUT)).as("a finished process's stream replays everything")
+        .isEqualTo("line 1\nline 2\nline 3\nline 4\nline 5\n");
+
+    ItSubscriber<LogEvent> tail = ItSubscriber.unbounded();
+    sandbox.streamProcessLogs(p.id(), 14).subscribe(tail);
+    List<LogEvent> fromOffset = tail.awaitComplete(WAIT);
+    assertThat(logText(fromOffset, StdStream.STDOUT)).as("from byte 14 of stdout").isEqualTo("line 3\nline 4\nline 5\n");
+    assertThat(logText(fromOffset, StdStream.STDERR)).as("the offset is clamped to stderr's length").isEmpty();
+  }
+
+  @Test
+  void cleanupCompletedProcessesForgetsFinishedProcessesOnly() throws Exception {
+    sandbox.killAllProcesses();
+    sandbox.cleanupCompletedProcesses();
+    String okId = unique("cleanup-ok");
+    SandboxProcess ok = sandbox.startProcess(Command.shell("true"), withId(okId));
+    SandboxProcess failed = sandbox.startProcess(Command.shell("exit 1"), withId(unique("cleanup-failed")));
+    ok.waitForExit(WAIT);
+    failed.waitForExit(WAIT);
+    SandboxProcess running = sandbox.startProcess(Command.shell("sleep 300"), withId(unique("cleanup-running")));
+    try {
+      int cleaned = sandbox.cleanupCompletedProcesses();
+
+      assertThat(cleaned).isEqualTo(2);
+      assertThat(sandbox.getProcess(ok.id())).isEmpty();
+      assertThat(sandbox.getProcess(failed.id())).isEmpty();
+      assertThat(sandbox.getProcess(running.id())).isPresent();
+      assertThatThrownBy(ok::info).isInstanceOf(ProcessNotFoundException.class);
+      SandboxProcess reused = sandbox.startProcess(Command.shell("true"), withId(okId));
+      assertThat(reused.waitForExit(WAIT).status()).as("the id is free again").isEqualTo(ProcessStatus.COMPLETED);
+    } finally {
+      running.kill(Signal.SIGKILL);
+    }
+  }
+
+  @Test
+  void startProcessWithAnIdInUseThrowsSandboxInvalidRequestException() {
+    String id = unique("dup");
+    SandboxProcess p = sandbox.startProcess(Command.shell("sleep 300"), withId(id));
+    try {
+      assertThatThrownBy(() -> sandbox.startProcess(Command.shell("true"), withId(id)))
+          .isInstanceOfSatisfying(SandboxInvalidRequestException.class, e -> {
+            assertThat(e.code()).isEqualTo("PROCESS_ALREADY_EXISTS");
+            assertThat(e.httpStatus()).isEqualTo(409);
+          });
+    } finally {
+      p.kill(Signal.SIGKILL);
+    }
+  }
+
+  // ---- the SandboxProcess handle
+
+  @Test
+  void aHandleReportsInfoStatusLivenessAndLogsThenKillEndsIt() throws Exception {
+    SandboxProcess p = sandbox.startProcess(Command.shell("echo started; sleep 300"), withId(unique("handle")));
+    p.waitForLog(Pattern.compile("started"), WAIT);
+
+    ProcessInfo info = p.info();
+    assertThat(info.id()).isEqualTo(p.id());
+    assertThat(info.pid()).isEqualTo(p.pid());
+    assertThat(info.status()).isEqualTo(ProcessStatus.RUNNING);
+    assertThat(info.stdoutBytes()).isEqualTo(8);
+    assertThat(p.status()).isEqualTo(ProcessStatus.RUNNING);
+    assertThat(p.isAlive()).isTrue();
+    ProcessLogs logs = p.logs();
+    assertThat(logs.stdout()).isEqualTo("started\n");
+    assertThat(logs.complete()).isFalse();
+
+    p.kill();
+    ProcessInfo end = p.waitForExit(WAIT);
+
+    assertThat(end.status()).isEqualTo(ProcessStatus.KILLED);
+    assertThat(end.exitCode()).isEqualTo(143);
+    assertThat(end.signal()).isEqualTo(Signal.SIGTERM);
+    assertThat(end.endTime()).isNotNull();
+    assertThat(end.isRunning()).isFalse();
+    assertThat(p.isAlive()).isFalse();
+    assertThat(p.status()).isEqualTo(ProcessStatus.KILLED);
+    assertThat(p.logs().complete()).isTrue();
+    assertThat(ItProcs.await(Duration.ofSeconds(2), () -> ItProcs.groupMembers(p.pid()).isEmpty())).isTrue();
+  }
+
+  @Test
+  void waitsThatTimeOutThrowSandboxTimeoutExceptionAndTheProcessKeepsRunning() throws Exception {
+    SandboxProcess p = sandbox.startProcess(Command.shell("sleep 300"), withId(unique("patience")));
+    try {
+      long t0 = System.nanoTime();
+      assertThatThrownBy(() -> p.waitForExit(Duration.ofMillis(700))).isInstanceOf(SandboxTimeoutException.class);
+      assertThat(millisSince(t0)).isBetween(600L, 5_000L);
+      assertThat(p.isAlive()).isTrue();
+      assertThat(ItProcs.alive(p.pid())).isTrue();
+
+      assertThatThrownBy(() -> p.waitForLog(Pattern.compile("never printed"), Duration.ofMillis(500)))
+          .isInstanceOf(SandboxTimeoutException.class);
+      assertThat(p.isAlive()).isTrue();
+      assertThat(ItProcs.alive(p.pid())).isTrue();
+    } finally {
+      p.kill(Signal.SIGKILL);
+    }
+  }
+
+  @Test
+  void waitForLogFindsALineThatWasAlreadyWritten() throws Exception {
+    SandboxProcess p = sandbox.startProcess(Command.shell("echo 'server ready on port 8080'; sleep 300"),
+        withId(unique("early")));
+    try {
+      assertThat(ItProcs.await(WAIT, () -> p.logs().stdout().contains("8080"))).isTrue();
+
+      LogMatch m = p.waitForLog(Pattern.compile("port (\\d+)"), WAIT);
+
+      assertThat(m.stream()).isEqualTo(StdStream.STDOUT);
+      assertThat(m.line()).isEqualTo("server ready on port 8080");
+      assertThat(m.match()).isEqualTo("port 8080");
+      assertThat(m.groups()).containsExactly("port 8080", "8080");
+    } finally {
+      p.kill(Signal.SIGKILL);
+    }
+  }
+
+  @Test
+  void waitForLogWaitsForALineWrittenLater() {
+    SandboxProcess p = sandbox.startProcess(Command.shell("echo early; sleep 1; echo 'late line 42' >&2; sleep 300"),
+        withId(unique("late")));
+    try {
+      long t0 = System.nanoTime();
+
+      LogMatch m = p.waitForLog(Pattern.compile("late line (\\d+)"), WAIT);
+
+      assertThat(millisSince(t0)).isGreaterThan(500);
+      assertThat(m.stream()).isEqualTo(StdStream.STDERR);
+      assertThat(m.line()).isEqualTo("late line 42");
+      assertThat(m.groups()).containsExactly("late line 42", "42");
+    } finally {
+      p.kill(Signal.SIGKILL);
+    }
+  }
+
+  @Test
+  void waitForLogThrowsProcessExitedExceptionWhenTheProcessEndsWithoutAMatch() {
+    SandboxProcess p = sandbox.startProcess(Command.shell("echo nothing to see; exit 4"), withId(unique("nomatch")));
+
+    assertThatThrownBy(() -> p.waitForLog(Pattern.compile("ready"), WAIT))
+        .isInstanceOfSatisfying(ProcessExitedException.class, e -> {
+          assertThat(e.code()).isEqualTo("PROCESS_EXITED");
+          assertThat(e.info()).isNotNull();
+          assertThat(e.info().status()).isEqualTo(ProcessStatus.FAILED);
+          assertThat(e.info().exitCode()).isEqualTo(4);
+        });
+  }
+
+  @Test
+  void onExitCompletesWithTheFinalStateAndWaitForExitReturnsAtOnceAfterwards() throws Exception {
+    SandboxProcess p = sandbox.startProcess(Command.shell("sleep 0.5; exit 5"), withId(unique("onexit")));
+
+    ProcessInfo end = p.onExit().get(10, TimeUnit.SECONDS);
+
+    assertThat(end.status()).isEqualTo(ProcessStatus.FAILED);
+    assertThat(end.exitCode()).isEqualTo(5);
+    long t0 = System.nanoTime();
+    assertThat(p.waitForExit(WAIT).exitCode()).isEqualTo(5);
+    assertThat(millisSince(t0)).isLessThan(2_000);
+  }
+
+  @Test
+  void cancellingTheOnExitFutureDoesNotKillTheProcess() throws Exception {
+    SandboxProcess p = sandbox.startProcess(Command.shell("sleep 300"), withId(unique("onexit-cancel")));
+    CompletableFuture<ProcessInfo> waiting = p.onExit();
+    Thread.sleep(200);
+
+    assertThat(waiting.cancel(true)).isTrue();
+
+    Thread.sleep(500);
+    assertThat(p.isAlive()).isTrue();
+    assertThat(ItProcs.alive(p.pid())).isTrue();
+    CompletableFuture<ProcessInfo> again = p.onExit();
+    p.kill();
+    assertThat(again.get(10, TimeUnit.SECONDS).status()).isEqualTo(ProcessStatus.KILLED);
+  }
+
+  @Test
+  void writeStdinFeedsAProcessStartedWithAStdinPipeAndCloseStdinEndsIt() throws Exception {
+    SandboxProcess p = sandbox.startProcess(Command.of("cat"),
+        ProcessOptions.builder().processId(unique("stdin")).stdinPipe(true).build());
+
+    p.writeStdin("hello\n");
+    assertThat(p.waitForLog(Pattern.compile("^hello$"), WAIT).line()).isEqualTo("hello");
+    p.writeStdin("w\u00f6rld \u20ac\n");
+    p.closeStdin();
+    ProcessInfo end = p.waitForExit(WAIT);
+
+    assertThat(end.status()).isEqualTo(ProcessStatus.COMPLETED);
+    assertThat(end.exitCode()).isZero();
+    assertThat(p.logs().stdout()).isEqualTo("hello\nw\u00f6rld \u20ac\n");
+    assertThatThrownBy(() -> p.writeStdin("too late\n")).isInstanceOf(SandboxInvalidRequestException.class);
+
+    SandboxProcess noPipe = sandbox.startProcess(Command.shell("sleep 300"), withId(unique("nopipe")));
+    try {
+      assertThatThrownBy(() -> noPipe.writeStdin("x")).isInstanceOf(SandboxInvalidRequestException.class);
+    } finally {
+      noPipe.kill(Signal.SIGKILL);
+    }
+  }
+
+  @Test
+  void killingAProcessAlsoKillsItsChildren() throws Exception {
+    SandboxProcess p = sandbox.startProcess(Command.shell("sleep 300 & sleep 300 & wait"), withId(unique("family")));
+    assertThat(ItProcs.await(WAIT, () -> ItProcs.groupMembers(p.pid()).size() == 3))
+        .as("the shell and its two sleeps are running")
+        .isTrue();
+    List<Long> members = ItProcs.groupMembers(p.pid());
+
+    p.kill();
+    ProcessInfo end = p.waitForExit(WAIT);
+
+    assertThat(end.status()).isEqualTo(ProcessStatus.KILLED);
+    assertThat(ItProcs.await(Duration.ofSeconds(3), () -> ItProcs.aliveAmong(members).isEmpty()))
+        .as("shell and children %s are gone", members)
+        .isTrue();
+  }
+
+  // ---- helpers
+
+  private static String checkContiguous(List<ExecEvent> events, Class<? extends ExecEvent> type) {
+    StringBuilder text = new StringBuilder();
+    long next = 0;
+    for (ExecEvent e : events) {
+      if (!type.isInstance(e)) {
+        continue;
+      }
+      long offset;
+      long bytes;
+      String chunk;
+      if (e instanceof ExecEvent.Stdout) {
+        ExecEvent.Stdout out = (ExecEvent.Stdout) e;
+        offset = out.offset();
+        bytes = out.bytes();
+        chunk = out.text();
+      } else {
+        ExecEvent.Stderr err = (ExecEvent.Stderr) e;
+        offset = err.offset();
+        bytes = err.bytes();
+        chunk = err.text();
+      }
+      assertThat(offset).as("offset of %s", e).isEqualTo(next);
+      next = offset + bytes;
+      text.append(chunk);
+    }
+    assertThat(next).as("sum of bytes of %s", type.getSimpleName())
+        .isEqualTo(text.toString().getBytes(StandardCharsets.UTF_8).length);
+    return text.toString();
+  }
+
+  static String logText(List<LogEvent> events, StdStream stream) {
+    StringBuilder text = new StringBuilder();
+    long next = -1;
+    for (LogEvent e : events) {
+      if (e instanceof LogEvent.Output && ((LogEvent.Output) e).stream() == stream) {
+        LogEvent.Output out = (LogEvent.Output) e;
+        if (next >= 0) {
+          assertThat(out.offset()).as("offset of %s", out).isEqualTo(next);
+        }
+        next = out.nextOffset();
+        text.append(out.text());
+      }
+    }
+    return text.toString();
+  }
+
+  private static ProcessOptions withId(String id) {
+    return ProcessOptions.builder().processId(id).build();
+  }
+
+  private static List<String> ids(List<ProcessInfo> infos) {
+    return infos.stream().map(ProcessInfo::id).collect(Collectors.toList());
+  }
+
+  private static String unique(String prefix) {
+    return "it-" + prefix + "-" + IDS.incrementAndGet();
+  }
+
+  private static long millisSince(long t0) {
+    return (System.nanoTime() - t0) / 1_000_000;
+  }
+}
