@@ -118,7 +118,7 @@ public final class Main {
       } catch (IOException ignored) {
         // a broken stdin means the parent is gone as well
       }
-      System.err.println("container-agent: standard input closed (" + EXIT_ON_STDIN_EOF + "); stopping");
+      org.slf4j.LoggerFactory.getLogger(Main.class).info("standard input closed ({}); stopping", EXIT_ON_STDIN_EOF);
       System.exit(0);
     }, "agent-stdin-watch");
     t.setDaemon(true);
