@@ -213,6 +213,11 @@ public final class LocalSandbox implements Sandbox {
   }
 
   @Override
+  public Flow.Publisher<LogEvent> streamProcessLogs(String processId, LogRange from) {
+    return client.streamProcessLogs(processId, from);
+  }
+
+  @Override
   public int cleanupCompletedProcesses() {
     return client.cleanupCompletedProcesses();
   }
@@ -336,11 +341,7 @@ public final class LocalSandbox implements Sandbox {
 
     /** Destroy the sandbox after this long without any call or open stream (default 10 minutes). */
     public Builder idleTimeout(Duration idleTimeout) {
-      Objects.requireNonNull(idleTimeout, "idleTimeout == null");
-      if (idleTimeout.isNegative() || idleTimeout.isZero()) {
-        throw new IllegalArgumentException("idleTimeout must be positive: " + idleTimeout);
-      }
-      this.idleTimeout = idleTimeout;
+      this.idleTimeout = positive(idleTimeout, "idleTimeout");
       return this;
     }
 
@@ -352,25 +353,25 @@ public final class LocalSandbox implements Sandbox {
 
     /** How long to wait for the agent to start (default 30 s). */
     public Builder startupTimeout(Duration startupTimeout) {
-      this.startupTimeout = Objects.requireNonNull(startupTimeout, "startupTimeout == null");
+      this.startupTimeout = positive(startupTimeout, "startupTimeout");
       return this;
     }
 
     /** Default timeout of {@code exec} commands (default none); see {@link Sandbox.Builder#execTimeout}. */
     public Builder execTimeout(Duration execTimeout) {
-      this.execTimeout = Objects.requireNonNull(execTimeout, "execTimeout == null");
+      this.execTimeout = positive(execTimeout, "execTimeout");
       return this;
     }
 
     /** See {@link Sandbox.Builder#streamIdleTimeout}. */
     public Builder streamIdleTimeout(Duration timeout) {
-      this.streamIdleTimeout = Objects.requireNonNull(timeout, "timeout == null");
+      this.streamIdleTimeout = positive(timeout, "streamIdleTimeout");
       return this;
     }
 
     /** Time between SIGTERM and SIGKILL when processes are killed (the agent's {@code --grace-ms}, default 5 s). */
     public Builder gracePeriod(Duration grace) {
-      this.grace = Objects.requireNonNull(grace, "grace == null");
+      this.grace = positive(grace, "gracePeriod");
       return this;
     }
 
@@ -384,6 +385,14 @@ public final class LocalSandbox implements Sandbox {
     public Builder agentArgument(String argument) {
       agentArguments.add(Objects.requireNonNull(argument, "argument == null"));
       return this;
+    }
+
+    private static Duration positive(Duration d, String name) {
+      Objects.requireNonNull(d, name + " == null");
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException(name + " must be positive: " + d);
+      }
+      return d;
     }
 
     /**

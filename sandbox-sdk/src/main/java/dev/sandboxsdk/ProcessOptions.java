@@ -58,6 +58,18 @@ public record ProcessOptions(
     return new Builder();
   }
 
+  /** A builder initialised from these options. */
+  public Builder toBuilder() {
+    Builder b = new Builder();
+    b.processId = processId;
+    b.env.putAll(env);
+    b.cwd = cwd;
+    b.timeout = timeout;
+    b.autoCleanup = autoCleanup;
+    b.stdinPipe = stdinPipe;
+    return b;
+  }
+
   /** Environment values are never printed. */
   @Override
   public String toString() {

@@ -94,6 +94,11 @@ public interface Sandbox extends AutoCloseable {
     return execAsync(Command.shell(command), ExecOptions.defaults());
   }
 
+  /** Runs a shell command line asynchronously with options; see {@link #execAsync(Command, ExecOptions)}. */
+  default CompletableFuture<ExecResult> execAsync(String command, ExecOptions options) {
+    return execAsync(Command.shell(command), options);
+  }
+
   /** Runs a command asynchronously; see {@link #execAsync(Command, ExecOptions)}. */
   default CompletableFuture<ExecResult> execAsync(Command command) {
     return execAsync(command, ExecOptions.defaults());
@@ -109,6 +114,11 @@ public interface Sandbox extends AutoCloseable {
   /** Streams a shell command line's output; see {@link #execStream(Command, ExecOptions)}. */
   default Flow.Publisher<ExecEvent> execStream(String command) {
     return execStream(Command.shell(command), ExecOptions.defaults());
+  }
+
+  /** Streams a shell command line's output with options; see {@link #execStream(Command, ExecOptions)}. */
+  default Flow.Publisher<ExecEvent> execStream(String command, ExecOptions options) {
+    return execStream(Command.shell(command), options);
   }
 
   /** Streams a command's output; see {@link #execStream(Command, ExecOptions)}. */
@@ -152,6 +162,11 @@ public interface Sandbox extends AutoCloseable {
   /** Starts a shell command line in the background; see {@link #startProcess(Command, ProcessOptions)}. */
   default SandboxProcess startProcess(String command) {
     return startProcess(Command.shell(command), ProcessOptions.defaults());
+  }
+
+  /** Starts a shell command line in the background with options; see {@link #startProcess(Command, ProcessOptions)}. */
+  default SandboxProcess startProcess(String command, ProcessOptions options) {
+    return startProcess(Command.shell(command), options);
   }
 
   /** Starts a command in the background; see {@link #startProcess(Command, ProcessOptions)}. */
@@ -243,6 +258,16 @@ public interface Sandbox extends AutoCloseable {
    * connection and does nothing to the process.
    */
   Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset);
+
+  /**
+   * Like {@link #streamProcessLogs(String, long)}, but from an offset per stream, e.g.
+   * {@code streamProcessLogs(id, logs.next())} after a {@link #getProcessLogs} page, so output of
+   * both streams is read exactly once. {@link LogRange#maxBytes()} does not apply to streams.
+   *
+   * @throws IllegalArgumentException via {@code onError} ({@link SandboxInvalidRequestException})
+   *     if an offset lies beyond what that stream has produced
+   */
+  Flow.Publisher<LogEvent> streamProcessLogs(String processId, LogRange from);
 
   /**
    * Forgets the records of all finished background processes (their ids become free).

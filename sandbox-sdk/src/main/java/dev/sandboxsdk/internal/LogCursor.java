@@ -39,10 +39,15 @@ final class LogCursor implements EventCursor<LogEvent> {
 
   private final Runnable onClose;
 
-  LogCursor(Opener opener, long fromOffset, int maxRetries, long backoffMillis, Runnable onClose) {
+  /** Where to start: a shared, clamped {@code since}, or exact offsets per stream (-1 = use {@code since}). */
+  record Start(long since, long stdout, long stderr) {}
+
+  LogCursor(Opener opener, Start start, int maxRetries, long backoffMillis, Runnable onClose) {
     this.opener = opener;
     this.onClose = onClose;
-    this.since = fromOffset;
+    this.since = start.since();
+    this.stdoutNext = start.stdout();
+    this.stderrNext = start.stderr();
     this.maxRetries = maxRetries;
     this.backoffMillis = backoffMillis;
   }

@@ -372,8 +372,24 @@ public final class RealSandbox implements Sandbox {
     return new EventPublisher<>(() -> openLogStream(processId, fromOffset), executor, t -> streamError(t, what));
   }
 
-  /** A resuming cursor over a process's events; also used by waits of {@link RealSandboxProcess}. */
+  @Override
+  public Flow.Publisher<LogEvent> streamProcessLogs(String processId, LogRange from) {
+    checkId(processId);
+    Objects.requireNonNull(from, "from == null");
+    String what = "streamProcessLogs " + processId;
+    return new EventPublisher<>(() -> openLogStream(processId, from), executor, t -> streamError(t, what));
+  }
+
   EventCursor<LogEvent> openLogStream(String processId, long fromOffset) {
+    return openLogStream(processId, new LogCursor.Start(fromOffset, -1, -1));
+  }
+
+  private EventCursor<LogEvent> openLogStream(String processId, LogRange from) {
+    return openLogStream(processId, new LogCursor.Start(0, from.stdoutFrom(), from.stderrFrom()));
+  }
+
+  /** A resuming cursor over a process's events; also used by waits of {@link RealSandboxProcess}. */
+  private EventCursor<LogEvent> openLogStream(String processId, LogCursor.Start start) {
     ensureOpen();
     LogCursor[] self = new LogCursor[1];
     self[0] = new LogCursor((since, stdoutSince, stderrSince) -> {
@@ -387,7 +403,7 @@ public final class RealSandbox implements Sandbox {
       }
       return openStream(get(url.build()), "streamProcessLogs " + processId, Wire::logEvent,
           e -> e instanceof LogEvent.Exit);
-    }, fromOffset, LOG_STREAM_RETRIES, 100, () -> cursors.remove(self[0]));
+    }, start, LOG_STREAM_RETRIES, 100, () -> cursors.remove(self[0]));
     cursors.add(self[0]);
     if (closedReason != null) {
       self[0].close();
