@@ -193,22 +193,31 @@ class RealSandboxTest {
   }
 
   @Test
-  void processIdsWithSpecialCharactersArePercentEncodedInThePath() throws Exception {
-    server.enqueue(errorResponse(404, "PROCESS_NOT_FOUND", "no process", "{}"));
+  void processIdsOutsideTheAgentsAlphabetAreRejectedBeforeAnyRequest() {
+    // The agent only gives out ids matching [A-Za-z0-9][A-Za-z0-9._-]{0,127}; anything else could
+    // only be a typo or an attempt to address another path.
+    assertThatThrownBy(() -> sandbox.getProcess("a b/c?d#é"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a valid process id");
+    assertThatThrownBy(() -> sandbox.killProcess("../kill-all"))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThat(server.getRequestCount()).isZero();
+  }
+
+  @Test
+  void processIdsWithDotsDashesAndUnderscoresAreSentAsOnePathSegment() throws Exception {
     server.enqueue(json("{\"processId\":\"x\",\"signal\":\"SIGTERM\",\"status\":\"running\",\"success\":true}"));
 
-    sandbox.getProcess("a b/c?d#é");
-    sandbox.killProcess("../kill-all");
+    sandbox.killProcess("web.server_1-a");
 
-    assertThat(server.takeRequest().getPath()).isEqualTo("/api/process/a%20b%2Fc%3Fd%23%C3%A9");
-    assertThat(server.takeRequest().getPath()).isEqualTo("/api/process/..%2Fkill-all?signal=SIGTERM");
+    assertThat(server.takeRequest().getPath()).isEqualTo("/api/process/web.server_1-a?signal=SIGTERM");
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {".", ".."})
-  void processIdsThatAreDotSegmentsAreRejectedBeforeAnyRequest(String id) throws Exception {
+  @ValueSource(strings = {".", "..", "list", "kill-all"})
+  void processIdsThatAddressOtherEndpointsAreRejectedBeforeAnyRequest(String id) throws Exception {
     // OkHttp's addPathSegment treats "." and ".." as navigation, so without a check the id
-    // silently addresses another endpoint (e.g. ".." turns DELETE /api/process/{id} into DELETE /api/).
+    // silently addresses another endpoint (e.g. ".." turns DELETE /api/process/{id} into DELETE /api/);
+    // "list" and "kill-all" are routes, not ids (ProcessOptions already rejects all four).
     for (int i = 0; i < 3; i++) {
       server.enqueue(errorResponse(404, "NOT_FOUND", "no such endpoint", "{}"));
     }
@@ -685,6 +694,55 @@ class RealSandboxTest {
       assertThatThrownBy(() -> async.get(5, SECONDS)).isInstanceOf(ExecutionException.class)
           .cause().isInstanceOf(SandboxConnectionException.class);
       assertThat(raw.hungUp.await(5, SECONDS)).isTrue();
+    }
+  }
+
+  @Test
+  void heartbeatsKeepALongExecAliveBeyondTheReadTimeout() throws Exception {
+    String result = Fixtures.read("execute-response.json");
+    try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
+          exchange.startChunkedJson();
+          for (int i = 0; i < 8; i++) {
+            exchange.write("1\r\n \r\n");
+            Thread.sleep(100);
+          }
+          byte[] json = result.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+          exchange.write(Integer.toHexString(json.length) + "\r\n" + result + "\r\n0\r\n\r\n");
+          return true;
+        });
+        Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t").streamIdleTimeout(Duration.ofSeconds(2))
+            .readTimeout(Duration.ofMillis(300)).build()) {
+      assertThat(client.exec("sleep 1; exit 3").exitCode()).isEqualTo(3);
+    }
+  }
+
+  @Test
+  void killAllProcessesWaitsLongerThanTheReadTimeout() {
+    // The agent answers kill-all only once everything is gone (up to grace + 7 s).
+    server.enqueue(json("{\"cleanedCount\":1,\"success\":true}").setHeadersDelay(800, TimeUnit.MILLISECONDS));
+    try (Sandbox impatient = Sandbox.builder().baseUrl(URI.create(server.url("/").toString())).token("t")
+        .streamIdleTimeout(Duration.ofSeconds(2)).readTimeout(Duration.ofMillis(300)).build()) {
+      assertThat(impatient.killAllProcesses()).isEqualTo(1);
+    }
+  }
+
+  @Test
+  void execAsyncWithOnOutputCancelHangsUp() throws Exception {
+    try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
+          exchange.startEventStream();
+          exchange.write(Fixtures.sse("{\"type\":\"start\",\"command\":\"yes\",\"pid\":7,\"processId\":\"exec_1\"}"));
+          exchange.awaitHangUp();
+          return false;
+        });
+        Sandbox client = Fixtures.client(raw.url())) {
+      CompletableFuture<ExecResult> future = client.execAsync(Command.shell("yes"),
+          ExecOptions.builder().onOutput((stream, text) -> { }).build());
+      assertThat(raw.requests.poll(5, SECONDS).target()).isEqualTo("/api/execute/stream");
+      Thread.sleep(200);
+
+      assertThat(future.cancel(true)).isTrue();
+
+      assertThat(raw.hungUp.await(5, SECONDS)).as("the agent saw the client hang up").isTrue();
     }
   }
 

@@ -9,7 +9,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Function;
-import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,12 +24,12 @@ import org.slf4j.LoggerFactory;
 final class EventPublisher<T> implements Flow.Publisher<T> {
   private static final Logger log = LoggerFactory.getLogger(EventPublisher.class);
 
-  private final Supplier<EventCursor<T>> opener;
+  private final Function<Abort, EventCursor<T>> opener;
   private final Executor executor;
   private final Function<Throwable, Throwable> errorMapper;
   private final AtomicBoolean subscribed = new AtomicBoolean();
 
-  EventPublisher(Supplier<EventCursor<T>> opener, Executor executor, Function<Throwable, Throwable> errorMapper) {
+  EventPublisher(Function<Abort, EventCursor<T>> opener, Executor executor, Function<Throwable, Throwable> errorMapper) {
     this.opener = opener;
     this.executor = executor;
     this.errorMapper = errorMapper;
@@ -61,7 +60,7 @@ final class EventPublisher<T> implements Flow.Publisher<T> {
 
   private static final class EventSubscription<T> implements Flow.Subscription, Runnable {
     private volatile Flow.Subscriber<? super T> subscriber;
-    private final Supplier<EventCursor<T>> opener;
+    private final Function<Abort, EventCursor<T>> opener;
     private final Executor executor;
     private final Function<Throwable, Throwable> errorMapper;
     private final AtomicLong requested = new AtomicLong();
@@ -69,9 +68,10 @@ final class EventPublisher<T> implements Flow.Publisher<T> {
     private volatile boolean cancelled;
     private volatile Throwable badRequest;
     private volatile EventCursor<T> cursor;
+    private final Abort abort = new Abort();
     private boolean done; // only touched by the thread holding wip
 
-    EventSubscription(Flow.Subscriber<? super T> subscriber, Supplier<EventCursor<T>> opener, Executor executor,
+    EventSubscription(Flow.Subscriber<? super T> subscriber, Function<Abort, EventCursor<T>> opener, Executor executor,
         Function<Throwable, Throwable> errorMapper) {
       this.subscriber = subscriber;
       this.opener = opener;
@@ -111,6 +111,7 @@ final class EventPublisher<T> implements Flow.Publisher<T> {
         return; // §3.7
       }
       cancelled = true;
+      abort.abort(); // cancels a call still waiting for its response headers
       EventCursor<T> c = cursor;
       if (c != null) {
         c.close(); // aborts a read that is blocked right now
@@ -162,7 +163,7 @@ final class EventPublisher<T> implements Flow.Publisher<T> {
         try {
           EventCursor<T> c = cursor;
           if (c == null) {
-            c = opener.get();
+            c = opener.apply(abort);
             cursor = c;
             if (cancelled) {
               finish();

@@ -2,7 +2,6 @@ package dev.sandboxsdk.internal;
 
 import dev.sandboxsdk.LogEvent;
 import dev.sandboxsdk.SandboxConnectionException;
-import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxTimeoutException;
 import dev.sandboxsdk.StdStream;
 import java.io.IOException;
@@ -35,6 +34,7 @@ final class LogCursor implements EventCursor<LogEvent> {
   private long stderrNext = -1;
   private boolean infoSent;
   private boolean finished;
+  private boolean connected;
   private int failures;
 
   private final Runnable onClose;
@@ -60,11 +60,21 @@ final class LogCursor implements EventCursor<LogEvent> {
     for (;;) {
       SseCursor<LogEvent> c = current;
       if (c == null) {
-        c = opener.open(since, stdoutNext, stderrNext);
+        try {
+          c = opener.open(since, stdoutNext, stderrNext);
+        } catch (IOException | SandboxConnectionException | SandboxTimeoutException e) {
+          // The first connection fails at once; a reconnect counts against the retries.
+          if (!connected || closed) {
+            throw e;
+          }
+          retryOrThrow(e);
+          continue;
+        }
+        connected = true;
         current = c;
         if (closed) {
           c.close();
-          throw new IllegalStateException("closed");
+          throw new IOException("the log stream was closed");
         }
       }
       LogEvent event;
@@ -76,13 +86,7 @@ final class LogCursor implements EventCursor<LogEvent> {
         }
         c.close();
         current = null;
-        if (++failures > maxRetries) {
-          throw new SandboxConnectionException("the process log stream broke and " + maxRetries
-              + " reconnects failed; resume from stdout offset " + stdoutNext + ", stderr offset " + stderrNext, e);
-        }
-        log.debug("process log stream broke ({}); reconnecting from stdout {} / stderr {} (attempt {})",
-            e.toString(), stdoutNext, stderrNext, failures);
-        sleepBackoff();
+        retryOrThrow(e);
         continue;
       }
       failures = 0;
@@ -110,6 +114,17 @@ final class LogCursor implements EventCursor<LogEvent> {
     }
   }
 
+  private void retryOrThrow(Exception e) throws InterruptedException, IOException {
+    if (++failures > maxRetries) {
+      throw new SandboxConnectionException("the process log stream broke and " + maxRetries
+          + " reconnects failed; resume from stdout offset " + Math.max(stdoutNext, since) + ", stderr offset "
+          + Math.max(stderrNext, since), e);
+    }
+    log.debug("process log stream broke ({}); reconnecting from stdout {} / stderr {} (attempt {})",
+        e.toString(), stdoutNext, stderrNext, failures);
+    sleepBackoff();
+  }
+
   private void advance(StdStream stream, long next) {
     if (stream == StdStream.STDOUT) {
       stdoutNext = next;
@@ -118,11 +133,11 @@ final class LogCursor implements EventCursor<LogEvent> {
     }
   }
 
-  private void sleepBackoff() throws InterruptedException {
+  private void sleepBackoff() throws InterruptedException, IOException {
     long delay = backoffMillis << Math.min(failures - 1, 5);
     Thread.sleep(delay);
     if (closed) {
-      throw new SandboxException("the log stream was closed", null);
+      throw new IOException("the log stream was closed");
     }
   }
 

@@ -221,10 +221,12 @@ public final class RealSandbox implements Sandbox {
     int max = options.maxOutputBytes() > 0 ? options.maxOutputBytes() : 16 << 20;
     OutputCollector stdout = new OutputCollector(max);
     OutputCollector stderr = new OutputCollector(max);
-    EventCursor<ExecEvent> cursor = openExecStream(command, options);
+    Abort abort = new Abort();
     if (future != null) {
-      future.onCancel(cursor::close);
+      future.onCancel(abort::abort);
     }
+    EventCursor<ExecEvent> cursor = openExecStream(command, options, abort);
+    abort.onAbort(cursor::close);
     String what = "exec " + command.display();
     try (cursor) {
       ExecEvent.Start start = null;
@@ -273,14 +275,15 @@ public final class RealSandbox implements Sandbox {
     Objects.requireNonNull(command, "command == null");
     Objects.requireNonNull(options, "options == null");
     String what = "execStream " + command.display();
-    return new EventPublisher<>(() -> openExecStream(command, options), executor, t -> streamError(t, what));
+    return new EventPublisher<>(abort -> openExecStream(command, options, abort), executor,
+        t -> streamError(t, what));
   }
 
-  private EventCursor<ExecEvent> openExecStream(Command command, ExecOptions options) {
+  private EventCursor<ExecEvent> openExecStream(Command command, ExecOptions options, Abort abort) {
     ensureOpen();
     Request request = post(url("api", "execute", "stream"), Wire.execBody(command, options, timeoutOf(options), true));
     return openStream(request, "execStream " + command.display(), Wire::execEvent,
-        e -> e instanceof ExecEvent.Complete);
+        e -> e instanceof ExecEvent.Complete, abort);
   }
 
   // ---- background processes
@@ -369,7 +372,8 @@ public final class RealSandbox implements Sandbox {
       throw new IllegalArgumentException("fromOffset < 0: " + fromOffset);
     }
     String what = "streamProcessLogs " + processId;
-    return new EventPublisher<>(() -> openLogStream(processId, fromOffset), executor, t -> streamError(t, what));
+    return new EventPublisher<>(abort -> openLogStream(processId, new LogCursor.Start(fromOffset, -1, -1), abort),
+        executor, t -> streamError(t, what));
   }
 
   @Override
@@ -377,19 +381,16 @@ public final class RealSandbox implements Sandbox {
     checkId(processId);
     Objects.requireNonNull(from, "from == null");
     String what = "streamProcessLogs " + processId;
-    return new EventPublisher<>(() -> openLogStream(processId, from), executor, t -> streamError(t, what));
+    LogCursor.Start start = new LogCursor.Start(0, from.stdoutFrom(), from.stderrFrom());
+    return new EventPublisher<>(abort -> openLogStream(processId, start, abort), executor, t -> streamError(t, what));
   }
 
-  EventCursor<LogEvent> openLogStream(String processId, long fromOffset) {
-    return openLogStream(processId, new LogCursor.Start(fromOffset, -1, -1));
-  }
-
-  private EventCursor<LogEvent> openLogStream(String processId, LogRange from) {
-    return openLogStream(processId, new LogCursor.Start(0, from.stdoutFrom(), from.stderrFrom()));
+  EventCursor<LogEvent> openLogStream(String processId, long fromOffset, Abort abort) {
+    return openLogStream(processId, new LogCursor.Start(fromOffset, -1, -1), abort);
   }
 
   /** A resuming cursor over a process's events; also used by waits of {@link RealSandboxProcess}. */
-  private EventCursor<LogEvent> openLogStream(String processId, LogCursor.Start start) {
+  private EventCursor<LogEvent> openLogStream(String processId, LogCursor.Start start, Abort abort) {
     ensureOpen();
     LogCursor[] self = new LogCursor[1];
     self[0] = new LogCursor((since, stdoutSince, stderrSince) -> {
@@ -402,8 +403,9 @@ public final class RealSandbox implements Sandbox {
         url.addQueryParameter("stderrSince", Long.toString(stderrSince));
       }
       return openStream(get(url.build()), "streamProcessLogs " + processId, Wire::logEvent,
-          e -> e instanceof LogEvent.Exit);
+          e -> e instanceof LogEvent.Exit, abort);
     }, start, LOG_STREAM_RETRIES, 100, () -> cursors.remove(self[0]));
+    abort.onAbort(self[0]::close);
     cursors.add(self[0]);
     if (closedReason != null) {
       self[0].close();
@@ -511,10 +513,15 @@ public final class RealSandbox implements Sandbox {
     return url("api", "process").newBuilder().addPathSegment(processId).build();
   }
 
+  private static final java.util.regex.Pattern PROCESS_ID = java.util.regex.Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+  private static final Set<String> RESERVED_IDS = Set.of("list", "start", "kill-all", "cleanup");
+
+  /** Rejects ids the agent cannot have given out, which could address another endpoint ({@code ..}, {@code list}). */
   private static void checkId(String processId) {
     Objects.requireNonNull(processId, "processId == null");
-    if (processId.isEmpty()) {
-      throw new IllegalArgumentException("processId is empty");
+    if (!PROCESS_ID.matcher(processId).matches() || RESERVED_IDS.contains(processId)) {
+      throw new IllegalArgumentException("not a valid process id: '" + processId + "' (ids match "
+          + PROCESS_ID.pattern() + " and are not list, start, kill-all or cleanup)");
     }
   }
 
@@ -580,13 +587,14 @@ public final class RealSandbox implements Sandbox {
   }
 
   private <T> SseCursor<T> openStream(Request request, String what, java.util.function.Function<JsonNode, T> mapper,
-      java.util.function.Predicate<T> isFinal) {
+      java.util.function.Predicate<T> isFinal, Abort abort) {
     ensureOpen();
     request = request.newBuilder().header("Authorization", authorization).header("Accept", "text/event-stream").build();
     Duration idle = streamIdleTimeout();
     Call call = streamClient().newCall(request);
     activity.begin();
     calls.add(call);
+    abort.onAbort(call::cancel);
     Response response = null;
     try {
       response = call.execute();

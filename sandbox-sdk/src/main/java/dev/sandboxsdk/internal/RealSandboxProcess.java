@@ -105,11 +105,12 @@ final class RealSandboxProcess implements SandboxProcess {
 
   /** Follows the event stream from the current end (no replay) until the exit event. */
   private ProcessInfo awaitExit(Duration timeout, RealSandbox.CancellableFuture<?> future) {
-    EventCursor<LogEvent> cursor = sandbox.openLogStream(id, Long.MAX_VALUE); // 'since' is clamped: live only
+    Abort abort = new Abort();
     if (future != null) {
-      future.onCancel(cursor::close);
+      future.onCancel(abort::abort);
     }
-    Deadline deadline = Deadline.start(timeout, cursor);
+    Deadline deadline = Deadline.start(timeout, abort);
+    EventCursor<LogEvent> cursor = open(Long.MAX_VALUE, abort, deadline); // 'since' is clamped: live only
     LogEvent.Exit exit = null;
     try (cursor) {
       LogEvent e;
@@ -150,8 +151,9 @@ final class RealSandboxProcess implements SandboxProcess {
 
   private LogMatch awaitLog(Pattern pattern, Duration timeout) {
     Objects.requireNonNull(pattern, "pattern == null");
-    EventCursor<LogEvent> cursor = sandbox.openLogStream(id, 0);
-    Deadline deadline = Deadline.start(timeout, cursor);
+    Abort abort = new Abort();
+    Deadline deadline = Deadline.start(timeout, abort);
+    EventCursor<LogEvent> cursor = open(0, abort, deadline);
     StringBuilder[] partial = {new StringBuilder(), new StringBuilder()};
     try (cursor) {
       LogEvent e;
@@ -229,13 +231,29 @@ final class RealSandboxProcess implements SandboxProcess {
     return new LogMatch(stream, line, groups);
   }
 
+  private EventCursor<LogEvent> open(long since, Abort abort, Deadline deadline) {
+    try {
+      return sandbox.openLogStream(id, since, abort);
+    } catch (RuntimeException e) {
+      deadline.cancel();
+      if (deadline.expired()) {
+        throw timedOut(deadline);
+      }
+      throw e;
+    }
+  }
+
+  private SandboxTimeoutException timedOut(Deadline deadline) {
+    return new SandboxTimeoutException("process " + id + ": gave up waiting after " + deadline.timeout.toMillis()
+        + " ms (the process keeps running)", null);
+  }
+
   private LogEvent next(EventCursor<LogEvent> cursor, Deadline deadline) {
     try {
       return cursor.next();
     } catch (Exception e) {
       if (deadline.expired()) {
-        throw new SandboxTimeoutException("process " + id + ": gave up waiting after " + deadline.timeout.toMillis()
-            + " ms (the process keeps running)", null);
+        throw timedOut(deadline);
       }
       if (e instanceof RuntimeException) {
         throw (RuntimeException) e;
@@ -282,22 +300,22 @@ final class RealSandboxProcess implements SandboxProcess {
     return t;
   }
 
-  /** Closes a cursor when a wait runs out of time; the blocked read then fails. */
+  /** Aborts the stream of a wait that runs out of time; the blocked open or read then fails. */
   private static final class Deadline {
     final Duration timeout;
     private final ScheduledFuture<?> task;
     private volatile boolean expired;
 
-    private Deadline(Duration timeout, EventCursor<?> cursor) {
+    private Deadline(Duration timeout, Abort abort) {
       this.timeout = timeout;
       this.task = timeout == null ? null : TIMER.schedule(() -> {
         expired = true;
-        cursor.close();
+        abort.abort();
       }, timeout.toNanos(), TimeUnit.NANOSECONDS);
     }
 
-    static Deadline start(Duration timeout, EventCursor<?> cursor) {
-      return new Deadline(timeout, cursor);
+    static Deadline start(Duration timeout, Abort abort) {
+      return new Deadline(timeout, abort);
     }
 
     boolean expired() {

@@ -47,9 +47,17 @@ final class SseCursor<T> implements EventCursor<T> {
       return null;
     }
     for (;;) {
+      if (closed.get()) {
+        throw new IOException(what + ": the stream was closed"); // okio would say IllegalStateException("closed")
+      }
       JsonNode event;
       try {
         event = reader.next();
+      } catch (IllegalStateException e) {
+        if (closed.get()) {
+          throw new IOException(what + ": the stream was closed", e);
+        }
+        throw e;
       } catch (SocketTimeoutException e) {
         throw new SandboxTimeoutException(what + ": the stream was silent for more than " + idleTimeout.toMillis()
             + " ms (no event and no keep-alive), so the connection is taken for dead", e);
