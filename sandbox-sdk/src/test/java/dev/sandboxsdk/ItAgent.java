@@ -108,6 +108,11 @@ final class ItAgent implements AutoCloseable {
     return token;
   }
 
+  /** The agent's workspace (the default working directory of commands). */
+  Path workspace() {
+    return dir.resolve("ws");
+  }
+
   long pid() {
     return process.pid();
   }

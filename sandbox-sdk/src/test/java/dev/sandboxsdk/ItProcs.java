@@ -52,6 +52,27 @@ final class ItProcs {
     return members;
   }
 
+  /** Pids of live processes whose command line contains {@code text}. */
+  static List<Long> withCommandLineContaining(String text) {
+    List<Long> found = new ArrayList<>();
+    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+      for (Path dir : dirs) {
+        try {
+          String cmdline = new String(Files.readAllBytes(dir.resolve("cmdline")), StandardCharsets.UTF_8);
+          long pid = Long.parseLong(dir.getFileName().toString());
+          if (cmdline.contains(text) && alive(pid)) {
+            found.add(pid);
+          }
+        } catch (IOException gone) {
+          // exited meanwhile
+        }
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    return found;
+  }
+
   /** Waits up to {@code timeout} for the condition; returns whether it became true. */
   static boolean await(Duration timeout, BooleanSupplier condition) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();

@@ -25,6 +25,7 @@ final class ItProxy implements AutoCloseable {
   private final Set<Link> links = ConcurrentHashMap.newKeySet();
   private final AtomicInteger accepted = new AtomicInteger();
   private volatile boolean closed;
+  private volatile boolean refusing;
 
   /** Starts forwarding to the host and port of {@code target}. */
   ItProxy(URI target) throws IOException {
@@ -64,6 +65,14 @@ final class ItProxy implements AutoCloseable {
     return now.size();
   }
 
+  /**
+   * While refusing, every new connection is reset as soon as it is accepted: an outage of the
+   * agent's address, as a client sees it.
+   */
+  void refuse(boolean refuse) {
+    this.refusing = refuse;
+  }
+
   @Override
   public void close() {
     closed = true;
@@ -84,6 +93,15 @@ final class ItProxy implements AutoCloseable {
         return; // closed
       }
       accepted.incrementAndGet();
+      if (refusing) {
+        try {
+          client.setSoLinger(true, 0);
+        } catch (IOException ignored) {
+          // closing anyway
+        }
+        quietly(client);
+        continue;
+      }
       Socket upstream = new Socket();
       try {
         upstream.connect(target, 5_000);

@@ -54,9 +54,12 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
     return new ItSubscriber<>(0, true);
   }
 
-  /** Requests everything and hands each item to {@code each} without keeping it (for big streams). */
-  static <T> ItSubscriber<T> streaming(Consumer<? super T> each) {
-    ItSubscriber<T> s = new ItSubscriber<>(Long.MAX_VALUE, false);
+  /**
+   * Requests {@code batch} items at a time and hands each to {@code each} without keeping it (for
+   * big streams).
+   */
+  static <T> ItSubscriber<T> streaming(long batch, Consumer<? super T> each) {
+    ItSubscriber<T> s = new ItSubscriber<>(batch, false);
     s.onEach = each;
     return s;
   }

@@ -5,6 +5,9 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -38,12 +41,18 @@ import org.junit.jupiter.api.Timeout;
 class SandboxContractIT {
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final AtomicInteger IDS = new AtomicInteger();
+  private static final int WINDOW = 4096;
   private static LocalSandbox sandbox;
   private static Path ws;
 
   @BeforeAll
   static void startSandbox() {
-    sandbox = LocalSandbox.builder().gracePeriod(Duration.ofMillis(500)).keepAlive(true).start();
+    sandbox = LocalSandbox.builder()
+        .gracePeriod(Duration.ofMillis(500))
+        .keepAlive(true)
+        .agentArgument("--auto-cleanup-delay-ms=300") // so autoCleanup can be watched
+        .agentArgument("--log-window-bytes=" + WINDOW) // so truncation can be watched
+        .start();
     ws = sandbox.workspace();
   }
 
@@ -79,22 +88,27 @@ class SandboxContractIT {
 
     assertThat(r.exitCode()).isZero();
     assertThat(r.stdout()).isEqualTo("two words|$HOME|; echo injected|*|`id`|");
+    assertThat(r.command()).as("argv rendered with shell quoting").startsWith("printf ").contains("'two words'");
   }
 
   @Test
   void execSetsAndUnsetsEnvironmentVariables() {
-    String show = "echo \"[${IT_GREETING-unset}] [${PATH-unset}]\"";
-    ExecResult plain = sandbox.exec(show);
-    assertThat(plain.stdout()).startsWith("[unset] [").doesNotContain("[unset]\n");
+    // env(1) prints the environment exactly as the command got it (a shell would invent a default PATH)
+    Command env = Command.of("/usr/bin/env");
+    List<String> plain = sandbox.exec(env).stdout().lines().collect(Collectors.toList());
+    assertThat(plain).anyMatch(line -> line.startsWith("PATH=")).noneMatch(line -> line.startsWith("IT_GREETING="));
 
     ExecOptions options = ExecOptions.builder()
         .env("IT_GREETING", "h\u00e9llo w\u00f6rld $x 'q'")
         .unsetEnv("PATH")
         .build();
-    ExecResult changed = sandbox.exec(show, options);
+    ExecResult changed = sandbox.exec(env, options);
 
     assertThat(changed.exitCode()).isZero();
-    assertThat(changed.stdout()).isEqualTo("[h\u00e9llo w\u00f6rld $x 'q'] [unset]\n");
+    assertThat(changed.stdout().lines())
+        .contains("IT_GREETING=h\u00e9llo w\u00f6rld $x 'q'")
+        .noneMatch(line -> line.startsWith("PATH="));
+    assertThat(sandbox.exec("echo \"$IT_GREETING\"", options).stdout()).isEqualTo("h\u00e9llo w\u00f6rld $x 'q'\n");
   }
 
   @Test
@@ -276,7 +290,7 @@ class SandboxContractIT {
     assertThat(caller.isAlive()).as("exec returned within 10 s of the interrupt").isFalse();
     assertThat(thrown.get()).isInstanceOf(SandboxException.class);
     assertThat(flagRestored).as("the interrupt flag is restored").isTrue();
-    assertThat(ItProcs.await(Duration.ofSeconds(8), () -> ItProcs.groupMembers(pid).isEmpty()))
+    assertThat(ItProcs.await(Duration.ofSeconds(9), () -> ItProcs.groupMembers(pid).isEmpty()))
         .as("the command (group %d) is killed after the interrupt", pid)
         .isTrue();
     System.out.printf("[it] interrupted exec returned after %d ms, command gone after %d ms%n", returned,
@@ -408,6 +422,42 @@ class SandboxContractIT {
   }
 
   @Test
+  void execStreamHonoursStdinEnvAndCwd() throws Exception {
+    sandbox.exec("mkdir -p streamdir").requireSuccess();
+    ItSubscriber<ExecEvent> s = ItSubscriber.unbounded();
+
+    sandbox.execStream(Command.shell("cat; echo \"[$IT_STREAM]\"; pwd -P"),
+        ExecOptions.builder().stdin("from stdin\n").env("IT_STREAM", "set").cwd("streamdir").build()).subscribe(s);
+    List<ExecEvent> events = s.awaitComplete(WAIT);
+
+    String out = checkContiguous(events, ExecEvent.Stdout.class);
+    assertThat(out).isEqualTo("from stdin\n[set]\n" + ws.toRealPath().resolve("streamdir") + "\n");
+  }
+
+  @Test
+  void invalidUtf8BecomesReplacementCharactersAndOffsetsCountRawBytes() throws Exception {
+    ExecResult r = sandbox.exec("printf 'a\\377b\\n'");
+    ItSubscriber<ExecEvent> s = ItSubscriber.unbounded();
+
+    sandbox.execStream("printf 'a\\377b\\n'; sleep 0.1; printf 'c\\n'").subscribe(s);
+    List<ExecEvent> events = s.awaitComplete(WAIT);
+
+    assertThat(r.stdout()).isEqualTo("a\ufffdb\n");
+    StringBuilder text = new StringBuilder();
+    long next = 0;
+    for (ExecEvent e : events) {
+      if (e instanceof ExecEvent.Stdout) {
+        ExecEvent.Stdout out = (ExecEvent.Stdout) e;
+        assertThat(out.offset()).isEqualTo(next);
+        next = out.offset() + out.bytes();
+        text.append(out.text());
+      }
+    }
+    assertThat(text).hasToString("a\ufffdb\nc\n");
+    assertThat(next).as("raw bytes, not the UTF-8 length of the text").isEqualTo(6);
+  }
+
+  @Test
   void execStreamRunsNothingUntilSubscribedAndRefusesASecondSubscriber() throws Exception {
     String marker = unique("lazy");
     Flow.Publisher<ExecEvent> publisher = sandbox.execStream("touch " + marker);
@@ -514,10 +564,15 @@ class SandboxContractIT {
     }
     SandboxProcess finished = sandbox.startProcess(Command.shell("true"), withId(unique("killall-done")));
     finished.waitForExit(WAIT);
+    long leftover = Long.parseLong(sandbox.exec("sleep 300 > /dev/null 2>&1 & echo $!").stdout().strip());
+    assertThat(ItProcs.alive(leftover)).as("exec's leftover child lives on").isTrue();
 
     int killed = sandbox.killAllProcesses();
 
     assertThat(killed).isEqualTo(3);
+    assertThat(ItProcs.await(Duration.ofSeconds(1), () -> !ItProcs.alive(leftover)))
+        .as("the child %d that an exec left behind is killed too", leftover)
+        .isTrue();
     for (SandboxProcess p : running) {
       assertThat(p.status()).isEqualTo(ProcessStatus.KILLED);
       assertThat(ItProcs.await(Duration.ofSeconds(1), () -> !ItProcs.alive(p.pid())))
@@ -559,6 +614,12 @@ class SandboxContractIT {
     assertThat(all.stdout()).isEqualTo("abcdefghijklmnopqrstuvwxyz");
     assertThat(all.stderr()).isEqualTo("ERR");
     assertThat(all.complete()).isTrue();
+    ItSubscriber<LogEvent> rest = ItSubscriber.unbounded();
+    sandbox.streamProcessLogs(p.id(), first.next()).subscribe(rest);
+    List<LogEvent> afterFirstPage = rest.awaitComplete(WAIT);
+    assertThat(ItEvents.logText(afterFirstPage, StdStream.STDOUT)).as("a stream picks up where a page ended")
+        .isEqualTo("klmnopqrstuvwxyz");
+    assertThat(ItEvents.logText(afterFirstPage, StdStream.STDERR)).isEmpty();
     assertThatThrownBy(() -> sandbox.getProcessLogs(p.id(), LogRange.from(1000, 0)))
         .as("an offset beyond what the stream produced")
         .isInstanceOf(SandboxInvalidRequestException.class);
@@ -587,20 +648,20 @@ class SandboxContractIT {
     });
     assertThat(events).filteredOn(e -> e instanceof LogEvent.Info).hasSize(1);
     assertThat(events).filteredOn(e -> e instanceof LogEvent.Exit).hasSize(1);
-    assertThat(logText(events, StdStream.STDOUT)).isEqualTo("line 1\nline 2\nline 3\nline 4\nline 5\n");
-    assertThat(logText(events, StdStream.STDERR)).isEqualTo("warn\n");
+    assertThat(ItEvents.logText(events, StdStream.STDOUT)).isEqualTo("line 1\nline 2\nline 3\nline 4\nline 5\n");
+    assertThat(ItEvents.logText(events, StdStream.STDERR)).isEqualTo("warn\n");
 
     ItSubscriber<LogEvent> replay = ItSubscriber.unbounded();
     p.streamLogs().subscribe(replay);
     List<LogEvent> again = replay.awaitComplete(WAIT);
-    assertThat(logText(again, StdStream.STDOUT)).as("a finished process's stream replays everything")
+    assertThat(ItEvents.logText(again, StdStream.STDOUT)).as("a finished process's stream replays everything")
         .isEqualTo("line 1\nline 2\nline 3\nline 4\nline 5\n");
 
     ItSubscriber<LogEvent> tail = ItSubscriber.unbounded();
     sandbox.streamProcessLogs(p.id(), 14).subscribe(tail);
     List<LogEvent> fromOffset = tail.awaitComplete(WAIT);
-    assertThat(logText(fromOffset, StdStream.STDOUT)).as("from byte 14 of stdout").isEqualTo("line 3\nline 4\nline 5\n");
-    assertThat(logText(fromOffset, StdStream.STDERR)).as("the offset is clamped to stderr's length").isEmpty();
+    assertThat(ItEvents.logText(fromOffset, StdStream.STDOUT)).as("from byte 14 of stdout").isEqualTo("line 3\nline 4\nline 5\n");
+    assertThat(ItEvents.logText(fromOffset, StdStream.STDERR)).as("the offset is clamped to stderr's length").isEmpty();
   }
 
   @Test
@@ -626,6 +687,65 @@ class SandboxContractIT {
     } finally {
       running.kill(Signal.SIGKILL);
     }
+  }
+
+  @Test
+  void startProcessHonoursEnvCwdAndTimeout() throws Exception {
+    sandbox.exec("mkdir -p bgdir").requireSuccess();
+    SandboxProcess p = sandbox.startProcess(Command.shell("echo \"[$IT_BG]\"; pwd -P; sleep 300"),
+        ProcessOptions.builder().processId(unique("options")).env("IT_BG", "bg value").cwd("bgdir")
+            .timeout(Duration.ofMillis(700)).build());
+
+    ProcessInfo end = p.waitForExit(WAIT);
+
+    assertThat(end.status()).isEqualTo(ProcessStatus.KILLED);
+    assertThat(end.timedOut()).isTrue();
+    assertThat(end.exitCode()).isEqualTo(124);
+    assertThat(p.logs().stdout()).isEqualTo("[bg value]\n" + ws.toRealPath().resolve("bgdir") + "\n");
+    assertThat(ItProcs.await(Duration.ofSeconds(2), () -> ItProcs.groupMembers(p.pid()).isEmpty())).isTrue();
+  }
+
+  @Test
+  void anAutoCleanupProcessIsForgottenShortlyAfterItEnds() throws Exception {
+    SandboxProcess p = sandbox.startProcess(Command.shell("sleep 0.3; echo bye"),
+        ProcessOptions.builder().processId(unique("auto")).autoCleanup(true).build());
+    CompletableFuture<ProcessInfo> exit = p.onExit();
+
+    ProcessInfo end = exit.get(10, TimeUnit.SECONDS);
+
+    assertThat(end.status()).isEqualTo(ProcessStatus.COMPLETED);
+    assertThat(end.exitCode()).isZero();
+    assertThat(ItProcs.await(Duration.ofSeconds(5), () -> sandbox.getProcess(p.id()).isEmpty()))
+        .as("the record is dropped after --auto-cleanup-delay-ms")
+        .isTrue();
+    assertThatThrownBy(() -> p.waitForExit(WAIT)).as("the record is gone, as documented")
+        .isInstanceOf(ProcessNotFoundException.class);
+  }
+
+  @Test
+  void outputBeyondTheRetainedWindowIsReportedAsTruncated() throws Exception {
+    // 10000 bytes: 'x' * 9999 and a newline, more than the 4096-byte window
+    SandboxProcess p = sandbox.startProcess(Command.shell("head -c 9999 /dev/zero | tr '\\0' x; echo; echo end"),
+        withId(unique("window")));
+    p.waitForExit(WAIT);
+    long total = 10_004;
+
+    ProcessLogs logs = p.logs();
+    ItSubscriber<LogEvent> s = ItSubscriber.unbounded();
+    p.streamLogs().subscribe(s);
+    List<LogEvent> events = s.awaitComplete(WAIT);
+
+    assertThat(logs.truncated()).isTrue();
+    assertThat(logs.stdoutOffset()).isEqualTo(total - WINDOW);
+    assertThat(logs.stdoutNextOffset()).isEqualTo(total);
+    assertThat(logs.stdout()).hasSize(WINDOW).endsWith("x\nend\n");
+    assertThat(events.get(1)).isInstanceOfSatisfying(LogEvent.Truncated.class, t -> {
+      assertThat(t.stream()).isEqualTo(StdStream.STDOUT);
+      assertThat(t.droppedBytes()).isEqualTo(total - WINDOW);
+      assertThat(t.offset()).isEqualTo(total - WINDOW);
+    });
+    assertThat(ItEvents.logText(events, StdStream.STDOUT)).isEqualTo(logs.stdout());
+    assertThat(p.waitForLog(Pattern.compile("^end$"), WAIT).line()).isEqualTo("end");
   }
 
   @Test
@@ -731,6 +851,19 @@ class SandboxContractIT {
   }
 
   @Test
+  void waitForLogMatchesWholeLinesEvenWhenWrittenInPiecesOrWithoutANewlineAtTheEnd() {
+    SandboxProcess pieces = sandbox.startProcess(Command.shell("printf 'half '; sleep 0.3; echo 'line ready'; sleep 300"),
+        withId(unique("pieces")));
+    SandboxProcess prompt = sandbox.startProcess(Command.shell("printf 'no newline at the end'"), withId(unique("prompt")));
+    try {
+      assertThat(pieces.waitForLog(Pattern.compile("^half line ready$"), WAIT).line()).isEqualTo("half line ready");
+      assertThat(prompt.waitForLog(Pattern.compile("the end$"), WAIT).line()).isEqualTo("no newline at the end");
+    } finally {
+      pieces.kill(Signal.SIGKILL);
+    }
+  }
+
+  @Test
   void waitForLogThrowsProcessExitedExceptionWhenTheProcessEndsWithoutAMatch() {
     SandboxProcess p = sandbox.startProcess(Command.shell("echo nothing to see; exit 4"), withId(unique("nomatch")));
 
@@ -813,6 +946,109 @@ class SandboxContractIT {
         .isTrue();
   }
 
+  // ---- clients of their own: wrong token, no agent, close and destroy
+
+  @Test
+  void aClientWithAWrongTokenGetsSandboxAuthException() throws Exception {
+    try (Sandbox wrong = Sandbox.connect(sandbox.baseUrl(), "not-the-token")) {
+      assertThatThrownBy(() -> wrong.exec("true")).isInstanceOfSatisfying(SandboxAuthException.class, e -> {
+        assertThat(e.httpStatus()).isEqualTo(401);
+        assertThat(e.code()).isEqualTo("UNAUTHORIZED");
+      });
+      assertThatThrownBy(wrong::listProcesses).isInstanceOf(SandboxAuthException.class);
+      ItSubscriber<ExecEvent> s = ItSubscriber.unbounded();
+      wrong.execStream("true").subscribe(s);
+      assertThat(s.awaitError(WAIT)).isInstanceOf(SandboxAuthException.class);
+    }
+  }
+
+  @Test
+  void aClientOfAnAgentThatIsNotThereGetsSandboxConnectionException() throws Exception {
+    int port;
+    try (ServerSocket unused = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      port = unused.getLocalPort();
+    }
+    try (Sandbox nowhere = Sandbox.connect(URI.create("http://127.0.0.1:" + port), "some-token")) {
+      assertThatThrownBy(() -> nowhere.exec("true")).isInstanceOf(SandboxConnectionException.class);
+      assertThatThrownBy(() -> nowhere.execAsync("true").get(10, TimeUnit.SECONDS))
+          .isInstanceOf(ExecutionException.class)
+          .cause()
+          .isInstanceOf(SandboxConnectionException.class);
+      ItSubscriber<ExecEvent> exec = ItSubscriber.unbounded();
+      nowhere.execStream("true").subscribe(exec);
+      assertThat(exec.awaitError(WAIT)).isInstanceOf(SandboxConnectionException.class);
+      ItSubscriber<LogEvent> logs = ItSubscriber.unbounded();
+      nowhere.streamProcessLogs("some-process").subscribe(logs);
+      assertThat(logs.awaitError(Duration.ofSeconds(20))).isInstanceOf(SandboxConnectionException.class);
+    }
+  }
+
+  @Test
+  void aShortReadTimeoutDoesNotCutAnExecThatRunsLonger() throws Exception {
+    // Sandbox.Builder.readTimeout: "Long exec calls are not affected: the agent sends keep-alive
+    // bytes while a command runs."
+    try (ItAgent own = ItAgent.start("--grace-ms", "500");
+        Sandbox quick = Sandbox.builder().baseUrl(own.url()).token(own.token())
+            .readTimeout(Duration.ofSeconds(1)).build()) {
+      ExecResult r = quick.exec("sleep 3; echo done");
+
+      assertThat(r.exitCode()).isZero();
+      assertThat(r.stdout()).isEqualTo("done\n");
+    }
+  }
+
+  @Test
+  void closingAConnectedClientEndsItsStreamsAndCallsButTheAgentKeepsRunning() throws Exception {
+    try (ItAgent own = ItAgent.start("--grace-ms", "500")) {
+      Sandbox client = own.connect(own.url());
+      ItSubscriber<ExecEvent> stream = ItSubscriber.unbounded();
+      client.execStream("echo streaming; sleep 300").subscribe(stream);
+      ExecEvent.Start start = (ExecEvent.Start) stream.awaitItem(e -> e instanceof ExecEvent.Start, WAIT);
+      CompletableFuture<ExecResult> pending = client.execAsync("echo $$ > pending.pid; sleep 300");
+      long pendingPid = ItProcs.readPid(own.workspace().resolve("pending.pid"), WAIT);
+      long t0 = System.nanoTime();
+
+      client.close();
+
+      assertThat(millisSince(t0)).as("close() does not wait for the commands").isLessThan(5_000);
+      assertThat(stream.awaitError(WAIT)).isInstanceOf(SandboxConnectionException.class);
+      assertThatThrownBy(() -> pending.get(10, TimeUnit.SECONDS))
+          .isInstanceOf(ExecutionException.class)
+          .cause()
+          .isInstanceOf(SandboxConnectionException.class);
+      assertThatThrownBy(() -> client.exec("true")).isInstanceOf(IllegalStateException.class);
+      assertThatThrownBy(client::listProcesses).isInstanceOf(IllegalStateException.class);
+      assertThatCode(client::close).as("close is idempotent").doesNotThrowAnyException();
+      assertThat(ItProcs.await(Duration.ofSeconds(6),
+          () -> ItProcs.groupMembers(start.pid()).isEmpty() && ItProcs.groupMembers(pendingPid).isEmpty()))
+          .as("the agent noticed the hang-ups and killed both commands")
+          .isTrue();
+      try (Sandbox other = own.connect(own.url())) {
+        assertThat(other.exec("echo still here").stdout()).isEqualTo("still here\n");
+      }
+    }
+  }
+
+  @Test
+  void destroyingAConnectedClientKillsAndForgetsEveryProcessButTheAgentKeepsRunning() throws Exception {
+    try (ItAgent own = ItAgent.start("--grace-ms", "500")) {
+      Sandbox client = own.connect(own.url());
+      SandboxProcess running = client.startProcess("sleep 300");
+      SandboxProcess done = client.startProcess("true");
+      done.waitForExit(WAIT);
+
+      client.destroy();
+
+      assertThat(ItProcs.alive(running.pid())).isFalse();
+      assertThatThrownBy(() -> client.exec("true")).isInstanceOf(IllegalStateException.class);
+      assertThatCode(client::destroy).as("destroy is idempotent").doesNotThrowAnyException();
+      try (Sandbox other = own.connect(own.url())) {
+        assertThat(other.listProcesses()).isEmpty();
+        assertThat(other.exec("echo still here").stdout()).isEqualTo("still here\n");
+      }
+    }
+  }
+
   // ---- helpers
 
   private static String checkContiguous(List<ExecEvent> events, Class<? extends ExecEvent> type) {
@@ -842,22 +1078,6 @@ class SandboxContractIT {
     }
     assertThat(next).as("sum of bytes of %s", type.getSimpleName())
         .isEqualTo(text.toString().getBytes(StandardCharsets.UTF_8).length);
-    return text.toString();
-  }
-
-  static String logText(List<LogEvent> events, StdStream stream) {
-    StringBuilder text = new StringBuilder();
-    long next = -1;
-    for (LogEvent e : events) {
-      if (e instanceof LogEvent.Output && ((LogEvent.Output) e).stream() == stream) {
-        LogEvent.Output out = (LogEvent.Output) e;
-        if (next >= 0) {
-          assertThat(out.offset()).as("offset of %s", out).isEqualTo(next);
-        }
-        next = out.nextOffset();
-        text.append(out.text());
-      }
-    }
     return text.toString();
   }
 

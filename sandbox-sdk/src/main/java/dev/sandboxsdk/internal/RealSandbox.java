@@ -72,6 +72,7 @@ public final class RealSandbox implements Sandbox {
   private final Duration configuredStreamIdle;
   private volatile Duration streamIdle;
   private volatile OkHttpClient streamClient;
+  private volatile OkHttpClient execClient;
   private final Activity activity;
   private final Set<Call> calls = ConcurrentHashMap.newKeySet();
   private final Set<EventCursor<?>> cursors = ConcurrentHashMap.newKeySet();
@@ -208,7 +209,7 @@ public final class RealSandbox implements Sandbox {
 
   private Call execCall(Command command, ExecOptions options, Duration timeout) {
     Request request = post(url("api", "execute"), Wire.execBody(command, options, timeout, false));
-    Call call = client.newCall(request);
+    Call call = execClient().newCall(request);
     if (timeout != null) {
       // The agent enforces the timeout; this deadline only guards against an agent that never answers.
       call.timeout().timeout(timeout.toMillis() + 60_000, TimeUnit.MILLISECONDS);
@@ -630,6 +631,23 @@ public final class RealSandbox implements Sandbox {
       }
       throw e;
     }
+  }
+
+  /**
+   * The client for {@code POST /api/execute}: a long command sends nothing but heartbeat bytes
+   * (one per keep-alive interval), so the read timeout must cover at least the stream liveness
+   * window, whatever shorter {@code readTimeout} the caller chose for ordinary calls. Without a
+   * configured window this uses the largest the protocol allows (keep-alive at most 15 s: 31 s)
+   * rather than asking {@code /api/version} on the caller's thread.
+   */
+  private OkHttpClient execClient() {
+    OkHttpClient c = execClient;
+    if (c == null) {
+      Duration idle = configuredStreamIdle != null ? configuredStreamIdle : Duration.ofSeconds(31);
+      c = idle.compareTo(readTimeout) <= 0 ? client : client.newBuilder().readTimeout(idle).build();
+      execClient = c;
+    }
+    return c;
   }
 
   /** The client for streams: no read deadline beyond the liveness check. */

@@ -1,0 +1,25 @@
+package dev.sandboxsdk;
+
+import java.time.Duration;
+
+/**
+ * Run by {@link LocalSandboxIT} in a child JVM: starts a local sandbox and a background
+ * {@code sleep 300}, prints one line {@code ORPHAN agentPid=<pid> sleepPid=<pid> workspace=<dir>},
+ * then either sleeps until it is killed ({@code kill}, the default) or exits at once without
+ * closing the sandbox ({@code exit}).
+ */
+final class ItOrphanMain {
+  private ItOrphanMain() {}
+
+  public static void main(String[] args) throws Exception {
+    LocalSandbox sandbox = LocalSandbox.builder().gracePeriod(Duration.ofMillis(500)).keepAlive(true).start();
+    SandboxProcess sleeper = sandbox.startProcess("sleep 300");
+    System.out.println("ORPHAN agentPid=" + sandbox.agentPid() + " sleepPid=" + sleeper.pid()
+        + " workspace=" + sandbox.workspace());
+    System.out.flush();
+    if (args.length > 0 && args[0].equals("exit")) {
+      System.exit(0); // no close(): the shutdown hook must clean up
+    }
+    Thread.sleep(Long.MAX_VALUE);
+  }
+}
