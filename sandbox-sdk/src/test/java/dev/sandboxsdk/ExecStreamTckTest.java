@@ -90,29 +90,7 @@ public class ExecStreamTckTest extends FlowPublisherVerification<ExecEvent> {
    */
   @Override
   public Flow.Publisher<ExecEvent> createFailedFlowPublisher() {
-    Flow.Publisher<ExecEvent> used = sandbox.execStream(Command.of("fail-with-500"));
-    used.subscribe(new Flow.Subscriber<>() {
-      @Override
-      public void onSubscribe(Flow.Subscription subscription) {
-        subscription.cancel(); // never requests, so nothing reaches the agent
-      }
-
-      @Override
-      public void onNext(ExecEvent item) {
-        throw new AssertionError("no demand was signalled");
-      }
-
-      @Override
-      public void onError(Throwable throwable) {
-        throw new AssertionError("a cancelled subscription must not signal", throwable);
-      }
-
-      @Override
-      public void onComplete() {
-        throw new AssertionError("a cancelled subscription must not signal");
-      }
-    });
-    return used;
+    return Fixtures.usedUp(sandbox.execStream(Command.of("fail-with-500")));
   }
 
   /**

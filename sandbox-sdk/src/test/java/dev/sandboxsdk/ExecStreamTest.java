@@ -10,41 +10,28 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.junit.jupiter.params.provider.Arguments.arguments;
 
-import java.io.IOException;
 import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Flow;
 import java.util.stream.Stream;
-import okhttp3.mockwebserver.MockWebServer;
 import okhttp3.mockwebserver.RecordedRequest;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
-class ExecStreamTest {
+class ExecStreamTest extends MockAgentTest {
   private static final String START = "{\"type\":\"start\",\"command\":\"make\",\"pid\":42,\"processId\":\"exec_1\"}";
   private static final String COMPLETE = "{\"type\":\"complete\",\"exitCode\":0,\"timedOut\":false,\"duration\":12}";
 
-  private final MockWebServer server = new MockWebServer();
   private final RecordingSubscriber<ExecEvent> subscriber = new RecordingSubscriber<>();
-  private Sandbox sandbox;
-
-  @BeforeEach
-  void start() throws IOException {
-    server.start();
-    sandbox = Fixtures.client(server);
-  }
 
   @AfterEach
-  void stop() throws IOException {
+  void noUnexpectedSignals() {
     subscriber.assertExhausted();
-    sandbox.close();
-    server.shutdown();
   }
 
   private static String stdout(String text, long offset) {

@@ -10,6 +10,7 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.concurrent.Flow;
 import java.util.stream.Collectors;
 import okhttp3.mockwebserver.MockResponse;
 import okhttp3.mockwebserver.MockWebServer;
@@ -97,5 +98,34 @@ final class Fixtures {
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
+  }
+
+  /**
+   * The publisher after one subscriber took it and cancelled without requesting (so nothing
+   * reached the agent): a single-use publisher that must now refuse every new subscriber.
+   */
+  static <T> Flow.Publisher<T> usedUp(Flow.Publisher<T> publisher) {
+    publisher.subscribe(new Flow.Subscriber<T>() {
+      @Override
+      public void onSubscribe(Flow.Subscription subscription) {
+        subscription.cancel();
+      }
+
+      @Override
+      public void onNext(T item) {
+        throw new AssertionError("no demand was signalled");
+      }
+
+      @Override
+      public void onError(Throwable throwable) {
+        throw new AssertionError("a cancelled subscription must not signal", throwable);
+      }
+
+      @Override
+      public void onComplete() {
+        throw new AssertionError("a cancelled subscription must not signal");
+      }
+    });
+    return publisher;
   }
 }

@@ -7,7 +7,6 @@ import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.io.IOException;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Flow;
@@ -15,14 +14,12 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import okhttp3.mockwebserver.Dispatcher;
 import okhttp3.mockwebserver.MockResponse;
-import okhttp3.mockwebserver.MockWebServer;
 import okhttp3.mockwebserver.RecordedRequest;
 import okhttp3.mockwebserver.SocketPolicy;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
-class LogStreamTest {
+class LogStreamTest extends MockAgentTest {
   private static final String INFO = "{\"type\":\"process_info\",\"processId\":\"p1\",\"pid\":77,\"command\":\"build\","
       + "\"status\":\"running\"}";
   private static final String EXIT = "{\"type\":\"exit\",\"processId\":\"p1\",\"exitCode\":0,\"status\":\"completed\","
@@ -30,21 +27,11 @@ class LogStreamTest {
   private static final LogEvent.Info INFO_EVENT = new LogEvent.Info("p1", 77, "build", ProcessStatus.RUNNING);
   private static final LogEvent.Exit EXIT_EVENT = new LogEvent.Exit(0, ProcessStatus.COMPLETED, false, null);
 
-  private final MockWebServer server = new MockWebServer();
   private final RecordingSubscriber<LogEvent> subscriber = new RecordingSubscriber<>();
-  private Sandbox sandbox;
-
-  @BeforeEach
-  void start() throws IOException {
-    server.start();
-    sandbox = Fixtures.client(server);
-  }
 
   @AfterEach
-  void stop() throws IOException {
+  void noUnexpectedSignals() {
     subscriber.assertExhausted();
-    sandbox.close();
-    server.shutdown();
   }
 
   private static String output(String stream, String text, long offset) {

@@ -12,7 +12,6 @@ import static org.assertj.core.api.Assertions.catchThrowable;
 import static org.junit.jupiter.params.provider.Arguments.arguments;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import java.io.IOException;
 import java.net.ConnectException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -34,18 +33,15 @@ import okhttp3.OkHttpClient;
 import okhttp3.Request;
 import okhttp3.Response;
 import okhttp3.mockwebserver.MockResponse;
-import okhttp3.mockwebserver.MockWebServer;
 import okhttp3.mockwebserver.RecordedRequest;
 import okhttp3.mockwebserver.SocketPolicy;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
 import org.junit.jupiter.params.provider.MethodSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
-class RealSandboxTest {
+class RealSandboxTest extends MockAgentTest {
   private static final String LIST_BODY = "{\"processes\":["
       + "{\"id\":\"ticker\",\"pid\":10858,\"command\":\"while :; do date +%s; sleep 1; done\",\"status\":\"running\","
       + "\"startTime\":\"2026-11-22T01:10:11.945372090Z\",\"stdoutBytes\":66,\"stderrBytes\":0},"
@@ -54,20 +50,6 @@ class RealSandboxTest {
       + "\"exitCode\":0,\"timedOut\":false,\"stdoutBytes\":6,\"stderrBytes\":0}],"
       + "\"success\":true,\"timestamp\":\"2026-11-22T01:10:17.681185958Z\"}";
 
-  private final MockWebServer server = new MockWebServer();
-  private Sandbox sandbox;
-
-  @BeforeEach
-  void start() throws IOException {
-    server.start();
-    sandbox = Fixtures.client(server);
-  }
-
-  @AfterEach
-  void stop() throws IOException {
-    sandbox.close();
-    server.shutdown();
-  }
 
   // ---- request shapes
 

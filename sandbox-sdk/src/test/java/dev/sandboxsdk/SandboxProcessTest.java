@@ -10,40 +10,22 @@ import static java.util.concurrent.TimeUnit.SECONDS;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.catchThrowable;
 
-import java.io.IOException;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.regex.Pattern;
-import okhttp3.mockwebserver.MockWebServer;
 import okhttp3.mockwebserver.RecordedRequest;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 
 /** The waits and stdin of {@link SandboxProcess}, which run over the process's event stream. */
-class SandboxProcessTest {
+class SandboxProcessTest extends MockAgentTest {
   private static final String STARTED = "{\"processId\":\"web\",\"pid\":12275,\"command\":\"python3 -m http.server\","
       + "\"status\":\"running\",\"success\":true}";
   private static final String INFO = "{\"type\":\"process_info\",\"processId\":\"web\",\"pid\":12275,"
       + "\"command\":\"python3 -m http.server\",\"status\":\"running\"}";
   private static final Pattern SERVING = Pattern.compile("Serving HTTP on (\\S+) port (\\d+)");
 
-  private final MockWebServer server = new MockWebServer();
-  private Sandbox sandbox;
-
-  @BeforeEach
-  void start() throws IOException {
-    server.start();
-    sandbox = Fixtures.client(server);
-  }
-
-  @AfterEach
-  void stop() throws IOException {
-    sandbox.close();
-    server.shutdown();
-  }
 
   private static String output(String stream, String text, long offset) {
     return "{\"type\":\"" + stream + "\",\"processId\":\"web\",\"data\":\"" + text + "\",\"offset\":" + offset
