@@ -262,10 +262,9 @@ public interface Sandbox extends AutoCloseable {
   /**
    * Like {@link #streamProcessLogs(String, long)}, but from an offset per stream, e.g.
    * {@code streamProcessLogs(id, logs.next())} after a {@link #getProcessLogs} page, so output of
-   * both streams is read exactly once. {@link LogRange#maxBytes()} does not apply to streams.
-   *
-   * @throws IllegalArgumentException via {@code onError} ({@link SandboxInvalidRequestException})
-   *     if an offset lies beyond what that stream has produced
+   * both streams is read exactly once. {@link LogRange#maxBytes()} does not apply to streams. An
+   * offset beyond what that stream has produced ends the stream with {@code onError}
+   * ({@link SandboxInvalidRequestException}).
    */
   Flow.Publisher<LogEvent> streamProcessLogs(String processId, LogRange from);
 
