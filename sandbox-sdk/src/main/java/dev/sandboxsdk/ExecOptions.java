@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.internal.Checks;
 import java.time.Duration;
 import java.util.Collections;
 import java.util.LinkedHashMap;
@@ -43,9 +44,7 @@ public record ExecOptions(
   /** Validates and copies. */
   public ExecOptions {
     Objects.requireNonNull(env, "env == null");
-    if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
-      throw new IllegalArgumentException("timeout must be positive: " + timeout);
-    }
+    Checks.positiveOrNull(timeout, "timeout");
     if (maxOutputBytes < 0) {
       throw new IllegalArgumentException("maxOutputBytes < 0: " + maxOutputBytes);
     }

@@ -2,7 +2,9 @@ package dev.sandboxsdk;
 
 import dev.sandboxsdk.internal.Activity;
 import dev.sandboxsdk.internal.AgentLauncher;
+import dev.sandboxsdk.internal.Checks;
 import dev.sandboxsdk.internal.RealSandbox;
+import dev.sandboxsdk.internal.SdkTimer;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.URI;
@@ -18,8 +20,6 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -53,7 +53,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class LocalSandbox implements Sandbox {
   private static final Logger log = LoggerFactory.getLogger(LocalSandbox.class);
-  private static final ScheduledExecutorService IDLE_CHECKS = idleChecker();
 
   private final AgentLauncher.Agent agent;
   private final RealSandbox client;
@@ -103,7 +102,7 @@ public final class LocalSandbox implements Sandbox {
       long period = Math.max(100, Math.min(b.idleTimeout.toMillis() / 4, 5_000));
       long limit = b.idleTimeout.toNanos();
       Duration idle = b.idleTimeout;
-      this.idleCheck = IDLE_CHECKS.scheduleWithFixedDelay(() -> {
+      this.idleCheck = SdkTimer.get().scheduleWithFixedDelay(() -> {
         if (activity.idleNanos() >= limit) {
           log.info("local sandbox {} was idle for {}; destroying it (use keepAlive(true) to prevent this)",
               agent.url(), idle);
@@ -292,16 +291,6 @@ public final class LocalSandbox implements Sandbox {
     }
   }
 
-  private static ScheduledExecutorService idleChecker() {
-    ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> {
-      Thread thread = new Thread(r, "sandbox-local-idle");
-      thread.setDaemon(true);
-      return thread;
-    });
-    t.setRemoveOnCancelPolicy(true);
-    return t;
-  }
-
   /** Configures a {@link LocalSandbox}. Not thread-safe. */
   public static final class Builder {
     private Path agentJar;
@@ -341,7 +330,7 @@ public final class LocalSandbox implements Sandbox {
 
     /** Destroy the sandbox after this long without any call or open stream (default 10 minutes). */
     public Builder idleTimeout(Duration idleTimeout) {
-      this.idleTimeout = positive(idleTimeout, "idleTimeout");
+      this.idleTimeout = Checks.positive(idleTimeout, "idleTimeout");
       return this;
     }
 
@@ -353,25 +342,25 @@ public final class LocalSandbox implements Sandbox {
 
     /** How long to wait for the agent to start (default 30 s). */
     public Builder startupTimeout(Duration startupTimeout) {
-      this.startupTimeout = positive(startupTimeout, "startupTimeout");
+      this.startupTimeout = Checks.positive(startupTimeout, "startupTimeout");
       return this;
     }
 
     /** Default timeout of {@code exec} commands (default none); see {@link Sandbox.Builder#execTimeout}. */
     public Builder execTimeout(Duration execTimeout) {
-      this.execTimeout = positive(execTimeout, "execTimeout");
+      this.execTimeout = Checks.positive(execTimeout, "execTimeout");
       return this;
     }
 
     /** See {@link Sandbox.Builder#streamIdleTimeout}. */
     public Builder streamIdleTimeout(Duration timeout) {
-      this.streamIdleTimeout = positive(timeout, "streamIdleTimeout");
+      this.streamIdleTimeout = Checks.positive(timeout, "streamIdleTimeout");
       return this;
     }
 
     /** Time between SIGTERM and SIGKILL when processes are killed (the agent's {@code --grace-ms}, default 5 s). */
     public Builder gracePeriod(Duration grace) {
-      this.grace = positive(grace, "gracePeriod");
+      this.grace = Checks.positive(grace, "gracePeriod");
       return this;
     }
 
@@ -385,14 +374,6 @@ public final class LocalSandbox implements Sandbox {
     public Builder agentArgument(String argument) {
       agentArguments.add(Objects.requireNonNull(argument, "argument == null"));
       return this;
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name + " == null");
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive: " + d);
-      }
-      return d;
     }
 
     /**

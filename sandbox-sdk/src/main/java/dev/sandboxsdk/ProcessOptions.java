@@ -1,10 +1,10 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.internal.Checks;
 import java.time.Duration;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
-import java.util.regex.Pattern;
 
 /**
  * Options of {@link Sandbox#startProcess}. Immutable; build with {@link #builder()}.
@@ -25,27 +25,19 @@ public record ProcessOptions(
     boolean autoCleanup,
     boolean stdinPipe) {
 
-  private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
   private static final ProcessOptions DEFAULTS = new ProcessOptions(null, Map.of(), null, null, false, false);
 
   /** Validates and copies. */
   public ProcessOptions {
     Objects.requireNonNull(env, "env == null");
-    if (processId != null && (!ID.matcher(processId).matches() || isReserved(processId))) {
-      throw new IllegalArgumentException("processId must match " + ID.pattern()
-          + " and not be list, start, kill-all or cleanup: '" + processId + "'");
+    if (processId != null && !Checks.isProcessId(processId)) {
+      throw new IllegalArgumentException("processId must match " + Checks.PROCESS_ID_RULE + ": '" + processId + "'");
     }
-    if (timeout != null && (timeout.isNegative() || timeout.isZero())) {
-      throw new IllegalArgumentException("timeout must be positive: " + timeout);
-    }
+    Checks.positiveOrNull(timeout, "timeout");
     if (cwd != null && cwd.isEmpty()) {
       throw new IllegalArgumentException("cwd is empty");
     }
     env = ExecOptions.Options.copyEnv(env);
-  }
-
-  private static boolean isReserved(String id) {
-    return id.equals("list") || id.equals("start") || id.equals("kill-all") || id.equals("cleanup");
   }
 
   /** An agent-chosen id, no extra environment, the workspace as cwd, no timeout. */

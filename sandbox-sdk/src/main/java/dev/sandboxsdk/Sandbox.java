@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.internal.Checks;
 import dev.sandboxsdk.internal.RealSandbox;
 import java.net.URI;
 import java.time.Duration;
@@ -320,7 +321,7 @@ public interface Sandbox extends AutoCloseable {
 
     /** Time allowed to open a TCP connection (default 10 s). */
     public Builder connectTimeout(Duration timeout) {
-      this.connectTimeout = positive(timeout, "connectTimeout");
+      this.connectTimeout = Checks.positive(timeout, "connectTimeout");
       return this;
     }
 
@@ -329,7 +330,7 @@ public interface Sandbox extends AutoCloseable {
      * {@code exec} calls are not affected: the agent sends keep-alive bytes while a command runs.
      */
     public Builder readTimeout(Duration timeout) {
-      this.readTimeout = positive(timeout, "readTimeout");
+      this.readTimeout = Checks.positive(timeout, "readTimeout");
       return this;
     }
 
@@ -338,7 +339,7 @@ public interface Sandbox extends AutoCloseable {
      * options set none (default: none; a per-call {@link ExecOptions#timeout()} wins).
      */
     public Builder execTimeout(Duration timeout) {
-      this.execTimeout = positive(timeout, "execTimeout");
+      this.execTimeout = Checks.positive(timeout, "execTimeout");
       return this;
     }
 
@@ -347,7 +348,7 @@ public interface Sandbox extends AutoCloseable {
      * Default: twice the agent's keep-alive interval (read from {@code /api/version}) plus one second.
      */
     public Builder streamIdleTimeout(Duration timeout) {
-      this.streamIdleTimeout = positive(timeout, "streamIdleTimeout");
+      this.streamIdleTimeout = Checks.positive(timeout, "streamIdleTimeout");
       return this;
     }
 
@@ -374,14 +375,6 @@ public interface Sandbox extends AutoCloseable {
       }
       return new RealSandbox(baseUrl, token, connectTimeout, readTimeout, execTimeout, streamIdleTimeout,
           okHttpClient, null);
-    }
-
-    private static Duration positive(Duration d, String name) {
-      Objects.requireNonNull(d, name + " == null");
-      if (d.isNegative() || d.isZero()) {
-        throw new IllegalArgumentException(name + " must be positive: " + d);
-      }
-      return d;
     }
 
     @Override

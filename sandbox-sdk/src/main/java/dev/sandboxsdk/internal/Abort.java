@@ -25,8 +25,4 @@ final class Abort {
       a.run();
     }
   }
-
-  boolean isAborted() {
-    return aborted;
-  }
 }

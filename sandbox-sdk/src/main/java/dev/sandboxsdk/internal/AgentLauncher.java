@@ -49,13 +49,11 @@ public final class AgentLauncher {
     private final Process process;
     private final URI url;
     private final String token;
-    private final Deque<String> stderrTail;
 
-    Agent(Process process, URI url, String token, Deque<String> stderrTail) {
+    Agent(Process process, URI url, String token) {
       this.process = process;
       this.url = url;
       this.token = token;
-      this.stderrTail = stderrTail;
     }
 
     public URI url() {
@@ -79,27 +77,32 @@ public final class AgentLauncher {
      * period; SIGKILL if it is still there after {@code wait}.
      */
     public void stop(Duration wait) {
-      if (!process.isAlive()) {
-        return;
-      }
-      process.destroy();
-      try {
-        if (!process.waitFor(wait.toMillis(), TimeUnit.MILLISECONDS)) {
-          log.warn("the local agent (pid {}) did not stop within {} ms; killing it", process.pid(), wait.toMillis());
-          process.destroyForcibly();
-          process.waitFor(5, TimeUnit.SECONDS);
-        }
-      } catch (InterruptedException e) {
-        process.destroyForcibly();
-        Thread.currentThread().interrupt();
-      }
-      closeQuietly(process.getOutputStream());
+      AgentLauncher.stop(process, wait);
     }
+  }
 
-    String stderrTail() {
-      synchronized (stderrTail) {
-        return String.join("\n", stderrTail);
+  /** SIGTERM, then SIGKILL if the agent is still there after {@code wait}. */
+  private static void stop(Process process, Duration wait) {
+    if (!process.isAlive()) {
+      return;
+    }
+    process.destroy();
+    try {
+      if (!process.waitFor(wait.toMillis(), TimeUnit.MILLISECONDS)) {
+        log.warn("the local agent (pid {}) did not stop within {} ms; killing it", process.pid(), wait.toMillis());
+        process.destroyForcibly();
+        process.waitFor(5, TimeUnit.SECONDS);
       }
+    } catch (InterruptedException e) {
+      process.destroyForcibly();
+      Thread.currentThread().interrupt();
+    }
+    closeQuietly(process.getOutputStream());
+  }
+
+  private static String joined(Deque<String> lines) {
+    synchronized (lines) {
+      return String.join("\n", lines);
     }
   }
 
@@ -155,20 +158,19 @@ public final class AgentLauncher {
       }
     });
     process.onExit().thenRun(() -> ready.completeExceptionally(new IllegalStateException("exited")));
-    Agent agent = new Agent(process, null, token, tail);
     String readyJson;
     try {
       readyJson = ready.get(startupTimeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
-      agent.stop(Duration.ofSeconds(2));
+      stop(process, Duration.ofSeconds(2));
       throw new SandboxException("the local agent did not print its ready line within " + startupTimeout.toMillis()
-          + " ms; its last output:\n" + agent.stderrTail(), e);
+          + " ms; its last output:\n" + joined(tail), e);
     } catch (ExecutionException e) {
       waitQuietly(process);
       throw new SandboxException("the local agent exited during startup with status " + exitValue(process)
-          + " (command: " + String.join(" ", cmd) + "); its last output:\n" + agent.stderrTail(), e);
+          + " (command: " + String.join(" ", cmd) + "); its last output:\n" + joined(tail), e);
     } catch (InterruptedException e) {
-      agent.stop(Duration.ofSeconds(2));
+      stop(process, Duration.ofSeconds(2));
       Thread.currentThread().interrupt();
       throw new SandboxException("interrupted while starting the local agent", e);
     }
@@ -177,11 +179,11 @@ public final class AgentLauncher {
       JsonNode n = Wire.MAPPER.readTree(readyJson);
       url = new URI(n.path("url").asText());
     } catch (IOException | URISyntaxException e) {
-      agent.stop(Duration.ofSeconds(2));
+      stop(process, Duration.ofSeconds(2));
       throw new SandboxException("the local agent printed an unreadable ready line: " + readyJson, e);
     }
     log.debug("local agent pid {} ready at {}", process.pid(), url);
-    return new Agent(process, url, token, tail);
+    return new Agent(process, url, token);
   }
 
   // ---- finding java and the agent

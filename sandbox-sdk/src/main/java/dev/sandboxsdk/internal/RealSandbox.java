@@ -63,16 +63,18 @@ public final class RealSandbox implements Sandbox {
   private static final AtomicInteger CLIENT_IDS = new AtomicInteger();
 
   private final HttpUrl base;
+  private final HttpUrl executeUrl;
+  private final HttpUrl executeStreamUrl;
   private final String authorization;
   private final OkHttpClient client;
+  /** Clients derived from {@link #client} with another read timeout; they share its pool and dispatcher. */
+  private final ConcurrentHashMap<Duration, OkHttpClient> byReadTimeout = new ConcurrentHashMap<>();
   private final boolean ownsPool;
   private final ExecutorService executor;
   private final Duration readTimeout;
   private final Duration execTimeout;
   private final Duration configuredStreamIdle;
   private volatile Duration streamIdle;
-  private volatile OkHttpClient streamClient;
-  private volatile OkHttpClient execClient;
   private final Activity activity;
   private final Set<Call> calls = ConcurrentHashMap.newKeySet();
   private final Set<EventCursor<?>> cursors = ConcurrentHashMap.newKeySet();
@@ -89,6 +91,8 @@ public final class RealSandbox implements Sandbox {
       throw new IllegalArgumentException("token must be non-blank printable ASCII");
     }
     this.base = url;
+    this.executeUrl = url("api", "execute");
+    this.executeStreamUrl = url("api", "execute", "stream");
     this.authorization = "Bearer " + token.strip();
     this.readTimeout = readTimeout;
     this.execTimeout = execTimeout;
@@ -121,11 +125,6 @@ public final class RealSandbox implements Sandbox {
   @Override
   public String toString() {
     return "Sandbox{" + base + (closedReason != null ? ", closed" : "") + "}"; // never the token
-  }
-
-  /** The agent's base URL. */
-  public URI baseUrl() {
-    return base.uri();
   }
 
   // ---- exec
@@ -208,7 +207,7 @@ public final class RealSandbox implements Sandbox {
   }
 
   private Call execCall(Command command, ExecOptions options, Duration timeout) {
-    Request request = post(url("api", "execute"), Wire.execBody(command, options, timeout, false));
+    Request request = post(executeUrl, Wire.execBody(command, options, timeout, false));
     Call call = execClient().newCall(request);
     if (timeout != null) {
       // The agent enforces the timeout; this deadline only guards against an agent that never answers.
@@ -282,7 +281,7 @@ public final class RealSandbox implements Sandbox {
 
   private EventCursor<ExecEvent> openExecStream(Command command, ExecOptions options, Abort abort) {
     ensureOpen();
-    Request request = post(url("api", "execute", "stream"), Wire.execBody(command, options, timeoutOf(options), true));
+    Request request = post(executeStreamUrl, Wire.execBody(command, options, timeoutOf(options), true));
     return openStream(request, "execStream " + command.display(), Wire::execEvent,
         e -> e instanceof ExecEvent.Complete, abort);
   }
@@ -342,14 +341,13 @@ public final class RealSandbox implements Sandbox {
   public void killProcess(String processId, Signal signal) {
     Objects.requireNonNull(signal, "signal == null");
     HttpUrl url = processUrl(processId).newBuilder().addQueryParameter("signal", signal.name()).build();
-    call(new Request.Builder().url(url).delete().build(), "killProcess " + processId);
+    call(delete(url), "killProcess " + processId);
   }
 
   @Override
   public int killAllProcesses() {
     // The agent answers only once everything is gone: up to its grace period plus 7 s.
-    OkHttpClient patient = client.newBuilder().readTimeout(max(readTimeout, Duration.ofMinutes(2))).build();
-    JsonNode n = call(patient, new Request.Builder().url(url("api", "process", "kill-all")).delete().build(),
+    JsonNode n = call(readingAtLeast(Duration.ofMinutes(2)), delete(url("api", "process", "kill-all")),
         "killAllProcesses");
     return n.path("cleanedCount").asInt(0);
   }
@@ -368,21 +366,21 @@ public final class RealSandbox implements Sandbox {
 
   @Override
   public Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset) {
-    checkId(processId);
     if (fromOffset < 0) {
       throw new IllegalArgumentException("fromOffset < 0: " + fromOffset);
     }
-    String what = "streamProcessLogs " + processId;
-    return new EventPublisher<>(abort -> openLogStream(processId, new LogCursor.Start(fromOffset, -1, -1), abort),
-        executor, t -> streamError(t, what));
+    return logPublisher(processId, new LogCursor.Start(fromOffset, -1, -1));
   }
 
   @Override
   public Flow.Publisher<LogEvent> streamProcessLogs(String processId, LogRange from) {
-    checkId(processId);
     Objects.requireNonNull(from, "from == null");
+    return logPublisher(processId, new LogCursor.Start(0, from.stdoutFrom(), from.stderrFrom()));
+  }
+
+  private Flow.Publisher<LogEvent> logPublisher(String processId, LogCursor.Start start) {
+    checkId(processId);
     String what = "streamProcessLogs " + processId;
-    LogCursor.Start start = new LogCursor.Start(0, from.stdoutFrom(), from.stderrFrom());
     return new EventPublisher<>(abort -> openLogStream(processId, start, abort), executor, t -> streamError(t, what));
   }
 
@@ -431,7 +429,7 @@ public final class RealSandbox implements Sandbox {
   }
 
   /** The version document of the agent ({@code GET /api/version}). */
-  public JsonNode version() {
+  private JsonNode version() {
     return call(get(url("api", "version")), "version");
   }
 
@@ -480,10 +478,6 @@ public final class RealSandbox implements Sandbox {
     return closedReason != null;
   }
 
-  Activity activity() {
-    return activity;
-  }
-
   java.util.concurrent.Executor executor() {
     return executor;
   }
@@ -514,15 +508,12 @@ public final class RealSandbox implements Sandbox {
     return url("api", "process").newBuilder().addPathSegment(processId).build();
   }
 
-  private static final java.util.regex.Pattern PROCESS_ID = java.util.regex.Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
-  private static final Set<String> RESERVED_IDS = Set.of("list", "start", "kill-all", "cleanup");
-
   /** Rejects ids the agent cannot have given out, which could address another endpoint ({@code ..}, {@code list}). */
   private static void checkId(String processId) {
     Objects.requireNonNull(processId, "processId == null");
-    if (!PROCESS_ID.matcher(processId).matches() || RESERVED_IDS.contains(processId)) {
+    if (!Checks.isProcessId(processId)) {
       throw new IllegalArgumentException("not a valid process id: '" + processId + "' (ids match "
-          + PROCESS_ID.pattern() + " and are not list, start, kill-all or cleanup)");
+          + Checks.PROCESS_ID_RULE + ")");
     }
   }
 
@@ -535,15 +526,16 @@ public final class RealSandbox implements Sandbox {
     return new Request.Builder().url(url).header("Authorization", authorization).get().build();
   }
 
+  private Request delete(HttpUrl url) {
+    return new Request.Builder().url(url).header("Authorization", authorization).delete().build();
+  }
+
   private JsonNode call(Request request, String what) {
     return call(client, request, what);
   }
 
   private JsonNode call(OkHttpClient c, Request request, String what) {
     ensureOpen();
-    if (request.header("Authorization") == null) {
-      request = request.newBuilder().header("Authorization", authorization).build();
-    }
     activity.begin();
     try {
       return execute(c.newCall(request), what);
@@ -590,9 +582,10 @@ public final class RealSandbox implements Sandbox {
   private <T> SseCursor<T> openStream(Request request, String what, java.util.function.Function<JsonNode, T> mapper,
       java.util.function.Predicate<T> isFinal, Abort abort) {
     ensureOpen();
-    request = request.newBuilder().header("Authorization", authorization).header("Accept", "text/event-stream").build();
+    request = request.newBuilder().header("Accept", "text/event-stream").build();
     Duration idle = streamIdleTimeout();
-    Call call = streamClient().newCall(request);
+    // Streams read with exactly the liveness window, shorter or longer than readTimeout.
+    Call call = withReadTimeout(idle).newCall(request);
     activity.begin();
     calls.add(call);
     abort.onAbort(call::cancel);
@@ -619,17 +612,16 @@ public final class RealSandbox implements Sandbox {
         ensureOpen();
       }
       return self[0];
-    } catch (IOException e) {
-      calls.remove(call);
-      activity.end();
-      throw closedReason != null ? closedError(e) : ErrorMapper.fromIo(e, what);
-    } catch (RuntimeException e) {
+    } catch (IOException | RuntimeException e) {
       calls.remove(call);
       activity.end();
       if (response != null) {
         response.close();
       }
-      throw e;
+      if (e instanceof IOException) {
+        throw closedReason != null ? closedError(e) : ErrorMapper.fromIo((IOException) e, what);
+      }
+      throw (RuntimeException) e;
     }
   }
 
@@ -641,23 +633,20 @@ public final class RealSandbox implements Sandbox {
    * rather than asking {@code /api/version} on the caller's thread.
    */
   private OkHttpClient execClient() {
-    OkHttpClient c = execClient;
-    if (c == null) {
-      Duration idle = configuredStreamIdle != null ? configuredStreamIdle : Duration.ofSeconds(31);
-      c = idle.compareTo(readTimeout) <= 0 ? client : client.newBuilder().readTimeout(idle).build();
-      execClient = c;
-    }
-    return c;
+    return readingAtLeast(configuredStreamIdle != null ? configuredStreamIdle : Duration.ofSeconds(31));
   }
 
-  /** The client for streams: no read deadline beyond the liveness check. */
-  private OkHttpClient streamClient() {
-    OkHttpClient c = streamClient;
-    if (c == null) {
-      c = client.newBuilder().readTimeout(streamIdleTimeout()).build();
-      streamClient = c;
+  /** The client, or one that waits at least {@code minimum} for each read. */
+  private OkHttpClient readingAtLeast(Duration minimum) {
+    return minimum.compareTo(readTimeout) <= 0 ? client : withReadTimeout(minimum);
+  }
+
+  /** A client like {@link #client} with this read timeout, made once per distinct timeout. */
+  private OkHttpClient withReadTimeout(Duration timeout) {
+    if (timeout.equals(readTimeout)) {
+      return client;
     }
-    return c;
+    return byReadTimeout.computeIfAbsent(timeout, t -> client.newBuilder().readTimeout(t).build());
   }
 
   /** How long a stream may be silent: configured, or derived from the agent's keep-alive interval. */
@@ -684,10 +673,6 @@ public final class RealSandbox implements Sandbox {
 
   private SandboxException closedError(Throwable cause) {
     return new SandboxConnectionException(closedReason + " while the call was in flight", cause);
-  }
-
-  private static Duration max(Duration a, Duration b) {
-    return a.compareTo(b) >= 0 ? a : b;
   }
 
   /** Collects output up to a byte limit; counts the agent's raw byte numbers. */

@@ -19,9 +19,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -30,7 +28,6 @@ import java.util.regex.Pattern;
 final class RealSandboxProcess implements SandboxProcess {
   /** Lines longer than this are matched in pieces, so a process without newlines cannot exhaust memory. */
   private static final int MAX_LINE_CHARS = 1 << 20;
-  private static final ScheduledExecutorService TIMER = timer();
 
   private final RealSandbox sandbox;
   private final String id;
@@ -86,7 +83,7 @@ final class RealSandboxProcess implements SandboxProcess {
 
   @Override
   public ProcessInfo waitForExit(Duration timeout) {
-    return awaitExit(positive(timeout), null);
+    return awaitExit(Checks.positive(timeout, "timeout"), null);
   }
 
   @Override
@@ -146,7 +143,7 @@ final class RealSandboxProcess implements SandboxProcess {
 
   @Override
   public LogMatch waitForLog(Pattern pattern, Duration timeout) {
-    return awaitLog(pattern, positive(timeout));
+    return awaitLog(pattern, Checks.positive(timeout, "timeout"));
   }
 
   private LogMatch awaitLog(Pattern pattern, Duration timeout) {
@@ -282,24 +279,6 @@ final class RealSandboxProcess implements SandboxProcess {
     return "SandboxProcess{id=" + id + ", pid=" + pid + ", command=" + command + "}";
   }
 
-  private static Duration positive(Duration d) {
-    Objects.requireNonNull(d, "timeout == null");
-    if (d.isNegative() || d.isZero()) {
-      throw new IllegalArgumentException("timeout must be positive: " + d);
-    }
-    return d;
-  }
-
-  private static ScheduledExecutorService timer() {
-    ScheduledThreadPoolExecutor t = new ScheduledThreadPoolExecutor(1, r -> {
-      Thread thread = new Thread(r, "sandbox-sdk-timer");
-      thread.setDaemon(true);
-      return thread;
-    });
-    t.setRemoveOnCancelPolicy(true);
-    return t;
-  }
-
   /** Aborts the stream of a wait that runs out of time; the blocked open or read then fails. */
   private static final class Deadline {
     final Duration timeout;
@@ -308,7 +287,7 @@ final class RealSandboxProcess implements SandboxProcess {
 
     private Deadline(Duration timeout, Abort abort) {
       this.timeout = timeout;
-      this.task = timeout == null ? null : TIMER.schedule(() -> {
+      this.task = timeout == null ? null : SdkTimer.get().schedule(() -> {
         expired = true;
         abort.abort();
       }, timeout.toNanos(), TimeUnit.NANOSECONDS);

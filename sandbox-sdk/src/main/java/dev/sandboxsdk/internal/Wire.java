@@ -241,11 +241,10 @@ public final class Wire {
   }
 
   private static StdStream stream(String name) {
-    if (name.equals("stdout")) {
-      return StdStream.STDOUT;
-    }
-    if (name.equals("stderr")) {
-      return StdStream.STDERR;
+    for (StdStream s : StdStream.values()) {
+      if (s.wireName().equals(name)) {
+        return s;
+      }
     }
     throw malformed("event", "unknown stream '" + name + "'");
   }

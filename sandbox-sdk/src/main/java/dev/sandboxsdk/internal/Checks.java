@@ -1,0 +1,42 @@
+package dev.sandboxsdk.internal;
+
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Set;
+import java.util.regex.Pattern;
+
+/** Argument checks shared by the public option types and the client. Not API. */
+public final class Checks {
+  /** The ids the agent accepts and gives out (docs/protocol.md, process/start). */
+  private static final Pattern PROCESS_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
+  private static final Set<String> RESERVED_IDS = Set.of("list", "start", "kill-all", "cleanup");
+
+  /** What a valid process id looks like, for messages. */
+  public static final String PROCESS_ID_RULE = PROCESS_ID.pattern() + " and not list, start, kill-all or cleanup";
+
+  private Checks() {}
+
+  /** Whether the agent could have given out this id (so it addresses exactly one process). */
+  public static boolean isProcessId(String id) {
+    return PROCESS_ID.matcher(id).matches() && !RESERVED_IDS.contains(id);
+  }
+
+  /**
+   * Returns {@code d} if it is positive.
+   *
+   * @throws NullPointerException if it is null
+   * @throws IllegalArgumentException if it is zero or negative
+   */
+  public static Duration positive(Duration d, String name) {
+    Objects.requireNonNull(d, name + " == null");
+    return positiveOrNull(d, name);
+  }
+
+  /** Like {@link #positive}, but null (meaning "not set") passes. */
+  public static Duration positiveOrNull(Duration d, String name) {
+    if (d != null && (d.isNegative() || d.isZero())) {
+      throw new IllegalArgumentException(name + " must be positive: " + d);
+    }
+    return d;
+  }
+}
