@@ -7,6 +7,7 @@ import java.util.Objects;
  * Everything the agent is started with. Immutable; build one with {@link #builder()}.
  *
  * @param token the bearer token clients must send, or null only when auth is explicitly disabled
+ * @param exitOnStdinEof whether the agent stops when its standard input reaches end of file
  */
 public record AgentConfig(
     String bind,
@@ -20,7 +21,8 @@ public record AgentConfig(
     int maxBodyBytes,
     int logWindowBytes,
     int defaultMaxOutputBytes,
-    long autoCleanupDelayMs) {
+    long autoCleanupDelayMs,
+    boolean exitOnStdinEof) {
 
   public static final int DEFAULT_PORT = 3000;
   public static final String DEFAULT_BIND = "0.0.0.0";
@@ -77,7 +79,7 @@ public record AgentConfig(
         + ", auth=" + (token != null ? "token" : "DISABLED") + ", maxProcesses=" + maxProcesses
         + ", graceMs=" + graceMs + ", keepAliveMs=" + keepAliveMs + ", maxBodyBytes=" + maxBodyBytes
         + ", logWindowBytes=" + logWindowBytes + ", defaultMaxOutputBytes=" + defaultMaxOutputBytes
-        + ", autoCleanupDelayMs=" + autoCleanupDelayMs + "]";
+        + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof + "]";
   }
 
   /** Mutable builder with the documented defaults. */
@@ -94,6 +96,7 @@ public record AgentConfig(
     private int logWindowBytes = DEFAULT_LOG_WINDOW_BYTES;
     private int defaultMaxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES;
     private long autoCleanupDelayMs = DEFAULT_AUTO_CLEANUP_DELAY_MS;
+    private boolean exitOnStdinEof;
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -107,10 +110,11 @@ public record AgentConfig(
     public Builder logWindowBytes(int logWindowBytes) { this.logWindowBytes = logWindowBytes; return this; }
     public Builder defaultMaxOutputBytes(int bytes) { this.defaultMaxOutputBytes = bytes; return this; }
     public Builder autoCleanupDelayMs(long ms) { this.autoCleanupDelayMs = ms; return this; }
+    public Builder exitOnStdinEof(boolean exit) { this.exitOnStdinEof = exit; return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
-          keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs);
+          keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof);
     }
   }
 }

@@ -45,9 +45,15 @@ public final class AgentServer implements AutoCloseable {
   private AgentServer(AgentConfig config) throws IOException {
     this.config = config;
     Files.createDirectories(config.workspace());
-    this.processes = new ProcessManager(config);
     InetAddress address = InetAddress.getByName(config.bind());
+    // Bind first: a busy port must not leave the process manager's FIFO directory and timers behind.
     this.server = HttpServer.create(new InetSocketAddress(address, config.port()), 1024);
+    try {
+      this.processes = new ProcessManager(config);
+    } catch (RuntimeException e) {
+      server.stop(0);
+      throw e;
+    }
     AtomicInteger n = new AtomicInteger();
     // Streams hold a thread each for their lifetime, so the pool grows with demand.
     this.requestThreads = Executors.newCachedThreadPool(r -> {

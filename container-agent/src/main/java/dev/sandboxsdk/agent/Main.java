@@ -69,7 +69,6 @@ public final class Main {
   /** Parses arguments and serves until the JVM is asked to stop; returns an exit status on failure. */
   static int run(String[] args, PrintStream out, PrintStream err) {
     AgentConfig config;
-    boolean exitOnStdinEof = java.util.Arrays.asList(args).contains(EXIT_ON_STDIN_EOF);
     try {
       config = parse(args, System.getenv(TOKEN_ENV), out);
     } catch (UsageException e) {
@@ -96,7 +95,7 @@ public final class Main {
         + ",\"pid\":" + ProcessHandle.current().pid() + ",\"version\":\"" + AgentServer.version()
         + "\",\"protocol\":1}");
     out.flush();
-    if (exitOnStdinEof) {
+    if (config.exitOnStdinEof()) {
       watchStdin();
     }
     try {
@@ -149,6 +148,7 @@ public final class Main {
           if (value != null) {
             throw new UsageException(EXIT_ON_STDIN_EOF + " takes no value");
           }
+          b.exitOnStdinEof(true);
           break;
         case "--insecure-no-auth":
           if (value != null) {

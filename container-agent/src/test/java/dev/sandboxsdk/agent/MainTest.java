@@ -42,8 +42,16 @@ class MainTest {
     assertThat(config.logWindowBytes()).isEqualTo(AgentConfig.DEFAULT_LOG_WINDOW_BYTES);
     assertThat(config.defaultMaxOutputBytes()).isEqualTo(AgentConfig.DEFAULT_MAX_OUTPUT_BYTES);
     assertThat(config.autoCleanupDelayMs()).isEqualTo(AgentConfig.DEFAULT_AUTO_CLEANUP_DELAY_MS);
+    assertThat(config.exitOnStdinEof()).isFalse();
     // Parsing is silent: stdout is reserved for the ready line.
     assertThat(stdout.size()).isZero();
+  }
+
+  @Test
+  void exitOnStdinEofIsAFlagWithoutValue() {
+    assertThat(Main.parse(args("--exit-on-stdin-eof"), TOKEN, out).exitOnStdinEof()).isTrue();
+    assertThatThrownBy(() -> Main.parse(args("--exit-on-stdin-eof=yes"), TOKEN, out))
+        .hasMessageContaining("takes no value");
   }
 
   @Test

@@ -83,7 +83,7 @@ final class ExecEndpoints {
         }
         try {
           if (body == null) {
-            exchange.getResponseHeaders().set("Content-Type", "application/json; charset=utf-8");
+            exchange.getResponseHeaders().set("Content-Type", Responses.JSON_CONTENT_TYPE);
             exchange.sendResponseHeaders(200, 0);
             body = exchange.getResponseBody();
           }
@@ -126,9 +126,10 @@ final class ExecEndpoints {
       relayUntilComplete(p, spec, sse);
     } catch (RuntimeException e) {
       processes.killForDisconnect(p);
-      sse.sendError("INTERNAL_ERROR", "the agent failed while streaming: " + e.getClass().getSimpleName());
-      sse.close();
+      sse.sendInternalError(e); // before the close below, also when the final flush failed
       throw e;
+    } finally {
+      sse.close();
     }
   }
 
@@ -173,8 +174,6 @@ final class ExecEndpoints {
       sse.send(complete);
     } catch (IOException e) {
       log.debug("client of {} left before complete: {}", p.id(), e.toString());
-    } finally {
-      sse.close();
     }
   }
 

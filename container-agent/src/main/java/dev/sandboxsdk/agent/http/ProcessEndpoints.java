@@ -228,7 +228,7 @@ final class ProcessEndpoints {
     } catch (IOException e) {
       // the client went away mid-stream; nothing else to do for a background process
     } catch (RuntimeException e) {
-      sse.sendError("INTERNAL_ERROR", "the agent failed while streaming: " + e.getClass().getSimpleName());
+      sse.sendInternalError(e);
       throw e;
     } finally {
       sse.close();

@@ -10,6 +10,8 @@ import java.time.Instant;
 
 /** Writes JSON responses and the protocol's views of agent state. */
 final class Responses {
+  static final String JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+
   private Responses() {}
 
   /** Sends a success body; adds {@code success: true} unless set and a {@code timestamp}. */
@@ -43,7 +45,7 @@ final class Responses {
 
   static void send(HttpExchange exchange, int status, ObjectNode body) throws IOException {
     byte[] bytes = Json.MAPPER.writeValueAsBytes(body);
-    exchange.getResponseHeaders().set("Content-Type", "application/json; charset=utf-8");
+    exchange.getResponseHeaders().set("Content-Type", JSON_CONTENT_TYPE);
     if (exchange.getRequestMethod().equals("HEAD")) {
       exchange.sendResponseHeaders(status, -1); // a HEAD response has no body
       return;

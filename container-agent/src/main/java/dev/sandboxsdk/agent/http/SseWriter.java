@@ -73,11 +73,12 @@ final class SseWriter {
   }
 
   /** Best effort: tells the client the agent itself failed; the stream ends after this. */
-  void sendError(String code, String message) {
+  /** Reports, best effort, that the agent itself failed while relaying a stream; details stay in its log. */
+  void sendInternalError(RuntimeException cause) {
     ObjectNode error = Json.object();
     error.put("type", "error");
-    error.put("code", code);
-    error.put("message", message);
+    error.put("code", dev.sandboxsdk.agent.ErrorCode.INTERNAL_ERROR.name());
+    error.put("message", "the agent failed while streaming: " + cause.getClass().getSimpleName());
     try {
       send(error);
     } catch (IOException ignored) {

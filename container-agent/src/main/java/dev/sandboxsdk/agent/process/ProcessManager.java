@@ -437,12 +437,16 @@ public final class ProcessManager implements AutoCloseable {
 
   /** Forgets groups that have no live member left, so the set stays as small as reality. */
   private void pruneStartedGroups() {
-    if (startedGroups.isEmpty()) {
-      return;
+    List<Long> finished = finishedGroups(); // groups of live leaders always stay
+    if (finished.isEmpty()) {
+      return; // no /proc scan while only live processes are tracked
     }
     Set<Long> alive = ProcessGroups.liveGroups();
-    alive.addAll(livePids()); // a leader just spawned may not be visible in /proc yet
-    startedGroups.removeIf(pgid -> !alive.contains(pgid));
+    for (Long pgid : finished) {
+      if (!alive.contains(pgid)) {
+        startedGroups.remove(pgid);
+      }
+    }
   }
 
   private void terminateAll(List<ManagedProcess> targets, List<Long> lingering, ManagedProcess.KillReason reason) {

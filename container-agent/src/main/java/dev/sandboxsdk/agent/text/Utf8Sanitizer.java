@@ -89,12 +89,9 @@ public final class Utf8Sanitizer {
         }
         j++;
       }
-      if (!invalid && b == 0xED && j > 1 && (a[i + 1] & 0xFF) >= 0xA0 && (j > need || endOfInput)) {
-        // An encoded surrogate is one malformed unit, as the JDK decoder (and so exec) treats it.
-        out.append(a, runStart, i - runStart).append(REPLACEMENT);
-        i += j;
-        runStart = i;
-      } else if (invalid) {
+      // An encoded surrogate is one malformed unit, as the JDK decoder (and so exec) treats it.
+      boolean surrogate = !invalid && b == 0xED && j > 1 && (a[i + 1] & 0xFF) >= 0xA0 && (j > need || endOfInput);
+      if (invalid || surrogate) {
         out.append(a, runStart, i - runStart).append(REPLACEMENT);
         i += j;
         runStart = i;
