@@ -1,111 +1,39 @@
 package dev.sandboxsdk;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import java.io.IOException;
 import java.util.concurrent.Flow;
-import okhttp3.mockwebserver.Dispatcher;
-import okhttp3.mockwebserver.MockResponse;
-import okhttp3.mockwebserver.MockWebServer;
 import okhttp3.mockwebserver.RecordedRequest;
-import org.reactivestreams.tck.TestEnvironment;
-import org.reactivestreams.tck.flow.FlowPublisherVerification;
-import org.testng.SkipException;
-import org.testng.annotations.AfterClass;
-import org.testng.annotations.BeforeClass;
-import org.testng.annotations.Test;
 
-/**
- * The Reactive Streams TCK against {@link Sandbox#execStream}. A scripted agent answers
- * {@code emit <n>} with exactly n events: {@code start}, n-2 {@code stdout}, {@code complete}
- * (n = 1: only {@code complete}). Above {@value #ENDLESS} it sends that many output events
- * and no end, for the one rule that asks for Integer.MAX_VALUE elements and cancels early. n = 0 is
- * answered with HTTP 500: a stream always has its final event. Public because TestNG instantiates it.
- */
-public class ExecStreamTckTest extends FlowPublisherVerification<ExecEvent> {
-  private static final int ENDLESS = 10_000;
+/** The Reactive Streams TCK against {@link Sandbox#execStream}: {@code emit <n>} yields n events. */
+public class ExecStreamTckTest extends ScriptedAgentTck<ExecEvent> {
 
-  private MockWebServer server;
-  private Sandbox sandbox;
-
-  public ExecStreamTckTest() {
-    super(new TestEnvironment(500));
-  }
-
-  @BeforeClass
-  public void startAgent() throws IOException {
-    server = new MockWebServer();
-    // Never enqueue: the TCK creates publishers it never subscribes to.
-    server.setDispatcher(new Dispatcher() {
-      @Override
-      public MockResponse dispatch(RecordedRequest request) {
-        JsonNode argv = Fixtures.body(request).path("argv");
-        if (!argv.path(0).asText().equals("emit")) {
-          return Fixtures.errorResponse(500, "INTERNAL_ERROR", "cannot start the process (error=2, scripted)", "{}");
-        }
-        long n = Long.parseLong(argv.path(1).asText());
-        if (n < 1) {
-          // Every stream ends with complete, so zero events cannot be produced: fail instead.
-          return Fixtures.errorResponse(500, "INTERNAL_ERROR", "cannot emit " + n + " events", "{}");
-        }
-        return Fixtures.eventStream(events(n));
-      }
-    });
-    server.start();
-    sandbox = Fixtures.client(server);
-  }
-
-  @AfterClass
-  public void stopAgent() throws IOException {
-    sandbox.close();
-    server.shutdown();
-  }
-
-  private static String events(long n) {
-    StringBuilder sb = new StringBuilder();
-    if (n >= 2) {
-      sb.append("data: {\"type\":\"start\",\"command\":\"emit ").append(n)
-          .append("\",\"pid\":4242,\"processId\":\"exec_1\"}\n\n");
-    }
-    boolean endless = n > ENDLESS;
-    for (long i = 0; i < (endless ? ENDLESS : n - 2); i++) {
-      sb.append("data: {\"type\":\"stdout\",\"data\":\"").append(i % 10).append("\",\"offset\":").append(i)
-          .append(",\"bytes\":1}\n\n");
-    }
-    if (endless) {
-      return sb.toString(); // more than any test consumes; the subscriber cancels first
-    }
-    sb.append("data: {\"type\":\"complete\",\"exitCode\":0,\"timedOut\":false,\"duration\":1}\n\n");
-    return sb.toString();
+  @Override
+  long count(RecordedRequest request) {
+    var argv = Fixtures.body(request).path("argv");
+    return argv.path(0).asText().equals("emit") ? Long.parseLong(argv.path(1).asText()) : -1;
   }
 
   @Override
-  public Flow.Publisher<ExecEvent> createFlowPublisher(long elements) {
-    return sandbox.execStream(Command.of("emit", Long.toString(elements)));
-  }
-
-  /**
-   * A publisher that refuses its subscriber (§1.9): one already used. A publisher whose request
-   * fails with HTTP 500 does not qualify, because it is lazy: the TCK never requests from the
-   * failed publisher, so the 500 would never be asked for (ExecStreamTest covers that case).
-   */
-  @Override
-  public Flow.Publisher<ExecEvent> createFailedFlowPublisher() {
-    return Fixtures.usedUp(sandbox.execStream(Command.of("fail-with-500")));
-  }
-
-  /**
-   * The largest count the TCK asks for is Integer.MAX_VALUE, in
-   * {@code required_spec317_mustNotSignalOnErrorWhenPendingAboveLongMaxValue}, which cancels
-   * after 11 elements; the scripted agent streams {@value #ENDLESS} events without an end for such counts.
-   */
-  @Override
-  public long maxElementsFromPublisher() {
-    return Integer.MAX_VALUE;
+  String first(long n) {
+    return "{\"type\":\"start\",\"command\":\"emit " + n + "\",\"pid\":4242,\"processId\":\"exec_1\"}";
   }
 
   @Override
-  @Test
-  public void optional_spec105_emptyStreamMustTerminateBySignallingOnComplete() throws Throwable {
-    throw new SkipException("an exec stream always ends with its complete event, so it cannot have zero elements");
+  String output(long i, long n) {
+    return "{\"type\":\"stdout\",\"data\":\"" + i % 10 + "\",\"offset\":" + i + ",\"bytes\":1}";
+  }
+
+  @Override
+  String last(long n) {
+    return "{\"type\":\"complete\",\"exitCode\":0,\"timedOut\":false,\"duration\":1}";
+  }
+
+  @Override
+  Flow.Publisher<ExecEvent> publisher(long n) {
+    return sandbox.execStream(Command.of("emit", Long.toString(n)));
+  }
+
+  @Override
+  Flow.Publisher<ExecEvent> failingPublisher() {
+    return sandbox.execStream(Command.of("fail-with-500"));
   }
 }

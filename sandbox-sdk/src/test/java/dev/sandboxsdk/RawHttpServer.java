@@ -111,6 +111,7 @@ final class RawHttpServer implements AutoCloseable {
   final AtomicInteger connections = new AtomicInteger();
   /** Opened when the client hung up on an exchange the handler held open. */
   final CountDownLatch hungUp = new CountDownLatch(1);
+  private final List<Throwable> handlerFailures = new CopyOnWriteArrayList<>();
 
   RawHttpServer(Handler handler) throws IOException {
     this.handler = handler;
@@ -153,8 +154,10 @@ final class RawHttpServer implements AutoCloseable {
           return;
         }
       }
-    } catch (Exception e) {
+    } catch (IOException | InterruptedException e) {
       // connection gone or server closed
+    } catch (Exception | AssertionError e) {
+      handlerFailures.add(e); // a broken script: close() reports it to the test
     }
   }
 
@@ -194,6 +197,11 @@ final class RawHttpServer implements AutoCloseable {
     serverSocket.close();
     for (Socket s : sockets) {
       s.close();
+    }
+    if (!handlerFailures.isEmpty()) {
+      AssertionError failed = new AssertionError("the scripted agent's handler failed", handlerFailures.get(0));
+      handlerFailures.stream().skip(1).forEach(failed::addSuppressed);
+      throw failed;
     }
   }
 }
