@@ -5,7 +5,9 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.function.BiConsumer;
 
 /**
  * Command line entry point. Prints exactly one line to stdout, the ready line:
@@ -53,9 +55,21 @@ public final class Main {
       "  SANDBOX_AGENT_READY {\"url\":...,\"port\":...,\"pid\":...,\"version\":...,\"protocol\":1}",
       "Logs go to stderr. SIGTERM stops the agent and every process it started.");
 
-  private static final java.util.Set<String> VALUE_OPTIONS = java.util.Set.of("--port", "--bind", "--workspace",
-      "--token-file", "--max-processes", "--grace-ms", "--keep-alive-ms", "--max-body-bytes",
-      "--log-window-bytes", "--max-output-bytes", "--auto-cleanup-delay-ms");
+  private static final String TOKEN_FILE = "--token-file";
+
+  /** The options that take a value (besides {@value #TOKEN_FILE}), and what each sets. */
+  private static final Map<String, BiConsumer<AgentConfig.Builder, String>> VALUE_OPTIONS = Map.ofEntries(
+      Map.entry("--port", (b, v) -> b.port((int) number("--port", v, 0, 65535))),
+      Map.entry("--bind", AgentConfig.Builder::bind),
+      Map.entry("--workspace", (b, v) -> b.workspace(Path.of(v).toAbsolutePath().normalize())),
+      Map.entry("--max-processes", (b, v) -> b.maxProcesses((int) number("--max-processes", v, 1, 1_000_000))),
+      Map.entry("--grace-ms", (b, v) -> b.graceMs(number("--grace-ms", v, 1, 3_600_000))),
+      Map.entry("--keep-alive-ms", (b, v) -> b.keepAliveMs(number("--keep-alive-ms", v, 1, AgentConfig.MAX_KEEP_ALIVE_MS))),
+      Map.entry("--max-body-bytes", (b, v) -> b.maxBodyBytes((int) number("--max-body-bytes", v, 1024, Integer.MAX_VALUE - 8))),
+      Map.entry("--log-window-bytes", (b, v) -> b.logWindowBytes((int) number("--log-window-bytes", v, 1, 1 << 30))),
+      Map.entry("--max-output-bytes",
+          (b, v) -> b.defaultMaxOutputBytes((int) number("--max-output-bytes", v, 1, AgentConfig.MAX_OUTPUT_BYTES_LIMIT))),
+      Map.entry("--auto-cleanup-delay-ms", (b, v) -> b.autoCleanupDelayMs(number("--auto-cleanup-delay-ms", v, 0, Long.MAX_VALUE))));
 
   private Main() {}
 
@@ -157,7 +171,7 @@ public final class Main {
           insecure = true;
           break;
         default:
-          if (!VALUE_OPTIONS.contains(arg)) {
+          if (!VALUE_OPTIONS.containsKey(arg) && !arg.equals(TOKEN_FILE)) {
             throw new UsageException(isOption(arg) ? "unknown option " + arg : "unknown argument '" + arg + "'");
           }
           if (value == null) {
@@ -166,19 +180,10 @@ public final class Main {
             }
             value = args[++i];
           }
-          switch (arg) {
-            case "--port": b.port((int) number(arg, value, 0, 65535)); break;
-            case "--bind": b.bind(value); break;
-            case "--workspace": b.workspace(Path.of(value).toAbsolutePath().normalize()); break;
-            case "--token-file": tokenFile = value; break;
-            case "--max-processes": b.maxProcesses((int) number(arg, value, 1, 1_000_000)); break;
-            case "--grace-ms": b.graceMs(number(arg, value, 1, 3_600_000)); break;
-            case "--keep-alive-ms": b.keepAliveMs(number(arg, value, 1, AgentConfig.MAX_KEEP_ALIVE_MS)); break;
-            case "--max-body-bytes": b.maxBodyBytes((int) number(arg, value, 1024, Integer.MAX_VALUE - 8)); break;
-            case "--log-window-bytes": b.logWindowBytes((int) number(arg, value, 1, 1 << 30)); break;
-            case "--max-output-bytes": b.defaultMaxOutputBytes((int) number(arg, value, 1, AgentConfig.MAX_OUTPUT_BYTES_LIMIT)); break;
-            case "--auto-cleanup-delay-ms": b.autoCleanupDelayMs(number(arg, value, 0, Long.MAX_VALUE)); break;
-            default: throw new UsageException("unknown option " + arg);
+          if (arg.equals(TOKEN_FILE)) {
+            tokenFile = value; // read once all options are known
+          } else {
+            VALUE_OPTIONS.get(arg).accept(b, value);
           }
       }
     }
