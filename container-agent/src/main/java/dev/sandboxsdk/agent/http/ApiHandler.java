@@ -111,7 +111,7 @@ public final class ApiHandler implements HttpHandler {
     }
     if (path.equals("/api/ping")) {
       allow(method, "GET");
-      noQuery(exchange);
+      Query.none(exchange);
       ObjectNode body = Json.object();
       body.put("status", "healthy");
       Responses.ok(exchange, body);
@@ -124,7 +124,7 @@ public final class ApiHandler implements HttpHandler {
     switch (path) {
       case "/api/version": {
         allow(method, "GET");
-        noQuery(exchange);
+        Query.none(exchange);
         ObjectNode body = Json.object();
         body.put("version", version);
         body.put("protocol", PROTOCOL_VERSION);
@@ -143,12 +143,12 @@ public final class ApiHandler implements HttpHandler {
       }
       case "/api/execute":
         allow(method, "POST");
-        noQuery(exchange);
+        Query.none(exchange);
         exec.execute(exchange);
         return;
       case "/api/execute/stream":
         allow(method, "POST");
-        noQuery(exchange);
+        Query.none(exchange);
         exec.executeStream(exchange);
         return;
       case "/api/process/start":
@@ -194,7 +194,7 @@ public final class ApiHandler implements HttpHandler {
             return;
           case "stdin":
             allow(method, "POST");
-            noQuery(exchange);
+            Query.none(exchange);
             process.stdin(exchange, id);
             return;
           default:
@@ -206,10 +206,6 @@ public final class ApiHandler implements HttpHandler {
   }
 
   /** Routes without query parameters reject any, like unknown body fields. */
-  private static void noQuery(HttpExchange exchange) {
-    Query.parse(exchange.getRequestURI(), java.util.Set.of());
-  }
-
   private static String decode(String segment) {
     try {
       return java.net.URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);

@@ -36,7 +36,7 @@ final class ProcessEndpoints {
   }
 
   void start(HttpExchange exchange) throws IOException {
-    Query.parse(exchange.getRequestURI(), Set.of());
+    Query.none(exchange);
     ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes()), ExecRequests.Kind.START, config);
     ManagedProcess p = processes.startBackground(spec);
     ObjectNode body = Json.object();
@@ -69,7 +69,7 @@ final class ProcessEndpoints {
   }
 
   void get(HttpExchange exchange, String id) throws IOException {
-    Query.parse(exchange.getRequestURI(), Set.of());
+    Query.none(exchange);
     ObjectNode body = Json.object();
     body.set("process", Responses.processInfo(processes.require(id).snapshot()));
     Responses.ok(exchange, body);
@@ -89,14 +89,14 @@ final class ProcessEndpoints {
   }
 
   void killAll(HttpExchange exchange) throws IOException {
-    Query.parse(exchange.getRequestURI(), Set.of());
+    Query.none(exchange);
     ObjectNode body = Json.object();
     body.put("cleanedCount", processes.killAll());
     Responses.ok(exchange, body);
   }
 
   void cleanup(HttpExchange exchange) throws IOException {
-    Query.parse(exchange.getRequestURI(), Set.of());
+    Query.none(exchange);
     ObjectNode body = Json.object();
     body.put("cleanedCount", processes.cleanupCompleted());
     Responses.ok(exchange, body);

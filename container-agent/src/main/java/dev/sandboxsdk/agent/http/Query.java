@@ -16,6 +16,11 @@ final class Query {
     this.values = values;
   }
 
+  /** Rejects any query parameter, for the routes that take none (400 naming it). */
+  static void none(com.sun.net.httpserver.HttpExchange exchange) {
+    parse(exchange.getRequestURI(), Set.of());
+  }
+
   static Query parse(URI uri, Set<String> allowed) {
     Map<String, String> values = new HashMap<>();
     String raw = uri.getRawQuery();
