@@ -46,11 +46,6 @@ final class ItProxy implements AutoCloseable {
     return accepted.get();
   }
 
-  /** How many connections are open right now. */
-  int open() {
-    return links.size();
-  }
-
   /**
    * Breaks every open connection on both sides.
    *

@@ -147,18 +147,18 @@ class LocalSandboxIT {
 
   @Test
   void anIdleSandboxIsDestroyedAfterItsIdleTimeoutButNotWhileACallRuns() throws Exception {
-    LocalSandbox sandbox = fast().idleTimeout(Duration.ofSeconds(1)).start();
+    LocalSandbox sandbox = fast().idleTimeout(Duration.ofMillis(300)).start();
     try {
       long agentPid = sandbox.agentPid();
       Path ws = sandbox.workspace();
       SandboxProcess sleeper = sandbox.startProcess("sleep 300"); // running processes are no activity
 
-      assertThat(sandbox.exec("sleep 2; echo still here").stdout())
+      assertThat(sandbox.exec("sleep 1; echo still here").stdout())
           .as("a call that lasts longer than the idle timeout keeps the sandbox alive")
           .isEqualTo("still here\n");
       long t0 = System.nanoTime();
       boolean gone = ItProcs.await(Duration.ofSeconds(5), () -> !ItProcs.alive(agentPid));
-      System.out.printf("[it] idle timeout 1 s: the agent was gone %d ms after the last call%n", millisSince(t0));
+      System.out.printf("[it] idle timeout 300 ms: the agent was gone %d ms after the last call%n", millisSince(t0));
 
       assertThat(gone).as("the agent is stopped after the idle timeout").isTrue();
       assertThatThrownBy(() -> sandbox.exec("true")).isInstanceOf(IllegalStateException.class)
@@ -174,11 +174,11 @@ class LocalSandboxIT {
 
   @Test
   void aKeptAliveSandboxSurvivesItsIdleTimeout() throws Exception {
-    LocalSandbox sandbox = fast().idleTimeout(Duration.ofSeconds(1)).keepAlive(true).start();
+    LocalSandbox sandbox = fast().idleTimeout(Duration.ofMillis(300)).keepAlive(true).start();
     try {
       sandbox.exec("true");
 
-      Thread.sleep(2_500);
+      Thread.sleep(1_000);
 
       assertThat(ItProcs.alive(sandbox.agentPid())).isTrue();
       assertThat(sandbox.exec("echo alive").stdout()).isEqualTo("alive\n");

@@ -681,6 +681,8 @@ class RealSandboxTest extends MockAgentTest {
 
   @Test
   void heartbeatsKeepALongExecAliveBeyondTheReadTimeout() throws Exception {
+    // exec reads with the longer of readTimeout and streamIdleTimeout: both are 300 ms here, so
+    // only the heartbeats (one every 100 ms) carry the 800 ms call.
     String result = Fixtures.read("execute-response.json");
     try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
           exchange.startChunkedJson();
@@ -688,14 +690,43 @@ class RealSandboxTest extends MockAgentTest {
             exchange.write("1\r\n \r\n");
             Thread.sleep(100);
           }
-          byte[] json = result.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-          exchange.write(Integer.toHexString(json.length) + "\r\n" + result + "\r\n0\r\n\r\n");
+          exchange.write(lastChunk(result));
           return true;
         });
-        Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t").streamIdleTimeout(Duration.ofSeconds(2))
+        Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t").streamIdleTimeout(Duration.ofMillis(300))
             .readTimeout(Duration.ofMillis(300)).build()) {
       assertThat(client.exec("sleep 1; exit 3").exitCode()).isEqualTo(3);
     }
+  }
+
+  @Test
+  void anExecSilentForLongerThanItsTimeoutsIsASandboxTimeoutException() throws Exception {
+    // The twin of the test above without heartbeats: the same 800 ms answer must not arrive.
+    String result = Fixtures.read("execute-response.json");
+    try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
+          exchange.startChunkedJson();
+          Thread.sleep(800);
+          try {
+            exchange.write(lastChunk(result));
+          } catch (java.io.IOException hungUp) {
+            // the client gave up, as it should
+          }
+          return false;
+        });
+        Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t").streamIdleTimeout(Duration.ofMillis(300))
+            .readTimeout(Duration.ofMillis(300)).build()) {
+      long start = System.nanoTime();
+
+      assertThatThrownBy(() -> client.exec("sleep 1; exit 3")).isInstanceOf(SandboxTimeoutException.class);
+
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(5));
+    }
+  }
+
+  /** {@code json} as the last chunk of a chunked body, and the end of the body. */
+  private static String lastChunk(String json) {
+    int length = json.getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+    return Integer.toHexString(length) + "\r\n" + json + "\r\n0\r\n\r\n";
   }
 
   @Test

@@ -140,6 +140,7 @@ class StreamingIT {
   void aSlowSubscriberSlowsTheCommandDownAndMemoryStaysBounded() throws Exception {
     writeFile("flood.py", FLOOD);
     String progress = "flood-" + IDS.incrementAndGet() + ".progress";
+    Path progressFile = sandbox.workspace().resolve(progress);
     long heapBefore = usedHeapAfterGc();
     SlowSubscriber slow = new SlowSubscriber(40, 50);
     long t0 = System.nanoTime();
@@ -149,25 +150,30 @@ class StreamingIT {
     Thread.sleep(500); // the command has every chance to run ahead now, if it could
 
     long elapsed = (System.nanoTime() - t0) / 1_000_000;
-    long produced = readLong(sandbox.workspace().resolve(progress));
+    long produced = readLong(progressFile);
+    Thread.sleep(500);
+    long producedLater = readLong(progressFile);
     long delivered = slow.delivered.get();
     long heapGrowth = usedHeapAfterGc() - heapBefore;
     long pgid = slow.pid;
     assertThat(ItProcs.groupMembers(pgid)).as("the command is still there, blocked on its output").isNotEmpty();
-    System.out.printf("[it] slow subscriber: after %d ms, %d bytes delivered, the command wrote %d bytes; "
-        + "heap growth %d KiB%n", elapsed, delivered, produced, heapGrowth / 1024);
+    System.out.printf("[it] slow subscriber: after %d ms, %d bytes delivered, the command wrote %d bytes "
+        + "(%d bytes 500 ms later); heap growth %d KiB%n", elapsed, delivered, produced, producedLater,
+        heapGrowth / 1024);
     long t1 = System.nanoTime();
 
     slow.subscription.cancel();
 
     boolean gone = ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.groupMembers(pgid).isEmpty());
     System.out.printf("[it] execStream cancel: the command was gone after %d ms%n", (System.nanoTime() - t1) / 1_000_000);
-    assertThat(elapsed).as("the subscriber took its time").isGreaterThanOrEqualTo(2_000);
-    assertThat(delivered).as("delivered after 2 s").isLessThan(4L << 20);
+    assertThat(slow.unrequested).as("onNext calls beyond what the subscriber requested").hasValue(0);
+    assertThat(producedLater).as("the command wrote nothing more while nobody asked for its output")
+        .isEqualTo(produced);
     assertThat(produced).as("the command was held back: it would write 1 GiB at full speed").isLessThan(32L << 20);
     assertThat(heapGrowth).as("used heap growth").isLessThan(64L << 20);
     assertThat(gone).as("the command (group %d) is gone within 6 s of cancel()", pgid).isTrue();
     Thread.sleep(200);
+    assertThat(slow.unrequested).as("onNext calls beyond what the subscriber requested, after cancel").hasValue(0);
     assertThat(slow.error).as("no signal after cancel").isNull();
     assertThat(slow.completed).isFalse();
   }
@@ -215,12 +221,21 @@ class StreamingIT {
       // The agent is unreachable for 600 ms: well within "a few reconnects, with backoff"
       // (LogCursor: 5 retries, 100 ms doubling, i.e. about 3 s).
       proxy.refuse(true);
-      proxy.cutAll(true);
+      int cut = proxy.cutAll(true);
+      int acceptedAtCut = proxy.accepted();
       Thread.sleep(600);
+      int acceptedInOutage = proxy.accepted() - acceptedAtCut;
       proxy.refuse(false);
 
       List<LogEvent> events = s.awaitComplete(Duration.ofSeconds(30));
+      int acceptedSinceCut = proxy.accepted() - acceptedAtCut;
+      System.out.printf("[it] outage: %d connection(s) cut, %d accepted (and refused) in 600 ms, %d since the cut%n",
+          cut, acceptedInOutage, acceptedSinceCut);
       String expected = IntStream.rangeClosed(1, 100).mapToObj(i -> "line " + i + "\n").collect(Collectors.joining());
+      assertThat(cut).as("the stream's connection was cut").isPositive();
+      assertThat(acceptedInOutage).as("reconnects refused while the agent was unreachable").isPositive();
+      assertThat(acceptedSinceCut).as("connections since the cut: refused ones, then the one that resumed")
+          .isGreaterThanOrEqualTo(2);
       assertThat(ItEvents.logText(events, StdStream.STDOUT)).isEqualTo(expected);
       assertThat(events.get(events.size() - 1)).isInstanceOf(LogEvent.Exit.class);
     }
@@ -273,29 +288,40 @@ class StreamingIT {
 
   @Test
   void aStreamOnASilentCommandStaysOpenThanksToKeepAlivesAndCompletes() throws Exception {
-    ItSubscriber<ExecEvent> s = ItSubscriber.unbounded();
-    long t0 = System.nanoTime();
+    // A keep-alive every 250 ms: the client derives a stream idle timeout of 2 x 250 + 1000 ms,
+    // so a command silent for 3 s outlives it only through the keep-alives.
+    try (LocalSandbox brisk = LocalSandbox.builder().gracePeriod(Duration.ofMillis(500)).keepAlive(true)
+        .agentArgument("--keep-alive-ms=250").start()) {
+      ItSubscriber<ExecEvent> s = ItSubscriber.unbounded();
+      long t0 = System.nanoTime();
 
-    sandbox.execStream("sleep 8; echo woke").subscribe(s);
-    List<ExecEvent> events = s.awaitComplete(Duration.ofSeconds(30));
+      brisk.execStream("sleep 3; echo woke").subscribe(s);
+      List<ExecEvent> events = s.awaitComplete(Duration.ofSeconds(30));
 
-    assertThat((System.nanoTime() - t0) / 1_000_000).isGreaterThanOrEqualTo(7_500);
-    assertThat(events).hasSize(3);
-    assertThat(events.get(0)).isInstanceOf(ExecEvent.Start.class);
-    assertThat(events.get(1)).isInstanceOfSatisfying(ExecEvent.Stdout.class,
-        out -> assertThat(out.text()).isEqualTo("woke\n"));
-    assertThat(events.get(2)).isInstanceOfSatisfying(ExecEvent.Complete.class,
-        done -> assertThat(done.exitCode()).isZero());
+      assertThat((System.nanoTime() - t0) / 1_000_000).isGreaterThanOrEqualTo(2_900);
+      assertThat(events).hasSize(3);
+      assertThat(events.get(0)).isInstanceOf(ExecEvent.Start.class);
+      assertThat(events.get(1)).isInstanceOfSatisfying(ExecEvent.Stdout.class,
+          out -> assertThat(out.text()).isEqualTo("woke\n"));
+      assertThat(events.get(2)).isInstanceOfSatisfying(ExecEvent.Complete.class,
+          done -> assertThat(done.exitCode()).isZero());
+    }
   }
 
   // ---- helpers
 
-  /** Requests one event at a time and pauses after each output chunk, up to a quota; then stops asking. */
+  /**
+   * Requests one event at a time and pauses after each output chunk, up to a quota; then stops
+   * asking. Counts the events it got without having asked for them.
+   */
   private static final class SlowSubscriber implements Flow.Subscriber<ExecEvent> {
     final int quota;
     final long pauseMillis;
     final AtomicLong delivered = new AtomicLong();
+    final AtomicLong unrequested = new AtomicLong();
     final CountDownLatch quotaReached = new CountDownLatch(1);
+    private final AtomicLong requested = new AtomicLong();
+    private final AtomicLong received = new AtomicLong();
     volatile Flow.Subscription subscription;
     volatile long pid;
     volatile Throwable error;
@@ -310,11 +336,20 @@ class StreamingIT {
     @Override
     public void onSubscribe(Flow.Subscription s) {
       subscription = s;
-      s.request(1);
+      requestOne();
+    }
+
+    /** Counts the demand before signalling it, so an event it brings can never look unrequested. */
+    private void requestOne() {
+      requested.incrementAndGet();
+      subscription.request(1);
     }
 
     @Override
     public void onNext(ExecEvent e) {
+      if (received.incrementAndGet() > requested.get()) {
+        unrequested.incrementAndGet();
+      }
       if (e instanceof ExecEvent.Start) {
         pid = ((ExecEvent.Start) e).pid();
       } else if (e instanceof ExecEvent.Stdout) {
@@ -329,7 +364,7 @@ class StreamingIT {
           Thread.currentThread().interrupt();
         }
       }
-      subscription.request(1);
+      requestOne();
     }
 
     @Override

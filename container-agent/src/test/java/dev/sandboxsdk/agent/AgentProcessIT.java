@@ -134,21 +134,25 @@ class AgentProcessIT {
     groups.add(call("POST", url.resolve("/api/process/start"), "{\"command\":\"sleep 300 & echo y\"}").get("pid").asLong());
     Thread.sleep(300);
     call("POST", url.resolve("/api/process/cleanup"), null);
-    // A foreground exec in flight counts too.
+    // A foreground exec in flight counts too (the agent workspace is `dir`, its working directory).
     Thread execCaller = new Thread(() -> {
       try {
-        call("POST", url.resolve("/api/execute"), "{\"command\":\"sleep 300\"}");
+        call("POST", url.resolve("/api/execute"), "{\"command\":\"echo $$ > inflight.pid; exec sleep 300\"}");
       } catch (Exception expected) {
         // the agent goes away mid-call
       }
     });
     execCaller.start();
-    Thread.sleep(500);
+    long inflight = readPid(dir.resolve("inflight.pid"));
+    assertThat(Procs.await(5000, () -> commandOf(inflight).equals("sleep")))
+        .as("the in-flight exec %d became sleep", inflight).isTrue();
+    groups.add(inflight);
+    Thread.sleep(300);
     List<Long> everyone = new ArrayList<>();
     for (long g : groups) {
       everyone.addAll(Procs.groupMembers(g));
     }
-    assertThat(everyone).hasSizeGreaterThanOrEqualTo(7);
+    assertThat(everyone).contains(inflight).hasSizeGreaterThanOrEqualTo(8);
 
     agent.destroy(); // SIGTERM
     assertThat(agent.waitFor(20, TimeUnit.SECONDS)).as("agent exits").isTrue();
@@ -178,6 +182,30 @@ class AgentProcessIT {
     assertThat(agent.waitFor(20, TimeUnit.SECONDS)).as("agent exits").isTrue();
     assertThat(agent.exitValue()).isZero();
     assertThat(Procs.await(5000, () -> members.stream().noneMatch(Procs::alive))).as("its processes are gone").isTrue();
+  }
+
+  /** Waits for a command to write its pid to {@code file}. */
+  static long readPid(Path file) throws Exception {
+    String[] text = {""};
+    boolean written = Procs.await(10_000, () -> {
+      try {
+        text[0] = Files.exists(file) ? Files.readString(file).strip() : "";
+      } catch (IOException notYet) {
+        return false;
+      }
+      return !text[0].isEmpty();
+    });
+    assertThat(written).as("a pid in %s", file).isTrue();
+    return Long.parseLong(text[0]);
+  }
+
+  /** The command name of a process ({@code comm}), or "" when it is gone. */
+  static String commandOf(long pid) {
+    try {
+      return Files.readString(Path.of("/proc", Long.toString(pid), "comm")).strip();
+    } catch (IOException gone) {
+      return "";
+    }
   }
 
   static List<Long> zombieChildrenOf(long parent) throws IOException {
