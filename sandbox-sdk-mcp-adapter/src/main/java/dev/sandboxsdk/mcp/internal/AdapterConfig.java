@@ -1,0 +1,236 @@
+package dev.sandboxsdk.mcp.internal;
+
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.URI;
+import java.net.URISyntaxException;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The adapter's settings, parsed from the command line and the environment.
+ *
+ * @param http serve Streamable HTTP (otherwise stdio)
+ * @param port HTTP port; 0 picks a free one
+ * @param bind HTTP bind address
+ * @param httpToken bearer token HTTP clients must send; null only with {@code noAuth}
+ * @param noAuth serve HTTP without a token (loopback binds only)
+ * @param agentUrl a remote agent to drive; null for local sandboxes
+ * @param agentToken the remote agent's token
+ * @param passEnv variables (name to value) injected into every sandbox process and redacted from output
+ * @param maxOutputBytes output per stream handed to the model in one result
+ * @param allowedHosts extra Host names accepted besides loopback names and the bind address
+ * @param allowedOrigins browser origins accepted besides loopback ones
+ * @param maxSandboxes how many sandboxes may exist at once
+ * @param keepAlive interval of SSE keep-alive comments
+ */
+public record AdapterConfig(
+    boolean http,
+    int port,
+    String bind,
+    String httpToken,
+    boolean noAuth,
+    URI agentUrl,
+    String agentToken,
+    Map<String, String> passEnv,
+    int maxOutputBytes,
+    List<String> allowedHosts,
+    List<String> allowedOrigins,
+    int maxSandboxes,
+    Duration keepAlive) {
+
+  public static final String USAGE = String.join("\n",
+      "usage: java -jar sandbox-mcp.jar [--stdio | --http [--port 8080] [--bind 127.0.0.1]]",
+      "           [--token-file F | --no-auth] [--agent-url URL --agent-token-file F]",
+      "           [--pass-env NAME ...] [--max-output-bytes N] [--max-sandboxes N]",
+      "           [--allow-host HOST ...] [--allow-origin ORIGIN ...] [--keep-alive-seconds N]",
+      "",
+      "  --stdio              serve MCP on stdin/stdout (the default); logs go to stderr",
+      "  --http               serve Streamable HTTP on /mcp",
+      "  --port N             HTTP port (default 8080; 0 picks a free port)",
+      "  --bind ADDR          HTTP bind address (default 127.0.0.1)",
+      "  --token-file F       bearer token for HTTP clients (or env SANDBOX_MCP_TOKEN)",
+      "  --no-auth            HTTP without a token; only on a loopback address",
+      "  --agent-url URL      drive this remote container agent instead of local sandboxes",
+      "  --agent-token-file F the remote agent's token (or env SANDBOX_AGENT_TOKEN)",
+      "  --pass-env NAME      inject this variable of the adapter's environment into every",
+      "                       sandbox process; its value is redacted from all output",
+      "  --max-output-bytes N output per stream handed to the model per call (default 16384)",
+      "  --max-sandboxes N    sandboxes that may exist at once (default 8)",
+      "  --allow-host HOST    also accept this Host header (default: loopback names, bind address)",
+      "  --allow-origin O     also accept this Origin (default: loopback origins)",
+      "  --keep-alive-seconds N  SSE keep-alive interval (default 15)");
+
+  /** A command-line mistake: the message says what to change. */
+  public static final class UsageException extends RuntimeException {
+    private static final long serialVersionUID = 1L;
+
+    public UsageException(String message) {
+      super(message);
+    }
+  }
+
+  /** Parses {@code args} against {@code env}; throws {@link UsageException} on any mistake. */
+  public static AdapterConfig parse(String[] args, Map<String, String> env) {
+    boolean http = false;
+    boolean stdio = false;
+    int port = 8080;
+    String bind = "127.0.0.1";
+    String tokenFile = null;
+    boolean noAuth = false;
+    String agentUrl = null;
+    String agentTokenFile = null;
+    Map<String, String> passEnv = new LinkedHashMap<>();
+    int maxOutput = 16_384;
+    int maxSandboxes = 8;
+    int keepAliveSeconds = 15;
+    List<String> hosts = new ArrayList<>();
+    List<String> origins = new ArrayList<>();
+    for (int i = 0; i < args.length; i++) {
+      String a = args[i];
+      switch (a) {
+        case "--stdio" -> stdio = true;
+        case "--http" -> http = true;
+        case "--no-auth" -> noAuth = true;
+        case "--port" -> port = intValue(a, value(args, ++i, a), 0, 65_535);
+        case "--bind" -> bind = value(args, ++i, a);
+        case "--token-file" -> tokenFile = value(args, ++i, a);
+        case "--agent-url" -> agentUrl = value(args, ++i, a);
+        case "--agent-token-file" -> agentTokenFile = value(args, ++i, a);
+        case "--max-output-bytes" -> maxOutput = intValue(a, value(args, ++i, a), 256, 16 * 1024 * 1024);
+        case "--max-sandboxes" -> maxSandboxes = intValue(a, value(args, ++i, a), 1, 1_000);
+        case "--keep-alive-seconds" -> keepAliveSeconds = intValue(a, value(args, ++i, a), 1, 3_600);
+        case "--allow-host" -> hosts.add(value(args, ++i, a).toLowerCase(java.util.Locale.ROOT));
+        case "--allow-origin" -> origins.add(value(args, ++i, a).toLowerCase(java.util.Locale.ROOT));
+        case "--pass-env" -> {
+          String name = value(args, ++i, a);
+          if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+            throw new UsageException("--pass-env takes a variable name, got '" + name + "'");
+          }
+          String v = env.get(name);
+          if (v == null) {
+            throw new UsageException("--pass-env " + name + ": the variable is not set in the adapter's environment");
+          }
+          passEnv.put(name, v);
+        }
+        default -> throw new UsageException("unknown option '" + a + "'");
+      }
+    }
+    if (http && stdio) {
+      throw new UsageException("choose one of --stdio and --http");
+    }
+    if (!http && (tokenFile != null || noAuth || !hosts.isEmpty() || !origins.isEmpty())) {
+      throw new UsageException("--token-file, --no-auth, --allow-host and --allow-origin apply to --http only");
+    }
+    String httpToken = null;
+    if (http) {
+      if (tokenFile != null && noAuth) {
+        throw new UsageException("choose one of --token-file and --no-auth");
+      }
+      httpToken = tokenFile != null ? readToken(tokenFile, "--token-file") : nonEmpty(env.get("SANDBOX_MCP_TOKEN"));
+      if (httpToken != null && noAuth) {
+        throw new UsageException("--no-auth conflicts with SANDBOX_MCP_TOKEN being set");
+      }
+      if (httpToken == null && !noAuth) {
+        throw new UsageException("--http needs a token: --token-file F or env SANDBOX_MCP_TOKEN"
+            + " (or --no-auth on a loopback address)");
+      }
+      if (noAuth && !isLoopback(bind)) {
+        throw new UsageException("--no-auth is only allowed on a loopback bind address, not " + bind);
+      }
+    }
+    URI agent = null;
+    String agentToken = null;
+    if (agentUrl != null) {
+      try {
+        agent = new URI(agentUrl);
+      } catch (URISyntaxException e) {
+        throw new UsageException("--agent-url is not a URL: " + e.getMessage());
+      }
+      if (!"http".equals(agent.getScheme()) && !"https".equals(agent.getScheme()) || agent.getHost() == null) {
+        throw new UsageException("--agent-url must be an http(s) URL with a host, got '" + agentUrl + "'");
+      }
+      agentToken = agentTokenFile != null
+          ? readToken(agentTokenFile, "--agent-token-file") : nonEmpty(env.get("SANDBOX_AGENT_TOKEN"));
+      if (agentToken == null) {
+        throw new UsageException("--agent-url needs the agent's token: --agent-token-file F or env SANDBOX_AGENT_TOKEN");
+      }
+    } else if (agentTokenFile != null) {
+      throw new UsageException("--agent-token-file needs --agent-url");
+    }
+    return new AdapterConfig(http, port, bind, httpToken, noAuth, agent, agentToken, Map.copyOf(passEnv),
+        maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds));
+  }
+
+  /** Settings for an in-process server in tests: stdio, local sandboxes, defaults elsewhere. */
+  public static AdapterConfig defaults() {
+    return parse(new String[0], Map.of());
+  }
+
+  public AdapterConfig withPassEnv(Map<String, String> vars) {
+    return new AdapterConfig(http, port, bind, httpToken, noAuth, agentUrl, agentToken, Map.copyOf(vars),
+        maxOutputBytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive);
+  }
+
+  public AdapterConfig withMaxOutputBytes(int bytes) {
+    return new AdapterConfig(http, port, bind, httpToken, noAuth, agentUrl, agentToken, passEnv,
+        bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive);
+  }
+
+  @Override
+  public String toString() { // never the tokens or the passed values
+    return "AdapterConfig{" + (http ? "http " + bind + ":" + port + (noAuth ? " no-auth" : " token") : "stdio")
+        + ", " + (agentUrl != null ? "agent " + agentUrl : "local sandboxes") + ", passEnv=" + passEnv.keySet()
+        + ", maxOutputBytes=" + maxOutputBytes + "}";
+  }
+
+  static boolean isLoopback(String address) {
+    try {
+      return InetAddress.getByName(address).isLoopbackAddress();
+    } catch (UnknownHostException e) {
+      return false;
+    }
+  }
+
+  private static String value(String[] args, int i, String option) {
+    if (i >= args.length || args[i].startsWith("--")) {
+      throw new UsageException(option + " needs a value");
+    }
+    return args[i];
+  }
+
+  private static int intValue(String option, String text, int min, int max) {
+    try {
+      int v = Integer.parseInt(text);
+      if (v < min || v > max) {
+        throw new UsageException(option + " must be between " + min + " and " + max + ", got " + v);
+      }
+      return v;
+    } catch (NumberFormatException e) {
+      throw new UsageException(option + " takes a number, got '" + text + "'");
+    }
+  }
+
+  private static String readToken(String file, String option) {
+    try {
+      String t = Files.readString(Path.of(file), StandardCharsets.UTF_8).strip();
+      if (t.isEmpty()) {
+        throw new UsageException(option + " " + file + " is empty");
+      }
+      return t;
+    } catch (IOException e) {
+      throw new UsageException(option + " " + file + " cannot be read: " + e);
+    }
+  }
+
+  private static String nonEmpty(String s) {
+    return s == null || s.isBlank() ? null : s.strip();
+  }
+}

@@ -1,0 +1,100 @@
+package dev.sandboxsdk.mcp.internal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * One running {@code tools/call}: sends its progress notifications and log messages, and runs its
+ * cancel hooks when the client sends {@code notifications/cancelled}. Thread-safe.
+ */
+public final class CallContext {
+  private final JsonNode requestId;
+  private final JsonNode progressToken;
+  private final Outbound out;
+  private final Session session;
+  private final List<Runnable> cancelHooks = new ArrayList<>();
+  private boolean cancelled;
+  private long progress;
+
+  CallContext(JsonNode requestId, JsonNode progressToken, Outbound out, Session session) {
+    this.requestId = requestId;
+    this.progressToken = progressToken;
+    this.out = out;
+    this.session = session;
+  }
+
+  public JsonNode requestId() {
+    return requestId;
+  }
+
+  public boolean wantsProgress() {
+    return progressToken != null;
+  }
+
+  /**
+   * Sends {@code notifications/progress} when the client asked for progress. {@code advance} is
+   * added to the progress value, which therefore only grows (by at least 1 per notification).
+   *
+   * @param message text for the client, or null
+   * @param meta extra {@code _meta} for the notification, or null
+   */
+  public void progress(long advance, String message, ObjectNode meta) {
+    if (progressToken == null) {
+      return;
+    }
+    ObjectNode params = Json.object();
+    synchronized (this) {
+      if (cancelled) {
+        return;
+      }
+      progress += Math.max(1, advance);
+      params.set("progressToken", progressToken);
+      params.put("progress", progress);
+    }
+    if (message != null) {
+      params.put("message", message);
+    }
+    if (meta != null) {
+      params.set("_meta", meta);
+    }
+    out.send(JsonRpc.notification("notifications/progress", params));
+  }
+
+  /** Sends a {@code notifications/message} if the session's log level lets it through. */
+  public void log(String level, String text) {
+    session.log(level, text, out);
+  }
+
+  /** Runs {@code hook} on cancellation, or now if the call was already cancelled. */
+  public void onCancel(Runnable hook) {
+    synchronized (this) {
+      if (!cancelled) {
+        cancelHooks.add(hook);
+        return;
+      }
+    }
+    hook.run();
+  }
+
+  public synchronized boolean isCancelled() {
+    return cancelled;
+  }
+
+  /** Marks the call cancelled and runs its hooks once. */
+  void cancel() {
+    List<Runnable> hooks;
+    synchronized (this) {
+      if (cancelled) {
+        return;
+      }
+      cancelled = true;
+      hooks = new ArrayList<>(cancelHooks);
+      cancelHooks.clear();
+    }
+    for (Runnable h : hooks) {
+      h.run();
+    }
+  }
+}

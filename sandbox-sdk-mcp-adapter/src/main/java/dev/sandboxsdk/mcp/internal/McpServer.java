@@ -1,0 +1,291 @@
+package dev.sandboxsdk.mcp.internal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The MCP protocol layer, independent of transport: lifecycle ({@code initialize}, version
+ * negotiation), {@code ping}, {@code tools/list}, {@code tools/call}, {@code logging/setLevel},
+ * progress and cancellation. A transport hands it one JSON-RPC message at a time with an
+ * {@link Outbound} for whatever that message causes to be sent. Thread-safe.
+ */
+public final class McpServer implements AutoCloseable {
+  private static final Logger log = LoggerFactory.getLogger(McpServer.class);
+
+  /** Newest first: the version offered when the client asks for one we do not speak. */
+  public static final List<String> PROTOCOL_VERSIONS = List.of("2025-11-25", "2025-06-18", "2025-03-26");
+  /** The version an HTTP client is assumed to speak when it sends no MCP-Protocol-Version header. */
+  public static final String DEFAULT_HTTP_VERSION = "2025-03-26";
+  private static final int MAX_CONCURRENT_CALLS = 64;
+
+  private final AdapterConfig config;
+  private final ToolCatalog catalog;
+  private final SandboxTools tools;
+  private final Sandboxes sandboxes;
+  private final ExecutorService workers;
+
+  public McpServer(AdapterConfig config) {
+    this.config = config;
+    this.catalog = ToolCatalog.load();
+    this.sandboxes = new Sandboxes(config);
+    this.tools = new SandboxTools(config, sandboxes);
+    AtomicInteger n = new AtomicInteger();
+    // Long calls (exec, streams) hand their wait to the SDK's streams and free the worker at once;
+    // the bound stops a flood of slow blocking calls from piling up threads.
+    this.workers = new ThreadPoolExecutor(0, MAX_CONCURRENT_CALLS, 60, TimeUnit.SECONDS, new SynchronousQueue<>(),
+        r -> {
+          Thread t = new Thread(r, "mcp-tool-" + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+  }
+
+  public AdapterConfig config() {
+    return config;
+  }
+
+  public Session newSession(String id) {
+    return new Session(id);
+  }
+
+  /**
+   * Handles one message (a request, notification or response; not a batch). Everything it causes
+   * goes to {@code out}, then {@code out.finish()}; for notifications and responses nothing is sent.
+   */
+  public void handle(Session session, JsonNode message, Outbound out) {
+    session.touch();
+    if (!message.isObject()) {
+      reply(out, JsonRpc.error(null, JsonRpc.INVALID_REQUEST, "a JSON-RPC message must be an object"));
+      return;
+    }
+    JsonNode id = message.get("id");
+    JsonNode method = message.get("method");
+    if (!"2.0".equals(message.path("jsonrpc").asText(null))) {
+      reply(out, JsonRpc.error(JsonRpc.isValidId(id) ? id : null, JsonRpc.INVALID_REQUEST,
+          "\"jsonrpc\" must be \"2.0\""));
+      return;
+    }
+    if (method == null) {
+      // A response to a request of ours; we send none, so there is nothing to match it with.
+      if (id == null || !message.has("result") && !message.has("error")) {
+        reply(out, JsonRpc.error(null, JsonRpc.INVALID_REQUEST, "a message needs a \"method\" (or is a response)"));
+      } else {
+        out.finish();
+      }
+      return;
+    }
+    if (!method.isTextual()) {
+      reply(out, JsonRpc.error(JsonRpc.isValidId(id) ? id : null, JsonRpc.INVALID_REQUEST, "\"method\" must be a string"));
+      return;
+    }
+    if (id == null) {
+      notification(session, method.asText(), message.get("params"));
+      out.finish();
+      return;
+    }
+    if (!JsonRpc.isValidId(id)) {
+      reply(out, JsonRpc.error(null, JsonRpc.INVALID_REQUEST, "\"id\" must be a string or an integer"));
+      return;
+    }
+    JsonNode params = message.get("params");
+    if (params != null && !params.isObject()) {
+      reply(out, JsonRpc.error(id, JsonRpc.INVALID_PARAMS, "\"params\" must be an object"));
+      return;
+    }
+    try {
+      request(session, id, method.asText(), params == null ? Json.object() : (ObjectNode) params, out);
+    } catch (JsonRpc.Error e) {
+      reply(out, JsonRpc.error(id, e.code(), e.getMessage()));
+    }
+  }
+
+  private void request(Session session, JsonNode id, String method, ObjectNode params, Outbound out) {
+    if (!session.isInitialized() && !method.equals("initialize") && !method.equals("ping")) {
+      throw new JsonRpc.Error(JsonRpc.INVALID_REQUEST, "the session is not initialized: send \"initialize\" first");
+    }
+    switch (method) {
+      case "initialize" -> reply(out, JsonRpc.result(id, initialize(session, params)));
+      case "ping" -> reply(out, JsonRpc.result(id, Json.object()));
+      case "tools/list" -> {
+        JsonNode cursor = params.get("cursor");
+        if (cursor != null && !cursor.isNull()) {
+          throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "unknown cursor: tools/list returns every tool in one page");
+        }
+        ObjectNode result = Json.object();
+        result.set("tools", catalog.listing());
+        reply(out, JsonRpc.result(id, result));
+      }
+      case "tools/call" -> callTool(session, id, params, out);
+      case "logging/setLevel" -> {
+        String level = params.path("level").asText("");
+        if (!Session.LOG_LEVELS.contains(level)) {
+          throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "\"level\" must be one of " + Session.LOG_LEVELS);
+        }
+        session.logLevel(level);
+        reply(out, JsonRpc.result(id, Json.object()));
+      }
+      default -> throw new JsonRpc.Error(JsonRpc.METHOD_NOT_FOUND, "method not found: " + method);
+    }
+  }
+
+  private ObjectNode initialize(Session session, ObjectNode params) {
+    JsonNode requested = params.get("protocolVersion");
+    if (requested == null || !requested.isTextual()) {
+      throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "initialize needs \"protocolVersion\" (a string)");
+    }
+    if (session.isInitialized()) {
+      throw new JsonRpc.Error(JsonRpc.INVALID_REQUEST, "the session is already initialized");
+    }
+    // Version negotiation: echo a version we speak, otherwise offer our newest and let the client decide.
+    String version = PROTOCOL_VERSIONS.contains(requested.asText()) ? requested.asText() : PROTOCOL_VERSIONS.get(0);
+    session.protocolVersion(version);
+    ObjectNode result = Json.object().put("protocolVersion", version);
+    ObjectNode caps = result.putObject("capabilities");
+    caps.putObject("tools").put("listChanged", false);
+    caps.putObject("logging");
+    result.putObject("serverInfo")
+        .put("name", "sandbox-sdk-mcp-adapter")
+        .put("title", "Sandbox SDK")
+        .put("version", version());
+    result.put("instructions", "Run commands and code in isolated sandboxes. exec runs a command and waits;"
+        + " runCode runs a snippet; startProcess starts a background process whose output you read with"
+        + " getProcessLogs or streamProcessLogs. Tools act on the sandbox \"default\" unless you pass sandboxId;"
+        + " create others with getSandbox and remove them with destroy.");
+    log.info("session {} initialized: protocol {}, client {}", session.id() == null ? "stdio" : session.id(),
+        version, params.path("clientInfo").path("name").asText("?"));
+    return result;
+  }
+
+  private void notification(Session session, String method, JsonNode params) {
+    switch (method) {
+      case "notifications/cancelled" -> {
+        JsonNode requestId = params == null ? null : params.get("requestId");
+        if (JsonRpc.isValidId(requestId)) {
+          log.debug("client cancelled request {}", requestId);
+          session.cancel(requestId);
+        }
+      }
+      case "notifications/initialized", "notifications/progress", "notifications/roots/list_changed" -> {
+      }
+      default -> log.debug("ignoring notification {}", method);
+    }
+  }
+
+  private void callTool(Session session, JsonNode id, ObjectNode params, Outbound out) {
+    JsonNode name = params.get("name");
+    if (name == null || !name.isTextual()) {
+      throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "tools/call needs \"name\" (a string)");
+    }
+    ObjectNode tool = catalog.get(name.asText());
+    if (tool == null) {
+      throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "Unknown tool: " + name.asText()
+          + " (tools/list shows the " + String.join(", ", catalog.names()) + " tools)");
+    }
+    JsonNode args = params.get("arguments");
+    if (args != null && !args.isNull() && !args.isObject()) {
+      throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "\"arguments\" must be an object");
+    }
+    ObjectNode arguments = args == null || args.isNull() ? Json.object() : (ObjectNode) args;
+    JsonNode token = params.path("_meta").get("progressToken");
+    JsonNode progressToken = token != null && (token.isTextual() || token.isIntegralNumber()) ? token : null;
+    CallContext ctx = new CallContext(id, progressToken, out, session);
+    if (!session.begin(id, ctx)) {
+      throw new JsonRpc.Error(JsonRpc.INVALID_REQUEST, "request id " + id + " is already in use by a running call");
+    }
+    List<String> problems = SchemaValidator.validate(tool.get("inputSchema"), arguments);
+    CompletableFuture<ToolOutcome> outcome;
+    if (!problems.isEmpty()) {
+      outcome = CompletableFuture.completedFuture(ToolOutcome.error("Invalid arguments for " + name.asText() + ": "
+          + String.join("; ", problems) + ". The inputSchema in tools/list describes every argument."));
+    } else {
+      outcome = new CompletableFuture<>();
+      CompletableFuture<ToolOutcome> target = outcome;
+      try {
+        workers.execute(() -> {
+          try {
+            tools.call(name.asText(), arguments, ctx).whenComplete((r, e) -> {
+              if (e != null) {
+                target.completeExceptionally(e);
+              } else {
+                target.complete(r);
+              }
+            });
+          } catch (RuntimeException e) {
+            target.completeExceptionally(e);
+          }
+        });
+      } catch (RejectedExecutionException e) {
+        outcome.complete(ToolOutcome.error("The server is busy: " + MAX_CONCURRENT_CALLS
+            + " tool calls are already starting. Try again in a moment."));
+      }
+    }
+    outcome.whenComplete((r, e) -> {
+      session.end(id, ctx);
+      if (ctx.isCancelled()) {
+        out.finish(); // MCP: no response to a cancelled request
+        return;
+      }
+      if (e != null) {
+        Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+        ToolOutcome mapped = SandboxTools.describe(cause);
+        if (mapped == null) {
+          log.error("tool {} failed unexpectedly", name.asText(), cause);
+          reply(out, JsonRpc.error(id, JsonRpc.INTERNAL_ERROR, "internal error in " + name.asText() + ": " + cause));
+          return;
+        }
+        r = mapped;
+      }
+      reply(out, JsonRpc.result(id, toResult(r)));
+    });
+  }
+
+  /** The CallToolResult: structured content, the same JSON as text, and isError; all redacted. */
+  ObjectNode toResult(ToolOutcome r) {
+    Redactor redactor = tools.redactor();
+    ObjectNode result = Json.object();
+    var content = result.putArray("content");
+    if (r.message() != null) {
+      content.addObject().put("type", "text").put("text", redactor.redact(r.message()));
+    }
+    if (r.structured() != null) {
+      JsonNode structured = redactor.redact(r.structured());
+      result.set("structuredContent", structured);
+      content.addObject().put("type", "text").put("text", Json.pretty(structured));
+    }
+    if (r.isError()) {
+      result.put("isError", true);
+    }
+    return result;
+  }
+
+  private static void reply(Outbound out, ObjectNode message) {
+    out.send(message);
+    out.finish();
+  }
+
+  static String version() {
+    String v = McpServer.class.getPackage().getImplementationVersion();
+    return v != null ? v : "dev";
+  }
+
+  /** Sandboxes are the server's, shared by every session; closing the server destroys local ones. */
+  public Sandboxes sandboxes() {
+    return sandboxes;
+  }
+
+  @Override
+  public void close() {
+    workers.shutdownNow();
+    sandboxes.close();
+  }
+}

@@ -1,0 +1,726 @@
+package dev.sandboxsdk.mcp.internal;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sandboxsdk.Command;
+import dev.sandboxsdk.ExecEvent;
+import dev.sandboxsdk.ExecOptions;
+import dev.sandboxsdk.LogEvent;
+import dev.sandboxsdk.LogRange;
+import dev.sandboxsdk.ProcessInfo;
+import dev.sandboxsdk.ProcessLogs;
+import dev.sandboxsdk.ProcessNotFoundException;
+import dev.sandboxsdk.ProcessOptions;
+import dev.sandboxsdk.ProcessStatus;
+import dev.sandboxsdk.SandboxAuthException;
+import dev.sandboxsdk.SandboxConnectionException;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInvalidRequestException;
+import dev.sandboxsdk.SandboxTimeoutException;
+import dev.sandboxsdk.Signal;
+import dev.sandboxsdk.StdStream;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Flow;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Function;
+
+/**
+ * The tools: each is a thin call of the public SDK API on one of the server's sandboxes, with its
+ * arguments already checked against the tool's inputSchema. Long calls ({@code exec},
+ * {@code runCode}, {@code streamProcessLogs}) run on the SDK's streams and hold no thread while
+ * they wait. Thread-safe.
+ */
+public final class SandboxTools {
+  static final Duration DEFAULT_EXEC_TIMEOUT = Duration.ofMinutes(5);
+  static final Duration DEFAULT_FOLLOW = Duration.ofSeconds(30);
+  static final Duration KILL_WAIT = Duration.ofSeconds(5);
+  /** Output streamed as progress messages per call; beyond it progress carries only byte counts. */
+  static final long PROGRESS_TEXT_LIMIT = 1 << 20;
+  static final String MISSING_INTERPRETER = "sandbox-mcp: interpreter not found: ";
+
+  private interface Tool {
+    CompletableFuture<ToolOutcome> call(ObjectNode args, CallContext ctx);
+  }
+
+  private final AdapterConfig config;
+  private final Sandboxes sandboxes;
+  private final Redactor redactor;
+  private final Map<String, Tool> tools = new HashMap<>();
+  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "mcp-timer");
+    t.setDaemon(true);
+    return t;
+  });
+
+  public SandboxTools(AdapterConfig config, Sandboxes sandboxes) {
+    this.config = config;
+    this.sandboxes = sandboxes;
+    this.redactor = new Redactor(config.passEnv());
+    tools.put("exec", this::exec);
+    tools.put("runCode", this::runCode);
+    tools.put("startProcess", sync(this::startProcess));
+    tools.put("listProcesses", sync(this::listProcesses));
+    tools.put("getProcess", sync(this::getProcess));
+    tools.put("killProcess", sync(this::killProcess));
+    tools.put("killAllProcesses", sync(this::killAllProcesses));
+    tools.put("getProcessLogs", sync(this::getProcessLogs));
+    tools.put("streamProcessLogs", this::streamProcessLogs);
+    tools.put("cleanupCompletedProcesses", sync(this::cleanupCompletedProcesses));
+    tools.put("getSandbox", sync(this::getSandbox));
+    tools.put("listSandboxes", sync(this::listSandboxes));
+    tools.put("destroy", sync(this::destroy));
+  }
+
+  public Redactor redactor() {
+    return redactor;
+  }
+
+  /** The names of the tools implemented here (the catalog must list exactly these). */
+  public Iterable<String> names() {
+    return tools.keySet();
+  }
+
+  /** Runs tool {@code name}; domain failures complete as error outcomes, never exceptionally. */
+  public CompletableFuture<ToolOutcome> call(String name, ObjectNode args, CallContext ctx) {
+    Tool t = tools.get(name);
+    if (t == null) {
+      throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "Unknown tool: " + name);
+    }
+    try {
+      return t.call(args, ctx).exceptionally(e -> {
+        ToolOutcome o = describe(e instanceof java.util.concurrent.CompletionException ? e.getCause() : e);
+        if (o == null) {
+          throw e instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(e);
+        }
+        return o;
+      });
+    } catch (RuntimeException e) {
+      ToolOutcome o = describe(e);
+      if (o == null) {
+        throw e;
+      }
+      return CompletableFuture.completedFuture(o);
+    }
+  }
+
+  private static Tool sync(Function<ObjectNode, ToolOutcome> body) {
+    return (args, ctx) -> CompletableFuture.completedFuture(body.apply(args));
+  }
+
+  /**
+   * The error result for a failure the model can act on, or null for a bug (which the server
+   * reports as a JSON-RPC internal error).
+   */
+  static ToolOutcome describe(Throwable e) {
+    if (e instanceof ToolException) {
+      return ToolOutcome.error(e.getMessage());
+    }
+    if (e instanceof ProcessNotFoundException) {
+      return ToolOutcome.error(e.getMessage() + ". listProcesses shows the processes that exist; a finished"
+          + " process's record goes away after cleanupCompletedProcesses or its auto-cleanup delay.");
+    }
+    if (e instanceof SandboxInvalidRequestException || e instanceof IllegalArgumentException) {
+      return ToolOutcome.error("The sandbox rejected the request: " + e.getMessage());
+    }
+    if (e instanceof SandboxAuthException) {
+      return ToolOutcome.error("The sandbox agent refused this server's token: " + e.getMessage()
+          + ". The server's --agent-token-file must hold the agent's token.");
+    }
+    if (e instanceof SandboxTimeoutException) {
+      return ToolOutcome.error("The sandbox did not answer in time: " + e.getMessage() + ". Try again.");
+    }
+    if (e instanceof SandboxConnectionException || e instanceof IllegalStateException) {
+      return ToolOutcome.error("The sandbox is not reachable: " + e.getMessage() + ". If it was destroyed (for"
+          + " example after being idle), call getSandbox to create it again; its files and processes are gone.");
+    }
+    if (e instanceof SandboxException) {
+      return ToolOutcome.error("The sandbox reported an error: " + e.getMessage());
+    }
+    return null;
+  }
+
+  // ---- exec and runCode
+
+  private CompletableFuture<ToolOutcome> exec(ObjectNode args, CallContext ctx) {
+    Command command = command(args);
+    ExecOptions.Builder options = execOptions(args);
+    if (args.hasNonNull("stdin")) {
+      options.stdin(args.get("stdin").asText());
+    }
+    return runStreamed(args, command, options.build(), ctx, null);
+  }
+
+  private CompletableFuture<ToolOutcome> runCode(ObjectNode args, CallContext ctx) {
+    String language = args.get("language").asText();
+    String interpreter = switch (language) {
+      case "python" -> "python3";
+      case "javascript", "typescript" -> "node";
+      default -> "bash";
+    };
+    String run = switch (language) {
+      case "python" -> "exec python3 -";
+      case "javascript" -> "exec node -";
+      case "typescript" -> "exec node --experimental-strip-types --input-type=module-typescript -";
+      default -> "exec bash -s";
+    };
+    // Probe first so a missing interpreter is told apart from a program that exits with 127.
+    String script = "command -v " + interpreter + " >/dev/null 2>&1 || { echo '" + MISSING_INTERPRETER
+        + interpreter + "' >&2; exit 127; }; " + run;
+    ExecOptions options = execOptions(args).stdin(args.get("code").asText()).build();
+    return runStreamed(args, Command.shell(script), options, ctx, language);
+  }
+
+  private ExecOptions.Builder execOptions(ObjectNode args) {
+    ExecOptions.Builder b = ExecOptions.builder()
+        .timeout(seconds(args, "timeoutSeconds", DEFAULT_EXEC_TIMEOUT))
+        .env(environment(args));
+    if (args.hasNonNull("cwd")) {
+      b.cwd(args.get("cwd").asText());
+    }
+    return b;
+  }
+
+  private CompletableFuture<ToolOutcome> runStreamed(ObjectNode args, Command command, ExecOptions options,
+      CallContext ctx, String language) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    int cap = cap(args, "maxOutputBytes");
+    ExecCollector collector = new ExecCollector(sb, cap, ctx, language);
+    sb.sandbox().execStream(command, options).subscribe(collector);
+    return collector.result;
+  }
+
+  /** Collects one exec's events into capped text, streaming it as progress on the way. */
+  private final class ExecCollector implements Flow.Subscriber<ExecEvent> {
+    final CompletableFuture<ToolOutcome> result = new CompletableFuture<>();
+    private final Sandboxes.Entry sandbox;
+    private final CappedText stdout;
+    private final CappedText stderr;
+    private final Progress progress;
+    private final String language;
+    private long pid;
+    private String shown = "";
+
+    ExecCollector(Sandboxes.Entry sandbox, int cap, CallContext ctx, String language) {
+      this.sandbox = sandbox;
+      this.stdout = new CappedText(cap, redactor, 0);
+      this.stderr = new CappedText(cap, redactor, 0);
+      this.progress = new Progress(ctx);
+      this.language = language;
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription s) {
+      progress.ctx.onCancel(s::cancel); // cancelling the stream makes the agent kill the command
+      s.request(Long.MAX_VALUE); // we only keep a capped prefix, so there is nothing to pace
+    }
+
+    @Override
+    public void onNext(ExecEvent e) {
+      if (e instanceof ExecEvent.Start st) {
+        pid = st.pid();
+        shown = st.command();
+      } else if (e instanceof ExecEvent.Stdout o) {
+        stdout.append(o.text(), o.offset(), o.bytes());
+        progress.output(StdStream.STDOUT, o.text(), o.bytes());
+      } else if (e instanceof ExecEvent.Stderr o) {
+        stderr.append(o.text(), o.offset(), o.bytes());
+        progress.output(StdStream.STDERR, o.text(), o.bytes());
+      } else if (e instanceof ExecEvent.Complete c) {
+        stdout.ended();
+        stderr.ended();
+        progress.flush();
+        result.complete(outcome(c));
+      }
+    }
+
+    private ToolOutcome outcome(ExecEvent.Complete c) {
+      ObjectNode r = Json.object()
+          .put("command", language != null ? language + " code on stdin" : shown)
+          .put("exitCode", c.exitCode())
+          .put("success", c.exitCode() == 0)
+          .put("stdout", stdout.text())
+          .put("stderr", stderr.text())
+          .put("stdoutBytes", stdout.totalBytes())
+          .put("stderrBytes", stderr.totalBytes())
+          .put("truncated", stdout.truncated() || stderr.truncated())
+          .put("timedOut", c.timedOut());
+      r.put("signal", c.signal() == null ? null : c.signal().name());
+      r.put("durationMs", c.duration().toMillis()).put("pid", pid).put("sandboxId", sandbox.id());
+      List<String> notes = new ArrayList<>();
+      if (language != null && c.exitCode() == 127 && stderr.text().contains(MISSING_INTERPRETER)) {
+        String which = stderr.text().substring(stderr.text().indexOf(MISSING_INTERPRETER)
+            + MISSING_INTERPRETER.length()).strip();
+        return ToolOutcome.error("Cannot run " + language + ": the interpreter '" + which + "' is not installed in"
+            + " sandbox '" + sandbox.id() + "'. Install it there (for example with exec: apt-get install -y "
+            + (which.equals("node") ? "nodejs" : which) + ", if the sandbox has a package manager and network),"
+            + " or use another language.");
+      }
+      if (language != null && "typescript".equals(language) && c.exitCode() == 9
+          && stderr.text().contains("bad option")) {
+        notes.add("TypeScript runs on node with type stripping, which needs Node.js 22.7 or later;"
+            + " the sandbox's node is older.");
+      }
+      if (c.timedOut()) {
+        notes.add("The command was killed after its timeout. Pass a larger timeoutSeconds, or run it with"
+            + " startProcess and follow it with streamProcessLogs.");
+      } else if (c.exitCode() != 0) {
+        notes.add("The command failed with exit code " + c.exitCode()
+            + (c.exitCode() == 127 ? " (command not found: check the program name or install it)." : "; see stderr."));
+      }
+      truncationNote(notes, "stdout", stdout);
+      truncationNote(notes, "stderr", stderr);
+      if (!notes.isEmpty()) {
+        r.put("note", String.join(" ", notes));
+      }
+      return c.exitCode() == 0 ? ToolOutcome.ok(r) : ToolOutcome.error(r);
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      result.completeExceptionally(t);
+    }
+
+    @Override
+    public void onComplete() {
+      if (!result.isDone()) {
+        result.completeExceptionally(new SandboxConnectionException("the exec stream ended without a result", null));
+      }
+    }
+  }
+
+  private static void truncationNote(List<String> notes, String stream, CappedText t) {
+    if (t.truncated()) {
+      notes.add(stream + " was cut: the first " + (t.nextOffset()) + " of " + t.totalBytes() + " bytes are shown."
+          + " To read the rest, redirect the output to a file and read it from byte offset " + t.nextOffset()
+          + " (e.g. tail -c +" + (t.nextOffset() + 1) + " FILE | head -c 16384), or pass a larger maxOutputBytes.");
+    }
+  }
+
+  /** Streams output chunks as progress notifications, redacted, up to a size limit per call. */
+  private final class Progress {
+    final CallContext ctx;
+    private final Redactor.Stream out = redactor.stream();
+    private final Redactor.Stream err = redactor.stream();
+    private long textSent;
+    private long pendingBytes;
+    private long lastCountOnlyNanos;
+
+    Progress(CallContext ctx) {
+      this.ctx = ctx;
+    }
+
+    void output(StdStream stream, String text, long bytes) {
+      if (!ctx.wantsProgress()) {
+        return;
+      }
+      if (textSent >= PROGRESS_TEXT_LIMIT) {
+        pendingBytes += bytes;
+        long now = System.nanoTime();
+        if (now - lastCountOnlyNanos >= 1_000_000_000L) { // after the limit, a heartbeat a second at most
+          lastCountOnlyNanos = now;
+          ctx.progress(pendingBytes, null, null);
+          pendingBytes = 0;
+        }
+        return;
+      }
+      String safe = (stream == StdStream.STDOUT ? out : err).push(text);
+      textSent += bytes;
+      if (textSent >= PROGRESS_TEXT_LIMIT) {
+        safe += "\n[sandbox-mcp: more than " + PROGRESS_TEXT_LIMIT + " bytes of output; further progress"
+            + " notifications carry only byte counts]\n";
+      }
+      if (!safe.isEmpty()) {
+        ctx.progress(bytes, safe, stream == StdStream.STDERR ? stderrMeta() : null);
+      } else {
+        pendingBytes += bytes;
+      }
+    }
+
+    void flush() {
+      if (!ctx.wantsProgress() || textSent >= PROGRESS_TEXT_LIMIT) {
+        return;
+      }
+      String o = out.flush();
+      if (!o.isEmpty()) {
+        ctx.progress(1, o, null);
+      }
+      String e = err.flush();
+      if (!e.isEmpty()) {
+        ctx.progress(1, e, stderrMeta());
+      }
+    }
+
+    private ObjectNode stderrMeta() {
+      return Json.object().put("dev.sandboxsdk/stream", "stderr");
+    }
+  }
+
+  // ---- background processes
+
+  private ToolOutcome startProcess(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    ProcessOptions.Builder b = ProcessOptions.builder().env(environment(args));
+    if (args.hasNonNull("processId")) {
+      b.processId(args.get("processId").asText());
+    }
+    if (args.hasNonNull("cwd")) {
+      b.cwd(args.get("cwd").asText());
+    }
+    if (args.hasNonNull("timeoutSeconds")) {
+      b.timeout(seconds(args, "timeoutSeconds", null));
+    }
+    ProcessInfo info = sb.sandbox().startProcess(command(args), b.build()).info();
+    return ToolOutcome.ok(withSandbox(Json.object().set("process", processJson(info)), sb));
+  }
+
+  private ToolOutcome listProcesses(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    List<ProcessInfo> list = args.hasNonNull("status")
+        ? sb.sandbox().listProcesses(ProcessStatus.fromWire(args.get("status").asText()))
+        : sb.sandbox().listProcesses();
+    ObjectNode r = Json.object();
+    ArrayNode arr = r.putArray("processes");
+    list.forEach(p -> arr.add(processJson(p)));
+    r.put("count", list.size());
+    return ToolOutcome.ok(withSandbox(r, sb));
+  }
+
+  private ToolOutcome getProcess(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    String id = args.get("processId").asText();
+    ProcessInfo info = sb.sandbox().getProcess(id).orElseThrow(() -> new ToolException("There is no process '" + id
+        + "' in sandbox '" + sb.id() + "'. listProcesses shows the processes that exist."));
+    return ToolOutcome.ok(withSandbox(Json.object().set("process", processJson(info)), sb));
+  }
+
+  private ToolOutcome killProcess(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    String id = args.get("processId").asText();
+    Signal signal = args.hasNonNull("signal") ? Signal.valueOf(args.get("signal").asText()) : Signal.SIGTERM;
+    sb.sandbox().killProcess(id, signal);
+    ProcessInfo info;
+    boolean exited;
+    try {
+      info = sb.sandbox().attachProcess(id).waitForExit(KILL_WAIT);
+      exited = true;
+    } catch (SandboxTimeoutException stillRunning) {
+      info = sb.sandbox().getProcess(id).orElseThrow(() -> new ToolException("Process '" + id
+          + "' disappeared while being killed (its record was cleaned up)."));
+      exited = !info.isRunning();
+    }
+    ObjectNode r = Json.object();
+    r.set("process", processJson(info));
+    r.put("signal", signal.name()).put("exited", exited);
+    return ToolOutcome.ok(withSandbox(r, sb));
+  }
+
+  private ToolOutcome killAllProcesses(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    return ToolOutcome.ok(withSandbox(Json.object().put("killed", sb.sandbox().killAllProcesses()), sb));
+  }
+
+  private ToolOutcome cleanupCompletedProcesses(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    return ToolOutcome.ok(withSandbox(Json.object().put("removed", sb.sandbox().cleanupCompletedProcesses()), sb));
+  }
+
+  private ToolOutcome getProcessLogs(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    String id = args.get("processId").asText();
+    int cap = cap(args, "maxBytes");
+    long so = args.path("stdoutOffset").asLong(0);
+    long se = args.path("stderrOffset").asLong(0);
+    ProcessLogs page = sb.sandbox().getProcessLogs(id, LogRange.from(so, se).withMaxBytes(cap));
+    CappedText out = new CappedText(cap, redactor, page.stdoutOffset());
+    out.append(page.stdout(), page.stdoutOffset(), page.stdoutNextOffset() - page.stdoutOffset());
+    CappedText err = new CappedText(cap, redactor, page.stderrOffset());
+    err.append(page.stderr(), page.stderrOffset(), page.stderrNextOffset() - page.stderrOffset());
+    if (page.complete()) {
+      out.ended();
+      err.ended();
+    }
+    boolean more = !page.complete() && sb.sandbox().getProcess(id)
+        .map(p -> p.stdoutBytes() > out.nextOffset() || p.stderrBytes() > err.nextOffset()).orElse(false);
+    ObjectNode r = Json.object()
+        .put("processId", page.processId())
+        .put("status", page.status().wireName())
+        .put("stdout", out.text())
+        .put("stderr", err.text())
+        .put("stdoutOffset", page.stdoutOffset())
+        .put("stdoutNextOffset", out.nextOffset())
+        .put("stderrOffset", page.stderrOffset())
+        .put("stderrNextOffset", err.nextOffset())
+        .put("truncated", page.truncated())
+        .put("complete", page.complete() && out.nextOffset() == page.stdoutNextOffset()
+            && err.nextOffset() == page.stderrNextOffset())
+        .put("more", more);
+    List<String> notes = new ArrayList<>();
+    if (page.truncated()) {
+      notes.add("Some requested output had already left the sandbox's output window and is lost; the page starts"
+          + " at stdoutOffset " + page.stdoutOffset() + " / stderrOffset " + page.stderrOffset() + ".");
+    }
+    if (more) {
+      notes.add("More output is available: call getProcessLogs again with stdoutOffset " + out.nextOffset()
+          + " and stderrOffset " + err.nextOffset() + ".");
+    }
+    if (!notes.isEmpty()) {
+      r.put("note", String.join(" ", notes));
+    }
+    return ToolOutcome.ok(withSandbox(r, sb));
+  }
+
+  private CompletableFuture<ToolOutcome> streamProcessLogs(ObjectNode args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    String id = args.get("processId").asText();
+    int cap = cap(args, "maxBytes");
+    long so = args.path("stdoutOffset").asLong(0);
+    long se = args.path("stderrOffset").asLong(0);
+    Duration limit = seconds(args, "timeoutSeconds", DEFAULT_FOLLOW);
+    if (sb.sandbox().getProcess(id).isEmpty()) { // fail fast with the usual message, before streaming
+      throw new ToolException("There is no process '" + id + "' in sandbox '" + sb.id()
+          + "'. listProcesses shows the processes that exist.");
+    }
+    LogFollower f = new LogFollower(sb, id, cap, so, se, ctx);
+    sb.sandbox().streamProcessLogs(id, LogRange.from(so, se)).subscribe(f);
+    var timeout = timer.schedule(() -> f.stop(true), limit.toMillis(), TimeUnit.MILLISECONDS);
+    f.result.whenComplete((r, e) -> timeout.cancel(false));
+    return f.result;
+  }
+
+  /** Follows one process's log stream into capped text until exit, the time limit or full caps. */
+  private final class LogFollower implements Flow.Subscriber<LogEvent> {
+    final CompletableFuture<ToolOutcome> result = new CompletableFuture<>();
+    private final Sandboxes.Entry sandbox;
+    private final String processId;
+    private final CappedText stdout;
+    private final CappedText stderr;
+    private final Progress progress;
+    private final AtomicBoolean done = new AtomicBoolean();
+    private final List<String> notes = new ArrayList<>();
+    private boolean lost;
+    private volatile Flow.Subscription subscription;
+    private LogEvent.Exit exit;
+
+    LogFollower(Sandboxes.Entry sandbox, String processId, int cap, long so, long se, CallContext ctx) {
+      this.sandbox = sandbox;
+      this.processId = processId;
+      this.stdout = new CappedText(cap, redactor, so);
+      this.stderr = new CappedText(cap, redactor, se);
+      this.progress = new Progress(ctx);
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription s) {
+      subscription = s;
+      progress.ctx.onCancel(s::cancel);
+      s.request(Long.MAX_VALUE);
+    }
+
+    @Override
+    public synchronized void onNext(LogEvent e) {
+      if (done.get()) {
+        return;
+      }
+      if (e instanceof LogEvent.Output o) {
+        (o.stream() == StdStream.STDOUT ? stdout : stderr).append(o.text(), o.offset(), o.bytes());
+        progress.output(o.stream(), o.text(), o.bytes());
+        if (stdout.full() && stderr.full()) {
+          notes.add("Stopped following because both streams reached maxBytes.");
+          stop(false);
+        }
+      } else if (e instanceof LogEvent.Truncated t) {
+        lost = true;
+        notes.add(t.droppedBytes() + " bytes of " + t.stream().name().toLowerCase(Locale.ROOT)
+            + " had already left the sandbox's output window and are lost.");
+        (t.stream() == StdStream.STDOUT ? stdout : stderr).append("", t.offset(), 0);
+      } else if (e instanceof LogEvent.Exit x) {
+        exit = x;
+        stdout.ended();
+        stderr.ended();
+        stop(false);
+      }
+    }
+
+    /** Ends following (by exit, time limit or full caps) and completes the result once. */
+    synchronized void stop(boolean timeLimit) {
+      if (!done.compareAndSet(false, true)) {
+        return;
+      }
+      Flow.Subscription s = subscription;
+      if (s != null && exit == null) {
+        s.cancel();
+      }
+      progress.flush();
+      ObjectNode r = Json.object()
+          .put("processId", processId)
+          .put("stdout", stdout.text())
+          .put("stderr", stderr.text())
+          .put("stdoutNextOffset", stdout.nextOffset())
+          .put("stderrNextOffset", stderr.nextOffset())
+          .put("exited", exit != null);
+      r.put("exitCode", exit == null ? null : exit.exitCode());
+      r.put("status", exit == null ? null : exit.status().wireName());
+      r.put("timeLimitReached", timeLimit)
+          .put("truncated", stdout.truncated() || stderr.truncated() || lost);
+      if (exit == null) {
+        notes.add("The process is still running" + (timeLimit ? " after the time limit" : "") + "; continue with"
+            + " streamProcessLogs or getProcessLogs from stdoutOffset " + stdout.nextOffset() + " and stderrOffset "
+            + stderr.nextOffset() + ".");
+      } else if (stdout.truncated() || stderr.truncated()) {
+        notes.add("Output was cut at maxBytes; read the rest with getProcessLogs from stdoutOffset "
+            + stdout.nextOffset() + " and stderrOffset " + stderr.nextOffset() + ".");
+      }
+      r.put("note", String.join(" ", notes));
+      result.complete(ToolOutcome.ok(withSandbox(r, sandbox)));
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      if (done.compareAndSet(false, true)) {
+        result.completeExceptionally(t);
+      }
+    }
+
+    @Override
+    public void onComplete() {
+      stop(false);
+    }
+  }
+
+  // ---- sandboxes
+
+  private ToolOutcome getSandbox(ObjectNode args) {
+    String id = sandboxId(args) == null ? Sandboxes.DEFAULT_ID : sandboxId(args);
+    Boolean keepAlive = args.hasNonNull("keepAlive") ? args.get("keepAlive").asBoolean() : null;
+    Integer idle = args.hasNonNull("idleTimeoutSeconds") ? args.get("idleTimeoutSeconds").asInt() : null;
+    Sandboxes.Got got = sandboxes.getOrCreate(id, keepAlive, idle);
+    ObjectNode r = Json.object();
+    r.set("sandbox", sandboxJson(got.entry()));
+    r.put("created", got.created());
+    return ToolOutcome.ok(r);
+  }
+
+  private ToolOutcome listSandboxes(ObjectNode args) {
+    ObjectNode r = Json.object();
+    ArrayNode arr = r.putArray("sandboxes");
+    List<Sandboxes.Entry> list = sandboxes.list();
+    list.forEach(e -> arr.add(sandboxJson(e)));
+    r.put("count", list.size());
+    return ToolOutcome.ok(r);
+  }
+
+  private ToolOutcome destroy(ObjectNode args) {
+    String id = sandboxId(args) == null ? Sandboxes.DEFAULT_ID : sandboxId(args);
+    if (sandboxes.list().stream().noneMatch(e -> e.id().equals(id))) {
+      throw new ToolException("There is no sandbox '" + id + "' (listSandboxes shows the existing ones);"
+          + " nothing was destroyed.");
+    }
+    Sandboxes.Entry sb = sandboxes.require(id);
+    boolean force = args.path("force").asBoolean(false);
+    List<ProcessInfo> running = sb.sandbox().listProcesses(ProcessStatus.RUNNING);
+    if (!running.isEmpty() && !force) {
+      List<String> ids = new ArrayList<>();
+      running.forEach(p -> ids.add(p.id() + " (" + p.command() + ")"));
+      throw new ToolException("Sandbox '" + id + "' still has " + running.size() + " running process(es): "
+          + String.join(", ", ids) + ". Stop them with killProcess or killAllProcesses, or call destroy with"
+          + " force: true to kill them.");
+    }
+    int killed = 0;
+    if (sb.local()) {
+      killed = running.size();
+      sb.sandbox().destroy();
+    } else {
+      killed = sb.sandbox().killAllProcesses();
+      sb.sandbox().cleanupCompletedProcesses();
+      sb.sandbox().close();
+    }
+    sandboxes.remove(sb);
+    return ToolOutcome.ok(Json.object().put("sandboxId", id).put("destroyed", true).put("killedProcesses", killed));
+  }
+
+  // ---- argument and result helpers
+
+  private static String sandboxId(ObjectNode args) {
+    return args.hasNonNull("sandboxId") ? args.get("sandboxId").asText() : null;
+  }
+
+  private static Command command(ObjectNode args) {
+    boolean hasShell = args.hasNonNull("command");
+    boolean hasArgv = args.hasNonNull("argv");
+    if (hasShell == hasArgv) {
+      throw new ToolException(hasShell
+          ? "Give either command (a shell string) or argv (an array), not both."
+          : "Give the command to run: command (a shell string such as \"ls -la\") or argv (such as [\"ls\", \"-la\"]).");
+    }
+    if (hasShell) {
+      return Command.shell(args.get("command").asText());
+    }
+    List<String> argv = new ArrayList<>();
+    args.get("argv").forEach(a -> argv.add(a.asText()));
+    return Command.of(argv);
+  }
+
+  /** The passed-through secrets under the call's own variables (which cannot override them). */
+  private Map<String, String> environment(ObjectNode args) {
+    Map<String, String> env = new HashMap<>();
+    JsonNode given = args.get("env");
+    if (given != null) {
+      for (Iterator<Map.Entry<String, JsonNode>> it = given.fields(); it.hasNext(); ) {
+        Map.Entry<String, JsonNode> f = it.next();
+        if (!f.getKey().matches("[A-Za-z_][A-Za-z0-9_]*")) {
+          throw new ToolException("env: '" + f.getKey() + "' is not a valid variable name");
+        }
+        env.put(f.getKey(), f.getValue().asText());
+      }
+    }
+    env.putAll(config.passEnv());
+    return env;
+  }
+
+  private int cap(ObjectNode args, String field) {
+    int max = config.maxOutputBytes();
+    return args.hasNonNull(field) ? (int) Math.min(max, args.get(field).asLong()) : max;
+  }
+
+  private static Duration seconds(ObjectNode args, String field, Duration fallback) {
+    if (!args.hasNonNull(field)) {
+      return fallback;
+    }
+    long millis = Math.max(1, Math.round(args.get(field).asDouble() * 1000));
+    return Duration.ofMillis(millis);
+  }
+
+  private static ObjectNode withSandbox(ObjectNode r, Sandboxes.Entry sb) {
+    return r.put("sandboxId", sb.id());
+  }
+
+  static ObjectNode processJson(ProcessInfo p) {
+    ObjectNode o = Json.object().put("id", p.id()).put("pid", p.pid()).put("command", p.command());
+    ArrayNode argv = o.putArray("argv");
+    p.argv().forEach(argv::add);
+    o.put("status", p.status().wireName()).put("startTime", p.startTime().toString());
+    o.put("endTime", p.endTime() == null ? null : p.endTime().toString());
+    o.put("exitCode", p.exitCode());
+    o.put("signal", p.signal() == null ? null : p.signal().name());
+    return o.put("timedOut", p.timedOut()).put("stdoutBytes", p.stdoutBytes()).put("stderrBytes", p.stderrBytes());
+  }
+
+  private static ObjectNode sandboxJson(Sandboxes.Entry e) {
+    ObjectNode o = Json.object().put("sandboxId", e.id()).put("mode", e.local() ? "local" : "remote")
+        .put("keepAlive", e.keepAlive());
+    o.put("idleTimeoutSeconds", e.idleTimeout() == null ? null : e.idleTimeout().toSeconds());
+    o.put("createdAt", e.createdAt().toString());
+    return o.put("workspace", e.workspace());
+  }
+}
