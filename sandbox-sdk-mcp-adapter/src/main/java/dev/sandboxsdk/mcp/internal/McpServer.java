@@ -210,6 +210,8 @@ public final class McpServer implements AutoCloseable {
     } else {
       outcome = new CompletableFuture<>();
       CompletableFuture<ToolOutcome> target = outcome;
+      // A cancelled stream sends no further signal, so the call ends here (its hooks stop the work).
+      ctx.onCancel(() -> target.cancel(false));
       try {
         workers.execute(() -> {
           try {

@@ -208,7 +208,7 @@ public final class SandboxTools {
     private final CappedText stderr;
     private final Progress progress;
     private final String language;
-    private long pid;
+    private volatile long pid;
     private String shown = "";
 
     ExecCollector(Sandboxes.Entry sandbox, int cap, CallContext ctx, String language) {
@@ -221,7 +221,14 @@ public final class SandboxTools {
 
     @Override
     public void onSubscribe(Flow.Subscription s) {
-      progress.ctx.onCancel(s::cancel); // cancelling the stream makes the agent kill the command
+      progress.ctx.onCancel(() -> {
+        s.cancel(); // the agent kills the command once it sees the stream gone, within 1-2 keep-alives
+        long group = pid;
+        if (group > 0 && !result.isDone()) { // so signal its process group at once as well
+          // dash's kill takes "-PGID" for a process group, and no "--"
+          sandbox.sandbox().execAsync(Command.shell("kill -TERM -" + group + " 2>/dev/null; true"));
+        }
+      });
       s.request(Long.MAX_VALUE); // we only keep a capped prefix, so there is nothing to pace
     }
 

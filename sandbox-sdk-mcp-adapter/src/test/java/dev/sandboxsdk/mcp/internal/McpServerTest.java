@@ -1,0 +1,230 @@
+package dev.sandboxsdk.mcp.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The JSON-RPC and MCP lifecycle layer, without starting any sandbox. */
+class McpServerTest {
+  private final McpTestClient client = new McpTestClient(AdapterConfig.defaults());
+
+  @AfterEach
+  void close() {
+    client.close();
+  }
+
+  private ObjectNode initialize(String version) {
+    ObjectNode p = Json.object().put("protocolVersion", version);
+    p.putObject("capabilities");
+    p.putObject("clientInfo").put("name", "t").put("version", "1");
+    return client.request("initialize", p);
+  }
+
+  @Test
+  void initializeEchoesASupportedVersionAndDeclaresToolsAndLogging() {
+    ObjectNode r = initialize("2025-06-18");
+    assertThat(r.get("jsonrpc").asText()).isEqualTo("2.0");
+    JsonNode result = r.get("result");
+    assertThat(result.get("protocolVersion").asText()).isEqualTo("2025-06-18");
+    assertThat(result.get("capabilities").has("tools")).isTrue();
+    assertThat(result.get("capabilities").has("logging")).isTrue();
+    assertThat(result.get("capabilities").has("resources")).isFalse();
+    assertThat(result.get("serverInfo").get("name").asText()).isEqualTo("sandbox-sdk-mcp-adapter");
+    assertThat(result.get("instructions").asText()).contains("exec");
+  }
+
+  @Test
+  void everySupportedVersionIsEchoed() {
+    for (String v : McpServer.PROTOCOL_VERSIONS) {
+      try (McpTestClient c = new McpTestClient(AdapterConfig.defaults())) {
+        ObjectNode p = Json.object().put("protocolVersion", v);
+        assertThat(c.request("initialize", p).get("result").get("protocolVersion").asText()).isEqualTo(v);
+      }
+    }
+  }
+
+  @Test
+  void anUnknownVersionIsAnsweredWithTheNewest() {
+    assertThat(initialize("2024-11-05").get("result").get("protocolVersion").asText()).isEqualTo("2025-11-25");
+  }
+
+  @Test
+  void initializeWithoutAVersionIsInvalidParams() {
+    ObjectNode r = client.request("initialize", Json.object());
+    assertThat(r.get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_PARAMS);
+    assertThat(client.session.isInitialized()).isFalse();
+  }
+
+  @Test
+  void aSecondInitializeIsRefused() {
+    initialize("2025-11-25");
+    assertThat(initialize("2025-11-25").get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_REQUEST);
+  }
+
+  @Test
+  void requestsBeforeInitializeAreRefusedButPingWorks() {
+    assertThat(client.request("tools/list", null).get("error").get("message").asText()).contains("initialize");
+    assertThat(client.request("ping", null).get("result")).isEqualTo(Json.object());
+  }
+
+  @Test
+  void pingAnswersAnEmptyObjectWithTheSameId() {
+    initialize("2025-11-25");
+    ObjectNode r = client.send(McpTestClient.requestMessage("abc", "ping", null));
+    assertThat(r.get("id").asText()).isEqualTo("abc");
+    assertThat(r.get("result")).isEqualTo(Json.object());
+  }
+
+  @Test
+  void toolsListHasThirteenToolsWithSchemasAndAnnotations() {
+    initialize("2025-11-25");
+    JsonNode tools = client.request("tools/list", null).get("result").get("tools");
+    List<String> names = new ArrayList<>();
+    for (JsonNode t : tools) {
+      names.add(t.get("name").asText());
+      assertThat(t.get("description").asText()).hasSizeGreaterThan(40);
+      assertThat(t.get("inputSchema").get("type").asText()).isEqualTo("object");
+      assertThat(t.get("outputSchema").get("type").asText()).isEqualTo("object");
+      assertThat(t.get("annotations").has("readOnlyHint")).isTrue();
+      assertThat(t.get("annotations").has("destructiveHint")).isTrue();
+      assertThat(t.get("annotations").has("idempotentHint")).isTrue();
+      assertThat(t.toString()).as("schemas are self-contained").doesNotContain("$ref");
+    }
+    assertThat(names).containsExactlyInAnyOrder("exec", "runCode", "startProcess", "listProcesses", "getProcess",
+        "killProcess", "killAllProcesses", "getProcessLogs", "streamProcessLogs", "cleanupCompletedProcesses",
+        "getSandbox", "listSandboxes", "destroy");
+    Set<String> implemented = new HashSet<>();
+    new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults())).names()
+        .forEach(implemented::add);
+    assertThat(implemented).containsExactlyInAnyOrderElementsOf(names);
+  }
+
+  @Test
+  void readOnlyAndDestructiveHintsMatchWhatEachToolDoes() {
+    initialize("2025-11-25");
+    JsonNode tools = client.request("tools/list", null).get("result").get("tools");
+    for (JsonNode t : tools) {
+      String name = t.get("name").asText();
+      JsonNode a = t.get("annotations");
+      boolean readOnly = Set.of("listProcesses", "getProcess", "getProcessLogs", "streamProcessLogs", "listSandboxes")
+          .contains(name);
+      assertThat(a.get("readOnlyHint").asBoolean()).as(name).isEqualTo(readOnly);
+      if (Set.of("killProcess", "killAllProcesses", "destroy").contains(name)) {
+        assertThat(a.get("destructiveHint").asBoolean()).as(name).isTrue();
+      }
+    }
+  }
+
+  @Test
+  void schemasUseOnlyKeywordsTheValidatorUnderstands() {
+    Set<String> annotations = Set.of("description", "title", "$schema", "default");
+    ToolCatalog catalog = ToolCatalog.load();
+    for (String name : catalog.names()) {
+      for (String which : List.of("inputSchema", "outputSchema")) {
+        walk(catalog.get(name).get(which), name + "." + which, annotations);
+      }
+    }
+  }
+
+  private static void walk(JsonNode schema, String path, Set<String> annotations) {
+    schema.fieldNames().forEachRemaining(k -> assertThat(SchemaValidator.KEYWORDS.contains(k) || annotations.contains(k))
+        .as("%s uses keyword %s", path, k).isTrue());
+    if (schema.has("properties")) {
+      schema.get("properties").fields().forEachRemaining(f -> walk(f.getValue(), path + "." + f.getKey(), annotations));
+    }
+    if (schema.has("items")) {
+      walk(schema.get("items"), path + "[]", annotations);
+    }
+    if (schema.has("additionalProperties") && schema.get("additionalProperties").isObject()) {
+      walk(schema.get("additionalProperties"), path + ".*", annotations);
+    }
+  }
+
+  @Test
+  void toolsListRejectsACursorItNeverGave() {
+    initialize("2025-11-25");
+    ObjectNode r = client.request("tools/list", Json.object().put("cursor", "x"));
+    assertThat(r.get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_PARAMS);
+  }
+
+  @Test
+  void unknownMethodIsMethodNotFound() {
+    initialize("2025-11-25");
+    ObjectNode r = client.request("resources/list", null);
+    assertThat(r.get("error").get("code").asInt()).isEqualTo(JsonRpc.METHOD_NOT_FOUND);
+  }
+
+  @Test
+  void unknownToolIsInvalidParamsNamingTheTools() {
+    initialize("2025-11-25");
+    ObjectNode r = client.request("tools/call", McpTestClient.callParams("nope", Json.object(), null));
+    assertThat(r.get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_PARAMS);
+    assertThat(r.get("error").get("message").asText()).contains("Unknown tool: nope").contains("exec");
+  }
+
+  @Test
+  void malformedCallParamsAreJsonRpcErrors() {
+    initialize("2025-11-25");
+    assertThat(client.request("tools/call", Json.object()).get("error").get("code").asInt())
+        .isEqualTo(JsonRpc.INVALID_PARAMS);
+    ObjectNode badArgs = Json.object().put("name", "exec").put("arguments", "ls");
+    assertThat(client.request("tools/call", badArgs).get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_PARAMS);
+    ObjectNode m = McpTestClient.requestMessage(7, "tools/list", null);
+    m.put("params", "not an object");
+    assertThat(client.send(m).get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_PARAMS);
+  }
+
+  @Test
+  void argumentsThatBreakTheSchemaGiveAnErrorResultListingEveryProblem() {
+    initialize("2025-11-25");
+    ObjectNode args = McpTestClient.args("command", 5, "timeoutSeconds", -1, "colour", "red");
+    JsonNode result = client.request("tools/call", McpTestClient.callParams("exec", args, null)).get("result");
+    assertThat(result.get("isError").asBoolean()).isTrue();
+    String text = result.get("content").get(0).get("text").asText();
+    assertThat(text).contains("arguments.command: expected string")
+        .contains("arguments.timeoutSeconds: must be greater than 0")
+        .contains("unknown property 'colour'");
+  }
+
+  @Test
+  void envelopeMistakesAreInvalidRequest() {
+    ObjectNode noVersion = Json.object().put("id", 1).put("method", "ping");
+    assertThat(client.send(noVersion).get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_REQUEST);
+    ObjectNode nullId = Json.object().put("jsonrpc", "2.0").put("method", "ping");
+    nullId.putNull("id");
+    ObjectNode r = client.send(nullId);
+    assertThat(r.get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_REQUEST);
+    assertThat(r.get("id").isNull()).isTrue();
+    assertThat(client.send(Json.array()).get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_REQUEST);
+    ObjectNode numericMethod = Json.object().put("jsonrpc", "2.0").put("id", 2).put("method", 5);
+    assertThat(client.send(numericMethod).get("error").get("code").asInt()).isEqualTo(JsonRpc.INVALID_REQUEST);
+  }
+
+  @Test
+  void notificationsAndResponsesGetNoAnswer() {
+    initialize("2025-11-25");
+    assertThat(client.send(Json.object().put("jsonrpc", "2.0").put("method", "notifications/whatever"))).isNull();
+    ObjectNode response = Json.object().put("jsonrpc", "2.0").put("id", 3);
+    response.putObject("result");
+    assertThat(client.send(response)).isNull();
+    ObjectNode cancelUnknown = Json.object().put("jsonrpc", "2.0").put("method", "notifications/cancelled");
+    cancelUnknown.putObject("params").put("requestId", 12345);
+    assertThat(client.send(cancelUnknown)).isNull();
+  }
+
+  @Test
+  void loggingSetLevelAcceptsTheEightLevelsOnly() {
+    initialize("2025-11-25");
+    assertThat(client.request("logging/setLevel", Json.object().put("level", "warning")).get("result"))
+        .isEqualTo(Json.object());
+    assertThat(client.request("logging/setLevel", Json.object().put("level", "loud")).get("error").get("code").asInt())
+        .isEqualTo(JsonRpc.INVALID_PARAMS);
+  }
+}

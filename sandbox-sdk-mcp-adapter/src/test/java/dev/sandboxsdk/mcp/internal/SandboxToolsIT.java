@@ -1,0 +1,438 @@
+package dev.sandboxsdk.mcp.internal;
+
+import static dev.sandboxsdk.mcp.internal.McpTestClient.args;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
+
+/** Every tool against real local sandboxes: real agents, real processes. */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
+class SandboxToolsIT {
+  private McpTestClient mcp;
+
+  @BeforeAll
+  void start() {
+    mcp = McpTestClient.initialized(AdapterConfig.defaults());
+  }
+
+  @AfterAll
+  void stop() {
+    mcp.close();
+  }
+
+  private static JsonNode sc(JsonNode result) {
+    return result.get("structuredContent");
+  }
+
+  private static String text(JsonNode result) {
+    return result.get("content").get(0).get("text").asText();
+  }
+
+  // ---- exec
+
+  @Test
+  void execRunsAShellCommandAndReturnsItsOutput() {
+    JsonNode r = mcp.call("exec", args("command", "echo hello; echo oops >&2"));
+    assertThat(r.has("isError")).isFalse();
+    assertThat(sc(r).get("exitCode").asInt()).isZero();
+    assertThat(sc(r).get("success").asBoolean()).isTrue();
+    assertThat(sc(r).get("stdout").asText()).isEqualTo("hello\n");
+    assertThat(sc(r).get("stderr").asText()).isEqualTo("oops\n");
+    assertThat(sc(r).get("pid").asLong()).isPositive();
+    assertThat(sc(r).get("sandboxId").asText()).isEqualTo("default");
+  }
+
+  @Test
+  void execRunsArgvWithoutAShell() {
+    JsonNode r = mcp.call("exec", args("argv", List.of("printf", "%s|", "a b", "$HOME", ";")));
+    assertThat(sc(r).get("stdout").asText()).isEqualTo("a b|$HOME|;|");
+  }
+
+  @Test
+  void aFailedCommandIsAnErrorResultThatKeepsItsOutput() {
+    JsonNode r = mcp.call("exec", args("command", "echo partial; echo broken >&2; exit 3"));
+    assertThat(r.get("isError").asBoolean()).isTrue();
+    assertThat(sc(r).get("exitCode").asInt()).isEqualTo(3);
+    assertThat(sc(r).get("stdout").asText()).isEqualTo("partial\n");
+    assertThat(sc(r).get("note").asText()).contains("exit code 3");
+    JsonNode missing = mcp.call("exec", args("command", "no-such-program-xyz"));
+    assertThat(sc(missing).get("exitCode").asInt()).isEqualTo(127);
+    assertThat(sc(missing).get("note").asText()).contains("command not found");
+  }
+
+  @Test
+  void execTakesStdinEnvAndCwd() {
+    mcp.call("exec", args("command", "mkdir -p sub && echo inside > sub/f.txt"));
+    JsonNode r = mcp.call("exec", args("command", "cat; echo \"$GREETING\"; cat f.txt", "stdin", "from stdin\n",
+        "env", Map.of("GREETING", "hi there"), "cwd", "sub"));
+    assertThat(sc(r).get("stdout").asText()).isEqualTo("from stdin\nhi there\ninside\n");
+  }
+
+  @Test
+  void execTimeoutKillsTheCommandAndSaysWhatToDo() {
+    long t0 = System.nanoTime();
+    JsonNode r = mcp.call("exec", args("command", "echo before; sleep 30", "timeoutSeconds", 0.5));
+    assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(10));
+    assertThat(r.get("isError").asBoolean()).isTrue();
+    assertThat(sc(r).get("timedOut").asBoolean()).isTrue();
+    assertThat(sc(r).get("exitCode").asInt()).isEqualTo(124);
+    assertThat(sc(r).get("stdout").asText()).isEqualTo("before\n");
+    assertThat(sc(r).get("note").asText()).contains("timeoutSeconds").contains("startProcess");
+  }
+
+  @Test
+  void outputOverTheCapIsCutWithTheOffsetToReadOnFrom() {
+    JsonNode r = mcp.call("exec", args("command", "seq 1 20000", "maxOutputBytes", 1000));
+    JsonNode s = sc(r);
+    assertThat(s.get("stdout").asText()).hasSize(1000).startsWith("1\n2\n3\n");
+    assertThat(s.get("truncated").asBoolean()).isTrue();
+    assertThat(s.get("stdoutBytes").asLong()).isEqualTo(108_894);
+    assertThat(s.get("note").asText()).contains("first 1000 of 108894 bytes").contains("tail -c +1001");
+    JsonNode whole = mcp.call("exec", args("command", "seq 1 20000 | tail -c +1001 | head -c 20"));
+    assertThat(sc(whole).get("stdout").asText()).isEqualTo("seq 1 20000".isEmpty() ? "" : expectedAfter1000());
+  }
+
+  private static String expectedAfter1000() {
+    StringBuilder all = new StringBuilder();
+    for (int i = 1; i <= 400; i++) {
+      all.append(i).append('\n');
+    }
+    return all.substring(1000, 1020);
+  }
+
+  @Test
+  void aRequestedCapAboveTheServersIsCappedToIt() {
+    try (McpTestClient small = McpTestClient.initialized(AdapterConfig.defaults().withMaxOutputBytes(300))) {
+      JsonNode r = small.call("exec", args("command", "head -c 5000 /dev/zero | tr '\\0' x", "maxOutputBytes", 100_000));
+      assertThat(sc(r).get("stdout").asText()).hasSize(300);
+      small.call("destroy", args("force", true));
+    }
+  }
+
+  @Test
+  void commandAndArgvTogetherOrNeitherIsAnErrorResult() {
+    JsonNode both = mcp.call("exec", args("command", "ls", "argv", List.of("ls")));
+    assertThat(both.get("isError").asBoolean()).isTrue();
+    assertThat(text(both)).contains("not both");
+    JsonNode neither = mcp.call("exec", args());
+    assertThat(neither.get("isError").asBoolean()).isTrue();
+    assertThat(text(neither)).contains("command (a shell string");
+  }
+
+  @Test
+  void progressStreamsOutputChunksWithIncreasingProgress() {
+    JsonNode r = mcp.call("exec", args("command", "for i in 1 2 3; do echo line$i; sleep 0.1; done; echo err >&2"),
+        "tok-1");
+    assertThat(sc(r).get("stdout").asText()).isEqualTo("line1\nline2\nline3\n");
+    List<JsonNode> progress = mcp.progress("tok-1");
+    assertThat(progress).hasSizeGreaterThanOrEqualTo(2);
+    StringBuilder out = new StringBuilder();
+    long last = 0;
+    for (JsonNode p : progress) {
+      assertThat(p.get("progress").asLong()).isGreaterThan(last);
+      last = p.get("progress").asLong();
+      if (p.path("_meta").path("dev.sandboxsdk/stream").asText("").equals("stderr")) {
+        assertThat(p.get("message").asText()).isEqualTo("err\n");
+      } else {
+        out.append(p.get("message").asText());
+      }
+    }
+    assertThat(out.toString()).isEqualTo("line1\nline2\nline3\n");
+  }
+
+  @Test
+  void noProgressTokenNoProgress() {
+    int before = mcp.notifications.size();
+    mcp.call("exec", args("command", "echo quiet"));
+    assertThat(mcp.notifications.subList(before, mcp.notifications.size()))
+        .noneMatch(n -> n.get("method").asText().equals("notifications/progress"));
+  }
+
+  @Test
+  void cancellingAnExecKillsItsProcessAndSendsNoResponse() throws Exception {
+    ObjectNode call = McpTestClient.requestMessage("cancel-me", "tools/call", McpTestClient.callParams("exec",
+        args("command", "echo $$ > cancel.pid; echo started; exec sleep 600"), "cancel-tok"));
+    CompletableFuture<ObjectNode> answer = mcp.sendAsync(call);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    while (mcp.progress("cancel-tok").stream().noneMatch(p -> p.get("message").asText().contains("started"))) {
+      assertThat(System.nanoTime()).as("the command started").isLessThan(deadline);
+      Thread.sleep(20);
+    }
+    String pid = sc(mcp.call("exec", args("command", "cat cancel.pid"))).get("stdout").asText().strip();
+    ObjectNode cancel = Json.object().put("jsonrpc", "2.0").put("method", "notifications/cancelled");
+    cancel.putObject("params").put("requestId", "cancel-me").put("reason", "test");
+    long t0 = System.nanoTime();
+    mcp.send(cancel);
+    assertThat(answer.get(20, TimeUnit.SECONDS)).as("no response to a cancelled request").isNull();
+    while (sc(mcp.call("exec", args("command", "kill -0 " + pid))).get("exitCode").asInt() == 0) {
+      assertThat(System.nanoTime() - t0).as("process %s still alive", pid).isLessThan(TimeUnit.SECONDS.toNanos(15));
+      Thread.sleep(100);
+    }
+    System.err.printf("cancelled exec: process gone %d ms after notifications/cancelled%n",
+        (System.nanoTime() - t0) / 1_000_000);
+  }
+
+  // ---- runCode
+
+  @Test
+  void runCodeFeedsPythonAndBashOnStdin() {
+    JsonNode py = mcp.call("runCode", args("language", "python", "code", "import sys\nprint(sum(range(10)))\n"));
+    assertThat(sc(py).get("stdout").asText()).isEqualTo("45\n");
+    assertThat(sc(py).get("command").asText()).isEqualTo("python code on stdin");
+    JsonNode sh = mcp.call("runCode", args("language", "bash", "code", "x=4; echo $((x * 2))"));
+    assertThat(sc(sh).get("stdout").asText()).isEqualTo("8\n");
+    JsonNode failing = mcp.call("runCode", args("language", "python", "code", "raise SystemExit(7)"));
+    assertThat(failing.get("isError").asBoolean()).isTrue();
+    assertThat(sc(failing).get("exitCode").asInt()).isEqualTo(7);
+  }
+
+  @Test
+  void aMissingInterpreterIsAClearError() {
+    JsonNode r = mcp.call("runCode", args("language", "python", "code", "print(1)", "env", Map.of("PATH", "/nowhere")));
+    assertThat(r.get("isError").asBoolean()).isTrue();
+    assertThat(r.has("structuredContent")).isFalse();
+    assertThat(text(r)).contains("interpreter 'python3' is not installed").contains("another language");
+  }
+
+  @Test
+  void runCodeRejectsAnUnknownLanguage() {
+    JsonNode r = mcp.call("runCode", args("language", "cobol", "code", "DISPLAY 'HI'."));
+    assertThat(r.get("isError").asBoolean()).isTrue();
+    assertThat(text(r)).contains("must be one of python, javascript, typescript, bash");
+  }
+
+  // ---- background processes
+
+  @Test
+  void startedProcessesAreListedReadAndKilled() throws Exception {
+    JsonNode started = mcp.call("startProcess", args("command", "echo ready; exec sleep 300", "processId", "sleeper"));
+    assertThat(sc(started).get("process").get("id").asText()).isEqualTo("sleeper");
+    assertThat(sc(started).get("process").get("status").asText()).isIn("starting", "running");
+    JsonNode listed = mcp.call("listProcesses", args("status", "running"));
+    assertThat(listed.get("structuredContent").get("processes").findValuesAsText("id")).contains("sleeper");
+    JsonNode got = mcp.call("getProcess", args("processId", "sleeper"));
+    assertThat(sc(got).get("process").get("command").asText()).contains("sleep 300");
+    awaitOutput("sleeper", "ready\n");
+    JsonNode killed = mcp.call("killProcess", args("processId", "sleeper"));
+    assertThat(sc(killed).get("exited").asBoolean()).isTrue();
+    assertThat(sc(killed).get("process").get("status").asText()).isEqualTo("killed");
+    assertThat(sc(killed).get("signal").asText()).isEqualTo("SIGTERM");
+    JsonNode again = mcp.call("killProcess", args("processId", "sleeper", "signal", "SIGKILL"));
+    assertThat(again.has("isError")).as("killing an ended process is fine").isFalse();
+  }
+
+  private void awaitOutput(String id, String expected) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!sc(mcp.call("getProcessLogs", args("processId", id))).get("stdout").asText().equals(expected)) {
+      assertThat(System.nanoTime()).as("output of %s", id).isLessThan(deadline);
+      Thread.sleep(50);
+    }
+  }
+
+  @Test
+  void anUnknownProcessIsAnErrorResultThatSaysWhereToLook() {
+    for (String tool : List.of("getProcess", "killProcess", "getProcessLogs", "streamProcessLogs")) {
+      JsonNode r = mcp.call(tool, args("processId", "ghost"));
+      assertThat(r.get("isError").asBoolean()).as(tool).isTrue();
+      assertThat(text(r)).as(tool).contains("ghost").contains("listProcesses");
+    }
+  }
+
+  @Test
+  void aTakenProcessIdIsAnErrorResult() {
+    mcp.call("startProcess", args("command", "sleep 5", "processId", "dup"));
+    JsonNode r = mcp.call("startProcess", args("command", "sleep 5", "processId", "dup"));
+    assertThat(r.get("isError").asBoolean()).isTrue();
+    assertThat(text(r)).contains("dup");
+    mcp.call("killProcess", args("processId", "dup", "signal", "SIGKILL"));
+  }
+
+  @Test
+  void getProcessLogsPagesThroughOutputWithOffsets() {
+    mcp.call("startProcess", args("command", "seq 1 3000", "processId", "pager"));
+    awaitExit("pager");
+    JsonNode first = sc(mcp.call("getProcessLogs", args("processId", "pager", "maxBytes", 5000)));
+    assertThat(first.get("stdout").asText()).hasSize(5000);
+    assertThat(first.get("more").asBoolean()).isTrue();
+    assertThat(first.get("complete").asBoolean()).isFalse();
+    assertThat(first.get("note").asText()).contains("stdoutOffset 5000");
+    StringBuilder all = new StringBuilder(first.get("stdout").asText());
+    long next = first.get("stdoutNextOffset").asLong();
+    JsonNode page;
+    do {
+      page = sc(mcp.call("getProcessLogs", args("processId", "pager", "stdoutOffset", next, "maxBytes", 5000)));
+      assertThat(page.get("stdoutOffset").asLong()).isEqualTo(next);
+      all.append(page.get("stdout").asText());
+      next = page.get("stdoutNextOffset").asLong();
+    } while (page.get("more").asBoolean());
+    assertThat(page.get("complete").asBoolean()).isTrue();
+    StringBuilder expected = new StringBuilder();
+    for (int i = 1; i <= 3000; i++) {
+      expected.append(i).append('\n');
+    }
+    assertThat(all.toString()).isEqualTo(expected.toString());
+  }
+
+  private void awaitExit(String id) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (sc(mcp.call("getProcess", args("processId", id))).get("process").get("status").asText().equals("running")) {
+      assertThat(System.nanoTime()).isLessThan(deadline);
+    }
+  }
+
+  @Test
+  void streamProcessLogsFollowsUntilExitWithProgress() {
+    mcp.call("startProcess", args("command", "for i in 1 2 3; do echo tick$i; sleep 0.2; done; exit 4",
+        "processId", "ticker"));
+    JsonNode r = mcp.call("streamProcessLogs", args("processId", "ticker", "timeoutSeconds", 20), "follow");
+    JsonNode s = sc(r);
+    assertThat(s.get("stdout").asText()).isEqualTo("tick1\ntick2\ntick3\n");
+    assertThat(s.get("exited").asBoolean()).isTrue();
+    assertThat(s.get("exitCode").asInt()).isEqualTo(4);
+    assertThat(s.get("status").asText()).isEqualTo("failed");
+    assertThat(s.get("timeLimitReached").asBoolean()).isFalse();
+    assertThat(s.get("stdoutNextOffset").asLong()).isEqualTo(18);
+    StringBuilder streamed = new StringBuilder();
+    mcp.progress("follow").forEach(p -> streamed.append(p.get("message").asText()));
+    assertThat(streamed.toString()).isEqualTo("tick1\ntick2\ntick3\n");
+  }
+
+  @Test
+  void streamProcessLogsStopsAtItsTimeLimitAndSaysWhereToGoOn() {
+    mcp.call("startProcess", args("command", "echo one; sleep 300", "processId", "slow"));
+    long t0 = System.nanoTime();
+    JsonNode s = sc(mcp.call("streamProcessLogs", args("processId", "slow", "timeoutSeconds", 1)));
+    assertThat(Duration.ofNanos(System.nanoTime() - t0)).isBetween(Duration.ofMillis(900), Duration.ofSeconds(8));
+    assertThat(s.get("timeLimitReached").asBoolean()).isTrue();
+    assertThat(s.get("exited").asBoolean()).isFalse();
+    assertThat(s.get("exitCode").isNull()).isTrue();
+    assertThat(s.get("stdout").asText()).isEqualTo("one\n");
+    assertThat(s.get("note").asText()).contains("still running").contains("stdoutOffset 4");
+    JsonNode from = sc(mcp.call("streamProcessLogs", args("processId", "slow", "stdoutOffset", 4, "timeoutSeconds", 0.3)));
+    assertThat(from.get("stdout").asText()).isEmpty();
+    mcp.call("killProcess", args("processId", "slow", "signal", "SIGKILL"));
+  }
+
+  @Test
+  void killAllAndCleanupReportCounts() {
+    try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
+      own.call("getSandbox", args("sandboxId", "counts"));
+      own.call("startProcess", args("command", "sleep 300", "sandboxId", "counts"));
+      own.call("startProcess", args("command", "sleep 300", "sandboxId", "counts"));
+      own.call("startProcess", args("command", "true", "sandboxId", "counts", "processId", "quick"));
+      assertThat(sc(own.call("killAllProcesses", args("sandboxId", "counts"))).get("killed").asInt())
+          .isBetween(2, 3);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (!sc(own.call("listProcesses", args("sandboxId", "counts", "status", "running")))
+          .get("processes").isEmpty()) {
+        assertThat(System.nanoTime()).isLessThan(deadline);
+      }
+      assertThat(sc(own.call("cleanupCompletedProcesses", args("sandboxId", "counts"))).get("removed").asInt())
+          .isEqualTo(3);
+      assertThat(sc(own.call("listProcesses", args("sandboxId", "counts"))).get("count").asInt()).isZero();
+    }
+  }
+
+  // ---- sandboxes
+
+  @Test
+  void getSandboxCreatesOnceAndListSandboxesShowsIt() {
+    try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
+      JsonNode first = sc(own.call("getSandbox", args("sandboxId", "alpha", "idleTimeoutSeconds", 120)));
+      assertThat(first.get("created").asBoolean()).isTrue();
+      assertThat(first.get("sandbox").get("mode").asText()).isEqualTo("local");
+      assertThat(first.get("sandbox").get("idleTimeoutSeconds").asInt()).isEqualTo(120);
+      JsonNode second = sc(own.call("getSandbox", args("sandboxId", "alpha")));
+      assertThat(second.get("created").asBoolean()).isFalse();
+      JsonNode kept = sc(own.call("getSandbox", args("sandboxId", "beta", "keepAlive", true)));
+      assertThat(kept.get("sandbox").get("keepAlive").asBoolean()).isTrue();
+      assertThat(kept.get("sandbox").get("idleTimeoutSeconds").isNull()).isTrue();
+      JsonNode list = sc(own.call("listSandboxes", args()));
+      assertThat(list.get("sandboxes").findValuesAsText("sandboxId")).containsExactly("alpha", "beta");
+      own.call("exec", args("command", "echo a > mine.txt", "sandboxId", "alpha"));
+      JsonNode other = own.call("exec", args("command", "cat mine.txt", "sandboxId", "beta"));
+      assertThat(other.get("isError").asBoolean()).as("sandboxes have separate workspaces").isTrue();
+    }
+  }
+
+  @Test
+  void anUnknownSandboxIdIsAnErrorResultThatSaysHowToCreateIt() {
+    JsonNode r = mcp.call("exec", args("command", "true", "sandboxId", "nowhere"));
+    assertThat(r.get("isError").asBoolean()).isTrue();
+    assertThat(text(r)).contains("getSandbox").contains("nowhere");
+  }
+
+  @Test
+  void destroyRefusesWhileProcessesRunUnlessForced() {
+    try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
+      own.call("getSandbox", args("sandboxId", "doomed"));
+      own.call("startProcess", args("command", "sleep 300", "sandboxId", "doomed", "processId", "web"));
+      JsonNode refused = own.call("destroy", args("sandboxId", "doomed"));
+      assertThat(refused.get("isError").asBoolean()).isTrue();
+      assertThat(text(refused)).contains("web").contains("force");
+      assertThat(sc(own.call("listSandboxes", args())).get("count").asInt()).isEqualTo(1);
+      JsonNode done = sc(own.call("destroy", args("sandboxId", "doomed", "force", true)));
+      assertThat(done.get("destroyed").asBoolean()).isTrue();
+      assertThat(done.get("killedProcesses").asInt()).isEqualTo(1);
+      assertThat(sc(own.call("listSandboxes", args())).get("count").asInt()).isZero();
+      assertThat(own.call("destroy", args("sandboxId", "doomed")).get("isError").asBoolean()).isTrue();
+      JsonNode gone = own.call("exec", args("command", "true", "sandboxId", "doomed"));
+      assertThat(gone.get("isError").asBoolean()).isTrue();
+    }
+  }
+
+  @Test
+  void theDefaultSandboxComesBackAfterDestroy() {
+    try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
+      own.call("exec", args("command", "touch marker"));
+      own.call("destroy", args());
+      JsonNode r = own.call("exec", args("command", "ls marker"));
+      assertThat(r.get("isError").asBoolean()).as("a fresh default sandbox has a fresh workspace").isTrue();
+    }
+  }
+
+  // ---- secrets
+
+  @Test
+  void passedSecretsReachProcessesButNeverTheClient() {
+    String secret = "sk-test-0123456789abcdef";
+    AdapterConfig config = AdapterConfig.parse(new String[] {"--pass-env", "API_KEY"}, Map.of("API_KEY", secret));
+    try (McpTestClient own = McpTestClient.initialized(config)) {
+      JsonNode r = own.call("exec", args("command", "echo \"key=$API_KEY\"; echo \"$API_KEY\" >&2; "
+          + "printf '%s' \"$API_KEY\" | wc -c"), "sec");
+      String all = r.toString() + own.notifications;
+      assertThat(all).doesNotContain(secret).doesNotContain("0123456789abcdef");
+      assertThat(sc(r).get("stdout").asText()).isEqualTo("key=[REDACTED:API_KEY]\n24\n");
+      assertThat(sc(r).get("stderr").asText()).isEqualTo("[REDACTED:API_KEY]\n");
+      JsonNode override = own.call("exec", args("command", "printf '%s' \"$API_KEY\" | wc -c",
+          "env", Map.of("API_KEY", "x")));
+      assertThat(sc(override).get("stdout").asText()).as("a call cannot replace a passed secret").isEqualTo("24\n");
+      // Printed slowly, one character at a time, the secret still never shows in progress chunks.
+      JsonNode slow = own.call("exec", args("command",
+          "for c in $(printf '%s' \"$API_KEY\" | fold -w1); do printf '%s' \"$c\"; sleep 0.01; done; echo"), "slow");
+      assertThat(sc(slow).get("stdout").asText()).isEqualTo("[REDACTED:API_KEY]\n");
+      StringBuilder streamed = new StringBuilder();
+      own.progress("slow").forEach(p -> streamed.append(p.get("message").asText()));
+      assertThat(streamed.toString()).isEqualTo("[REDACTED:API_KEY]\n");
+      own.call("startProcess", args("command", "echo $API_KEY", "processId", "leak"));
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      JsonNode logs;
+      do {
+        logs = own.call("getProcessLogs", args("processId", "leak"));
+        assertThat(System.nanoTime()).isLessThan(deadline);
+      } while (!sc(logs).get("complete").asBoolean());
+      assertThat(sc(logs).get("stdout").asText()).isEqualTo("[REDACTED:API_KEY]\n");
+      assertThat(logs.toString()).doesNotContain(secret);
+    }
+  }
+}

@@ -1,0 +1,186 @@
+package dev.sandboxsdk.mcp.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The small pieces: option parsing, schema checks, redaction and output caps. */
+class UnitsTest {
+  @TempDir
+  Path tmp;
+
+  // ---- AdapterConfig
+
+  @Test
+  void defaultsAreStdioWithLocalSandboxes() {
+    AdapterConfig c = AdapterConfig.parse(new String[0], Map.of());
+    assertThat(c.http()).isFalse();
+    assertThat(c.agentUrl()).isNull();
+    assertThat(c.maxOutputBytes()).isEqualTo(16_384);
+  }
+
+  @Test
+  void httpNeedsATokenFromFileOrEnvironment() throws Exception {
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--http"}, Map.of()))
+        .isInstanceOf(AdapterConfig.UsageException.class).hasMessageContaining("--token-file");
+    assertThat(AdapterConfig.parse(new String[] {"--http"}, Map.of("SANDBOX_MCP_TOKEN", "t0k3n")).httpToken())
+        .isEqualTo("t0k3n");
+    Path f = tmp.resolve("token");
+    Files.writeString(f, "from-file\n");
+    AdapterConfig c = AdapterConfig.parse(new String[] {"--http", "--token-file", f.toString(), "--port", "0"}, Map.of());
+    assertThat(c.httpToken()).isEqualTo("from-file");
+    assertThat(c.toString()).doesNotContain("from-file");
+    Files.writeString(f, "  \n");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--http", "--token-file", f.toString()}, Map.of()))
+        .hasMessageContaining("is empty");
+  }
+
+  @Test
+  void noAuthIsOnlyForLoopback() {
+    assertThat(AdapterConfig.parse(new String[] {"--http", "--no-auth"}, Map.of()).noAuth()).isTrue();
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--http", "--no-auth", "--bind", "0.0.0.0"}, Map.of()))
+        .hasMessageContaining("loopback");
+  }
+
+  @Test
+  void optionMistakesSayWhatIsWrong() {
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--bogus"}, Map.of())).hasMessageContaining("--bogus");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--http", "--no-auth", "--port", "x"}, Map.of()))
+        .hasMessageContaining("--port takes a number");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--http", "--no-auth", "--port"}, Map.of()))
+        .hasMessageContaining("--port needs a value");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--stdio", "--http"}, Map.of()))
+        .hasMessageContaining("choose one");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--token-file", "x"}, Map.of()))
+        .hasMessageContaining("--http only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--agent-url", "ftp://x"}, Map.of()))
+        .hasMessageContaining("http(s) URL");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--agent-url", "http://agent:3000"}, Map.of()))
+        .hasMessageContaining("agent's token");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--pass-env", "NOT_SET_ANYWHERE"}, Map.of()))
+        .hasMessageContaining("not set");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--pass-env", "bad-name"}, Map.of()))
+        .hasMessageContaining("variable name");
+  }
+
+  @Test
+  void passEnvTakesTheValueFromTheEnvironmentAndNeverPrintsIt() {
+    AdapterConfig c = AdapterConfig.parse(new String[] {"--pass-env", "API_KEY"}, Map.of("API_KEY", "sk-very-secret"));
+    assertThat(c.passEnv()).containsEntry("API_KEY", "sk-very-secret");
+    assertThat(c.toString()).contains("API_KEY").doesNotContain("sk-very-secret");
+  }
+
+  // ---- SchemaValidator
+
+  @Test
+  void validatorReportsEachViolationWithItsPath() {
+    var schema = Json.parse("{\"type\":\"object\",\"properties\":{"
+        + "\"n\":{\"type\":\"integer\",\"minimum\":1,\"maximum\":5},"
+        + "\"s\":{\"type\":\"string\",\"pattern\":\"^a+$\",\"minLength\":1},"
+        + "\"e\":{\"type\":\"string\",\"enum\":[\"x\",\"y\"]},"
+        + "\"a\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},\"minItems\":1},"
+        + "\"m\":{\"type\":\"object\",\"additionalProperties\":{\"type\":\"string\"}},"
+        + "\"z\":{\"type\":[\"integer\",\"null\"]}},"
+        + "\"required\":[\"n\"],\"additionalProperties\":false}");
+    assertThat(SchemaValidator.validate(schema, Json.parse("{\"n\":3,\"s\":\"aa\",\"e\":\"x\",\"a\":[\"q\"],"
+        + "\"m\":{\"K\":\"v\"},\"z\":null}"))).isEmpty();
+    assertThat(SchemaValidator.validate(schema, Json.parse("{\"n\":3.0}"))).as("3.0 is an integer").isEmpty();
+    assertThat(SchemaValidator.validate(schema, Json.parse("{\"n\":9,\"s\":\"b\",\"e\":\"w\",\"a\":[],"
+        + "\"m\":{\"K\":1},\"z\":\"no\",\"extra\":true}")))
+        .containsExactlyInAnyOrder(
+            "arguments.n: must be at most 5, got 9",
+            "arguments.s: 'b' does not match ^a+$",
+            "arguments.e: must be one of x, y, got a string",
+            "arguments.a: needs at least 1 item(s)",
+            "arguments.m.K: expected string, got the number 1",
+            "arguments.z: expected integer, null, got a string",
+            "arguments: unknown property 'extra' (allowed: n, s, e, a, m, z)");
+    assertThat(SchemaValidator.validate(schema, Json.parse("{}"))).containsExactly("arguments: missing required property 'n'");
+    assertThat(SchemaValidator.validate(schema, Json.parse("{\"n\":1.5}"))).hasSize(1);
+  }
+
+  // ---- Redactor
+
+  @Test
+  void redactorReplacesEverySecretAndLeavesShortValuesAlone() {
+    Redactor r = new Redactor(Map.of("API_KEY", "sk-12345", "PIN", "123"));
+    assertThat(r.redact("key=sk-12345 again sk-12345, pin 123"))
+        .isEqualTo("key=[REDACTED:API_KEY] again [REDACTED:API_KEY], pin 123");
+    var node = Json.parse("{\"a\":[\"x sk-12345\"],\"sk-12345\":1}");
+    assertThat(Json.write(r.redact(node))).doesNotContain("sk-12345");
+  }
+
+  @Test
+  void aSecretSplitAcrossChunksNeverLeaksAPrefix() {
+    Redactor r = new Redactor(Map.of("TOKEN", "abcdef"));
+    Redactor.Stream s = r.stream();
+    assertThat(s.push("xx ab")).isEqualTo("xx ");
+    assertThat(s.push("c")).isEmpty();
+    assertThat(s.push("de")).isEmpty();
+    assertThat(s.push("f yy abc")).isEqualTo("[REDACTED:TOKEN] yy ");
+    assertThat(s.push("Z end")).as("abcZ is no secret, so it goes out").isEqualTo("abcZ end");
+    assertThat(s.push(" ab")).isEqualTo(" ");
+    assertThat(s.flush()).as("the text ended: ab was no secret").isEqualTo("ab");
+  }
+
+  @Test
+  void aCutNeverEndsInsideASecret() {
+    Redactor r = new Redactor(Map.of("T", "secret"));
+    assertThat(r.safeCut("my secret!", 5, false)).isEqualTo(3);
+    assertThat(r.safeCut("my secret!", 9, false)).isEqualTo(9);
+    assertThat(r.safeCut("my sec", 6, false)).as("the text ended: 'sec' is no secret").isEqualTo(6);
+    assertThat(r.safeCut("my sec", 6, true)).as("more may come").isEqualTo(3);
+  }
+
+  // ---- CappedText
+
+  @Test
+  void cappedTextKeepsWholeCharactersWithinTheByteCapAndKnowsWhereToReadOn() {
+    CappedText t = new CappedText(5, new Redactor(Map.of()), 0);
+    t.append("héllo", 0, 6); // é is two bytes
+    t.append("world", 6, 5);
+    t.ended();
+    assertThat(t.text()).isEqualTo("héll");
+    assertThat(t.nextOffset()).isEqualTo(5);
+    CappedText t2 = new CappedText(2, new Redactor(Map.of()), 0);
+    t2.append("hé", 0, 3);
+    assertThat(t2.text()).as("never half a character").isEqualTo("h");
+    assertThat(t2.nextOffset()).isEqualTo(1);
+    assertThat(t.totalBytes()).isEqualTo(11);
+    assertThat(t.truncated()).isTrue();
+  }
+
+  @Test
+  void cappedTextFromAnOffsetCountsFromThere() {
+    CappedText t = new CappedText(100, new Redactor(Map.of()), 1000);
+    t.append("abc", 1000, 3);
+    t.ended();
+    assertThat(t.text()).isEqualTo("abc");
+    assertThat(t.nextOffset()).isEqualTo(1003);
+    assertThat(t.truncated()).isFalse();
+  }
+
+  @Test
+  void cappedTextBacksOffASecretStraddlingTheCap() {
+    CappedText t = new CappedText(8, new Redactor(Map.of("K", "topsecret")), 0);
+    t.append("abc topsecret xyz", 0, 17);
+    t.ended();
+    assertThat(t.text()).isEqualTo("abc ");
+    assertThat(t.nextOffset()).isEqualTo(4);
+  }
+
+  @Test
+  void aGapInOffsetsMeansOutputWasLost() {
+    CappedText t = new CappedText(100, new Redactor(Map.of()), 0);
+    t.append("a", 0, 1);
+    t.append("z", 50, 1);
+    assertThat(t.truncated()).isTrue();
+    assertThat(t.text()).isEqualTo("a");
+    assertThat(t.nextOffset()).isEqualTo(1);
+  }
+}
