@@ -97,8 +97,22 @@ public final class SandboxTools {
     if (t == null) {
       throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "Unknown tool: " + name);
     }
+    // Calls in flight keep their sandbox from counting as idle; a cancelled call never completes.
+    AtomicBoolean inUse = new AtomicBoolean(!name.equals("listSandboxes"));
+    String sandboxId = sandboxId(args);
+    Runnable release = () -> {
+      if (inUse.compareAndSet(true, false)) {
+        sandboxes.end(sandboxId);
+      }
+    };
+    if (inUse.get()) {
+      sandboxes.begin(sandboxId);
+    }
     try {
-      return t.call(args, ctx).exceptionally(e -> {
+      CompletableFuture<ToolOutcome> f = t.call(args, ctx);
+      f.whenComplete((r, e) -> release.run());
+      ctx.onCancel(release);
+      return f.exceptionally(e -> {
         ToolOutcome o = describe(e instanceof java.util.concurrent.CompletionException ? e.getCause() : e);
         if (o == null) {
           throw e instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(e);
@@ -106,6 +120,7 @@ public final class SandboxTools {
         return o;
       });
     } catch (RuntimeException e) {
+      release.run();
       ToolOutcome o = describe(e);
       if (o == null) {
         throw e;

@@ -37,14 +37,49 @@ public final class Sandboxes implements AutoCloseable {
 
   private final AdapterConfig config;
   private final Map<String, CompletableFuture<Entry>> byId = new ConcurrentHashMap<>();
+  /** Per id: calls in flight and when the last one began or ended, to know what the SDK destroyed as idle. */
+  private final Map<String, long[]> usage = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
   public Sandboxes(AdapterConfig config) {
     this.config = config;
   }
 
+  /** A tool call on sandbox {@code id} (null meaning default) begins: it is in use until {@link #end}. */
+  public void begin(String id) {
+    long now = System.nanoTime();
+    usage.compute(id == null ? DEFAULT_ID : id, (k, v) -> v == null ? new long[] {1, now} : new long[] {v[0] + 1, now});
+  }
+
+  public void end(String id) {
+    long now = System.nanoTime();
+    usage.computeIfPresent(id == null ? DEFAULT_ID : id, (k, v) -> new long[] {Math.max(0, v[0] - 1), now});
+  }
+
+  /**
+   * Forgets local sandboxes idle for longer than their idle timeout: the SDK destroys those (or is
+   * about to), so they must not be listed or handed out any more.
+   */
+  private void expire() {
+    long now = System.nanoTime();
+    for (Entry e : list0()) {
+      long[] u = usage.get(e.id());
+      if (e.idleTimeout() == null || u == null || u[0] > 0 || now - u[1] < e.idleTimeout().toNanos()) {
+        continue;
+      }
+      log.info("sandbox {}: idle for {}; it is destroyed", e.id(), e.idleTimeout());
+      remove(e);
+      try {
+        e.sandbox().destroy();
+      } catch (RuntimeException ex) {
+        log.debug("destroying idle sandbox {}: {}", e.id(), ex.toString());
+      }
+    }
+  }
+
   /** The sandbox a tool call names (null meaning {@code default}); only {@code default} is created on demand. */
   public Entry require(String id) {
+    expire();
     String sid = id == null ? DEFAULT_ID : id;
     CompletableFuture<Entry> f = byId.get(sid);
     if (f == null) {
@@ -65,6 +100,7 @@ public final class Sandboxes implements AutoCloseable {
     if (closed) {
       throw new ToolException("the server is shutting down");
     }
+    expire();
     if (config.agentUrl() != null && !id.equals(DEFAULT_ID)) {
       throw new ToolException("This server drives one remote sandbox agent (" + config.agentUrl()
           + "), whose sandbox id is \"default\"; it cannot create sandbox '" + id + "'. Leave sandboxId out.");
@@ -124,8 +160,13 @@ public final class Sandboxes implements AutoCloseable {
     }
   }
 
-  /** The sandboxes that exist (or are being created and have finished). */
+  /** The sandboxes that exist, oldest first. */
   public List<Entry> list() {
+    expire();
+    return list0();
+  }
+
+  private List<Entry> list0() {
     List<Entry> out = new ArrayList<>();
     for (CompletableFuture<Entry> f : byId.values()) {
       if (f.isDone() && !f.isCompletedExceptionally()) {
@@ -147,7 +188,7 @@ public final class Sandboxes implements AutoCloseable {
   @Override
   public void close() {
     closed = true;
-    for (Entry e : list()) {
+    for (Entry e : list0()) {
       try {
         e.sandbox().close();
       } catch (RuntimeException ex) {

@@ -366,6 +366,22 @@ class SandboxToolsIT {
   }
 
   @Test
+  void anIdleSandboxIsDestroyedAndNoLongerListed() throws Exception {
+    try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
+      own.call("getSandbox", args("sandboxId", "brief", "idleTimeoutSeconds", 10));
+      own.call("exec", args("command", "touch left-behind", "sandboxId", "brief"));
+      Thread.sleep(10_500);
+      assertThat(sc(own.call("listSandboxes", args())).get("count").asInt()).isZero();
+      JsonNode gone = own.call("exec", args("command", "true", "sandboxId", "brief"));
+      assertThat(text(gone)).contains("no sandbox 'brief'");
+      JsonNode again = sc(own.call("getSandbox", args("sandboxId", "brief")));
+      assertThat(again.get("created").asBoolean()).isTrue();
+      assertThat(own.call("exec", args("command", "ls left-behind", "sandboxId", "brief")).get("isError").asBoolean())
+          .isTrue();
+    }
+  }
+
+  @Test
   void anUnknownSandboxIdIsAnErrorResultThatSaysHowToCreateIt() {
     JsonNode r = mcp.call("exec", args("command", "true", "sandboxId", "nowhere"));
     assertThat(r.get("isError").asBoolean()).isTrue();
