@@ -68,6 +68,9 @@ public record AdapterConfig(
       "  --allow-origin O     also accept this Origin (default: loopback origins)",
       "  --keep-alive-seconds N  SSE keep-alive interval (default 15)");
 
+  private static final List<String> HTTP_ONLY = List.of("--port", "--bind", "--token-file", "--no-auth",
+      "--allow-host", "--allow-origin", "--keep-alive-seconds");
+
   /** A command-line mistake: the message says what to change. */
   public static final class UsageException extends RuntimeException {
     private static final long serialVersionUID = 1L;
@@ -93,8 +96,12 @@ public record AdapterConfig(
     int keepAliveSeconds = 15;
     List<String> hosts = new ArrayList<>();
     List<String> origins = new ArrayList<>();
+    List<String> httpOnly = new ArrayList<>();
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
+      if (HTTP_ONLY.contains(a)) {
+        httpOnly.add(a);
+      }
       switch (a) {
         case "--stdio" -> stdio = true;
         case "--http" -> http = true;
@@ -126,8 +133,9 @@ public record AdapterConfig(
     if (http && stdio) {
       throw new UsageException("choose one of --stdio and --http");
     }
-    if (!http && (tokenFile != null || noAuth || !hosts.isEmpty() || !origins.isEmpty())) {
-      throw new UsageException("--token-file, --no-auth, --allow-host and --allow-origin apply to --http only");
+    if (!http && !httpOnly.isEmpty()) {
+      throw new UsageException(String.join(", ", httpOnly) + " appl" + (httpOnly.size() == 1 ? "ies" : "y")
+          + " to --http only");
     }
     String httpToken = null;
     if (http) {
