@@ -191,6 +191,14 @@ class HttpTransportIT {
   }
 
   @Test
+  void aBracketedNameIsNoIpv6LiteralAndIsRejected() throws Exception {
+    assertThat(rawPost(endpoint.getPort(), "[evil]:" + endpoint.getPort(), initialize(1, NEWEST)).status())
+        .isEqualTo(403);
+    assertThat(rawPost(endpoint.getPort(), "[::1]:" + endpoint.getPort(), initialize(1, NEWEST)).status())
+        .isEqualTo(200);
+  }
+
+  @Test
   void localhostHostHeaderWithPortIsAccepted() throws Exception {
     int port = endpoint.getPort();
 

@@ -50,7 +50,7 @@ public record AdapterConfig(
       "usage: java -jar sandbox-mcp.jar [--stdio | --http [--port 8080] [--bind 127.0.0.1]]",
       "           [--token-file F | --no-auth] [--agent-url URL --agent-token-file F]",
       "           [--pass-env NAME ...] [--max-output-bytes N] [--max-sandboxes N]",
-      "           [--allow-host HOST ...] [--allow-origin ORIGIN ...] [--keep-alive-seconds N]",
+      "           [--allow-host HOST] [--allow-origin ORIGIN] [--keep-alive-seconds N]",
       "",
       "  --stdio              serve MCP on stdin/stdout (the default); logs go to stderr",
       "  --http               serve Streamable HTTP on /mcp",
@@ -60,12 +60,13 @@ public record AdapterConfig(
       "  --no-auth            HTTP without a token; only on a loopback address",
       "  --agent-url URL      drive this remote container agent instead of local sandboxes",
       "  --agent-token-file F the remote agent's token (or env SANDBOX_AGENT_TOKEN)",
-      "  --pass-env NAME      inject this variable of the adapter's environment into every",
+      "  --pass-env NAME ...  inject these variables of the adapter's environment into every",
       "                       sandbox process; its value is redacted from all output",
       "  --max-output-bytes N output per stream handed to the model per call (default 16384)",
       "  --max-sandboxes N    sandboxes that may exist at once (default 8)",
-      "  --allow-host HOST    also accept this Host header (default: loopback names, bind address)",
-      "  --allow-origin O     also accept this Origin (default: loopback origins)",
+      "  --allow-host HOST    also accept this Host name (repeatable; IP literals, localhost and",
+      "                       the bind address are always accepted)",
+      "  --allow-origin O     also accept this Origin (repeatable; origins on accepted hosts always are)",
       "  --keep-alive-seconds N  SSE keep-alive interval (default 15)");
 
   private static final List<String> HTTP_ONLY = List.of("--port", "--bind", "--token-file", "--no-auth",
@@ -116,16 +117,18 @@ public record AdapterConfig(
         case "--keep-alive-seconds" -> keepAliveSeconds = intValue(a, value(args, ++i, a), 1, 3_600);
         case "--allow-host" -> hosts.add(value(args, ++i, a).toLowerCase(java.util.Locale.ROOT));
         case "--allow-origin" -> origins.add(value(args, ++i, a).toLowerCase(java.util.Locale.ROOT));
-        case "--pass-env" -> {
-          String name = value(args, ++i, a);
-          if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
-            throw new UsageException("--pass-env takes a variable name, got '" + name + "'");
-          }
-          String v = env.get(name);
-          if (v == null) {
-            throw new UsageException("--pass-env " + name + ": the variable is not set in the adapter's environment");
-          }
-          passEnv.put(name, v);
+        case "--pass-env" -> { // one or more names: --pass-env A B, or --pass-env A --pass-env B
+          do {
+            String name = value(args, ++i, a);
+            if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+              throw new UsageException("--pass-env takes variable names, got '" + name + "'");
+            }
+            String v = env.get(name);
+            if (v == null) {
+              throw new UsageException("--pass-env " + name + ": the variable is not set in the adapter's environment");
+            }
+            passEnv.put(name, v);
+          } while (i + 1 < args.length && !args[i + 1].startsWith("--"));
         }
         default -> throw new UsageException("unknown option '" + a + "'");
       }

@@ -45,6 +45,7 @@ public final class HttpTransport implements AutoCloseable {
   static final int MAX_SESSIONS = 1_000;
   static final long SESSION_IDLE_NANOS = TimeUnit.HOURS.toNanos(1);
   private static final Pattern IPV4 = Pattern.compile("\\d{1,3}(\\.\\d{1,3}){3}");
+  private static final Pattern IPV6 = Pattern.compile("\\[[0-9a-f:.]*:[0-9a-f:.]*]");
 
   private final McpServer server;
   private final AdapterConfig config;
@@ -168,7 +169,7 @@ public final class HttpTransport implements AutoCloseable {
   private boolean hostAllowed(String name) {
     String h = name.toLowerCase(Locale.ROOT);
     // An IP literal cannot be a rebound DNS name, so any is fine; names must be listed.
-    return allowedHosts.contains(h) || IPV4.matcher(h).matches() || h.startsWith("[") && h.endsWith("]");
+    return allowedHosts.contains(h) || IPV4.matcher(h).matches() || IPV6.matcher(h).matches();
   }
 
   private static String hostName(String hostHeader) {
@@ -270,7 +271,7 @@ public final class HttpTransport implements AutoCloseable {
       return;
     }
     if (!isRequest) { // a notification or a response: 202, or the error an invalid one earns
-      server.handle(hs.session, message, new JsonReply(ex, null));
+      server.handle(hs.session, message, new JsonReply(ex, null, 400));
       return;
     }
     if ("tools/call".equals(method)) {
@@ -290,7 +291,7 @@ public final class HttpTransport implements AutoCloseable {
       });
       return;
     }
-    server.handle(hs.session, message, new JsonReply(ex, null));
+    server.handle(hs.session, message, new JsonReply(ex, null, 200));
   }
 
   private void initialize(HttpExchange ex, JsonNode message) throws IOException {
@@ -307,9 +308,10 @@ public final class HttpTransport implements AutoCloseable {
     random.nextBytes(idBytes);
     String id = HexFormat.of().formatHex(idBytes);
     HttpSession hs = new HttpSession(server.newSession(id));
-    server.handle(hs.session, message, new JsonReply(ex, id));
-    if (hs.session.isInitialized()) { // only a successful initialize opens a session
-      sessions.put(id, hs);
+    sessions.put(id, hs); // before the answer goes out: the client may use the id at once
+    server.handle(hs.session, message, new JsonReply(ex, id, 200));
+    if (!hs.session.isInitialized()) { // only a successful initialize opens a session
+      sessions.remove(id, hs);
     }
   }
 
@@ -401,11 +403,14 @@ public final class HttpTransport implements AutoCloseable {
   private final class JsonReply implements Outbound {
     private final HttpExchange ex;
     private final String sessionId;
+    private final int errorStatus;
     private boolean done;
 
-    JsonReply(HttpExchange ex, String sessionId) {
+    /** {@code errorStatus}: 200 for a request's JSON-RPC error; 400 when a notification was not acceptable. */
+    JsonReply(HttpExchange ex, String sessionId, int errorStatus) {
       this.ex = ex;
       this.sessionId = sessionId;
+      this.errorStatus = errorStatus;
     }
 
     @Override
@@ -418,7 +423,7 @@ public final class HttpTransport implements AutoCloseable {
         ex.getResponseHeaders().set("Mcp-Session-Id", sessionId);
       }
       try {
-        json(ex, 200, m);
+        json(ex, m.has("error") ? errorStatus : 200, m);
       } catch (IOException e) {
         log.debug("client went away before its response: {}", e.toString());
       }

@@ -24,8 +24,6 @@ public final class McpServer implements AutoCloseable {
 
   /** Newest first: the version offered when the client asks for one we do not speak. */
   public static final List<String> PROTOCOL_VERSIONS = List.of("2025-11-25", "2025-06-18", "2025-03-26");
-  /** The version an HTTP client is assumed to speak when it sends no MCP-Protocol-Version header. */
-  public static final String DEFAULT_HTTP_VERSION = "2025-03-26";
   private static final int MAX_CONCURRENT_CALLS = 64;
 
   private final AdapterConfig config;
@@ -288,6 +286,7 @@ public final class McpServer implements AutoCloseable {
   @Override
   public void close() {
     workers.shutdownNow();
+    tools.close();
     sandboxes.close();
   }
 }

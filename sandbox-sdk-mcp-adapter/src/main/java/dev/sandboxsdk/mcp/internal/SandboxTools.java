@@ -41,7 +41,7 @@ import java.util.function.Function;
  * {@code runCode}, {@code streamProcessLogs}) run on the SDK's streams and hold no thread while
  * they wait. Thread-safe.
  */
-public final class SandboxTools {
+public final class SandboxTools implements AutoCloseable {
   static final Duration DEFAULT_EXEC_TIMEOUT = Duration.ofMinutes(5);
   static final Duration DEFAULT_FOLLOW = Duration.ofSeconds(30);
   static final Duration KILL_WAIT = Duration.ofSeconds(5);
@@ -77,9 +77,14 @@ public final class SandboxTools {
     tools.put("getProcessLogs", sync(this::getProcessLogs));
     tools.put("streamProcessLogs", this::streamProcessLogs);
     tools.put("cleanupCompletedProcesses", sync(this::cleanupCompletedProcesses));
-    tools.put("getSandbox", sync(this::getSandbox));
+    tools.put("getSandbox", (args, ctx) -> CompletableFuture.completedFuture(getSandbox(args, ctx)));
     tools.put("listSandboxes", sync(this::listSandboxes));
-    tools.put("destroy", sync(this::destroy));
+    tools.put("destroy", (args, ctx) -> CompletableFuture.completedFuture(destroy(args, ctx)));
+  }
+
+  @Override
+  public void close() {
+    timer.shutdownNow();
   }
 
   public Redactor redactor() {
@@ -156,8 +161,9 @@ public final class SandboxTools {
       return ToolOutcome.error("The sandbox did not answer in time: " + e.getMessage() + ". Try again.");
     }
     if (e instanceof SandboxConnectionException || e instanceof IllegalStateException) {
-      return ToolOutcome.error("The sandbox is not reachable: " + e.getMessage() + ". If it was destroyed (for"
-          + " example after being idle), call getSandbox to create it again; its files and processes are gone.");
+      return ToolOutcome.error("The sandbox is not reachable: " + e.getMessage() + ". A local sandbox that was"
+          + " destroyed is created again by getSandbox (its files and processes are gone); a remote agent"
+          + " (--agent-url) must be running and reachable from this server.");
     }
     if (e instanceof SandboxException) {
       return ToolOutcome.error("The sandbox reported an error: " + e.getMessage());
@@ -288,10 +294,9 @@ public final class SandboxTools {
             + (which.equals("node") ? "nodejs" : which) + ", if the sandbox has a package manager and network),"
             + " or use another language.");
       }
-      if (language != null && "typescript".equals(language) && c.exitCode() == 9
-          && stderr.text().contains("bad option")) {
-        notes.add("TypeScript runs on node with type stripping, which needs Node.js 22.7 or later;"
-            + " the sandbox's node is older.");
+      if ("typescript".equals(language) && c.exitCode() == 9) { // node's exit status for a bad option
+        notes.add("TypeScript runs on node with type stripping (--experimental-strip-types), which needs"
+            + " Node.js 22.6 or later; the sandbox's node rejected the option, so it is probably older.");
       }
       if (c.timedOut()) {
         notes.add("The command was killed after its timeout. Pass a larger timeoutSeconds, or run it with"
@@ -603,7 +608,9 @@ public final class SandboxTools {
         notes.add("Output was cut at maxBytes; read the rest with getProcessLogs from stdoutOffset "
             + stdout.nextOffset() + " and stderrOffset " + stderr.nextOffset() + ".");
       }
-      r.put("note", String.join(" ", notes));
+      if (!notes.isEmpty()) {
+        r.put("note", String.join(" ", notes));
+      }
       result.complete(ToolOutcome.ok(withSandbox(r, sandbox)));
     }
 
@@ -622,11 +629,16 @@ public final class SandboxTools {
 
   // ---- sandboxes
 
-  private ToolOutcome getSandbox(ObjectNode args) {
+  private ToolOutcome getSandbox(ObjectNode args, CallContext ctx) {
     String id = sandboxId(args) == null ? Sandboxes.DEFAULT_ID : sandboxId(args);
     Boolean keepAlive = args.hasNonNull("keepAlive") ? args.get("keepAlive").asBoolean() : null;
     Integer idle = args.hasNonNull("idleTimeoutSeconds") ? args.get("idleTimeoutSeconds").asInt() : null;
+    long t0 = System.nanoTime();
     Sandboxes.Got got = sandboxes.getOrCreate(id, keepAlive, idle);
+    if (got.created()) {
+      ctx.log("info", "created " + (got.entry().local() ? "local" : "remote") + " sandbox '" + id + "' in "
+          + (System.nanoTime() - t0) / 1_000_000 + " ms");
+    }
     ObjectNode r = Json.object();
     r.set("sandbox", sandboxJson(got.entry()));
     r.put("created", got.created());
@@ -642,7 +654,7 @@ public final class SandboxTools {
     return ToolOutcome.ok(r);
   }
 
-  private ToolOutcome destroy(ObjectNode args) {
+  private ToolOutcome destroy(ObjectNode args, CallContext ctx) {
     String id = sandboxId(args) == null ? Sandboxes.DEFAULT_ID : sandboxId(args);
     if (sandboxes.list().stream().noneMatch(e -> e.id().equals(id))) {
       throw new ToolException("There is no sandbox '" + id + "' (listSandboxes shows the existing ones);"
@@ -668,6 +680,7 @@ public final class SandboxTools {
       sb.sandbox().close();
     }
     sandboxes.remove(sb);
+    ctx.log("info", "destroyed sandbox '" + id + "'" + (killed > 0 ? ", killing " + killed + " process(es)" : ""));
     return ToolOutcome.ok(Json.object().put("sandboxId", id).put("destroyed", true).put("killedProcesses", killed));
   }
 

@@ -47,6 +47,7 @@ public final class Sandboxes implements AutoCloseable {
 
   /** A tool call on sandbox {@code id} (null meaning default) begins: it is in use until {@link #end}. */
   public void begin(String id) {
+    expire(); // first, or this very call would make an expired sandbox look busy
     long now = System.nanoTime();
     usage.compute(id == null ? DEFAULT_ID : id, (k, v) -> v == null ? new long[] {1, now} : new long[] {v[0] + 1, now});
   }

@@ -101,8 +101,9 @@ class McpServerTest {
         "killProcess", "killAllProcesses", "getProcessLogs", "streamProcessLogs", "cleanupCompletedProcesses",
         "getSandbox", "listSandboxes", "destroy");
     Set<String> implemented = new HashSet<>();
-    new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults())).names()
-        .forEach(implemented::add);
+    try (SandboxTools impl = new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults()))) {
+      impl.names().forEach(implemented::add);
+    }
     assertThat(implemented).containsExactlyInAnyOrderElementsOf(names);
   }
 

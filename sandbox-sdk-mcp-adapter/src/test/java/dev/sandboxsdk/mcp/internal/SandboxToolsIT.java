@@ -197,6 +197,17 @@ class SandboxToolsIT {
   }
 
   @Test
+  void runCodeRunsJavaScriptWithNodeOrSaysItIsMissing() {
+    boolean hasNode = sc(mcp.call("exec", args("command", "command -v node"))).get("exitCode").asInt() == 0;
+    JsonNode r = mcp.call("runCode", args("language", "javascript", "code", "console.log([1, 2, 3].map(x => x * 2).join(','))"));
+    if (hasNode) {
+      assertThat(sc(r).get("stdout").asText()).isEqualTo("2,4,6\n");
+    } else {
+      assertThat(text(r)).contains("interpreter 'node' is not installed").contains("nodejs");
+    }
+  }
+
+  @Test
   void aMissingInterpreterIsAClearError() {
     JsonNode r = mcp.call("runCode", args("language", "python", "code", "print(1)", "env", Map.of("PATH", "/nowhere")));
     assertThat(r.get("isError").asBoolean()).isTrue();
@@ -348,13 +359,22 @@ class SandboxToolsIT {
   @Test
   void getSandboxCreatesOnceAndListSandboxesShowsIt() {
     try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
+      own.request("logging/setLevel", Json.object().put("level", "info"));
       JsonNode first = sc(own.call("getSandbox", args("sandboxId", "alpha", "idleTimeoutSeconds", 120)));
+      assertThat(own.notifications).anySatisfy(n -> {
+        assertThat(n.get("method").asText()).isEqualTo("notifications/message");
+        assertThat(n.get("params").get("level").asText()).isEqualTo("info");
+        assertThat(n.get("params").get("data").asText()).contains("created local sandbox 'alpha'");
+      });
       assertThat(first.get("created").asBoolean()).isTrue();
       assertThat(first.get("sandbox").get("mode").asText()).isEqualTo("local");
       assertThat(first.get("sandbox").get("idleTimeoutSeconds").asInt()).isEqualTo(120);
+      own.request("logging/setLevel", Json.object().put("level", "warning"));
+      int logged = own.notifications.size();
       JsonNode second = sc(own.call("getSandbox", args("sandboxId", "alpha")));
       assertThat(second.get("created").asBoolean()).isFalse();
       JsonNode kept = sc(own.call("getSandbox", args("sandboxId", "beta", "keepAlive", true)));
+      assertThat(own.notifications).as("info messages are below the warning level").hasSize(logged);
       assertThat(kept.get("sandbox").get("keepAlive").asBoolean()).isTrue();
       assertThat(kept.get("sandbox").get("idleTimeoutSeconds").isNull()).isTrue();
       JsonNode list = sc(own.call("listSandboxes", args()));
@@ -370,10 +390,15 @@ class SandboxToolsIT {
     try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
       own.call("getSandbox", args("sandboxId", "brief", "idleTimeoutSeconds", 10));
       own.call("exec", args("command", "touch left-behind", "sandboxId", "brief"));
+      own.call("exec", args("command", "touch default-file"));
       Thread.sleep(10_500);
-      assertThat(sc(own.call("listSandboxes", args())).get("count").asInt()).isZero();
       JsonNode gone = own.call("exec", args("command", "true", "sandboxId", "brief"));
       assertThat(text(gone)).contains("no sandbox 'brief'");
+      assertThat(own.call("getSandbox", args("sandboxId", "brief")).get("structuredContent").get("created").asBoolean())
+          .as("an expired sandbox is created anew").isTrue();
+      own.call("destroy", args("sandboxId", "brief"));
+      assertThat(sc(own.call("listSandboxes", args())).get("sandboxes").findValuesAsText("sandboxId"))
+          .containsExactly("default");
       JsonNode again = sc(own.call("getSandbox", args("sandboxId", "brief")));
       assertThat(again.get("created").asBoolean()).isTrue();
       assertThat(own.call("exec", args("command", "ls left-behind", "sandboxId", "brief")).get("isError").asBoolean())

@@ -73,6 +73,9 @@ class UnitsTest {
     AdapterConfig c = AdapterConfig.parse(new String[] {"--pass-env", "API_KEY"}, Map.of("API_KEY", "sk-very-secret"));
     assertThat(c.passEnv()).containsEntry("API_KEY", "sk-very-secret");
     assertThat(c.toString()).contains("API_KEY").doesNotContain("sk-very-secret");
+    AdapterConfig several = AdapterConfig.parse(new String[] {"--pass-env", "A_KEY", "B_KEY", "--pass-env", "C_KEY"},
+        Map.of("A_KEY", "aaaa", "B_KEY", "bbbb", "C_KEY", "cccc"));
+    assertThat(several.passEnv()).containsOnlyKeys("A_KEY", "B_KEY", "C_KEY");
   }
 
   // ---- SchemaValidator
