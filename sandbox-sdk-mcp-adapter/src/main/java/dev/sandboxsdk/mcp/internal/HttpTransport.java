@@ -265,11 +265,6 @@ public final class HttpTransport implements AutoCloseable {
     if (hs == null) {
       return;
     }
-    String versionProblem = checkVersionHeader(ex);
-    if (versionProblem != null) {
-      rpcError(ex, 400, versionProblem);
-      return;
-    }
     if (!isRequest) { // a notification or a response: 202, or the error an invalid one earns
       server.handle(hs.session, message, new JsonReply(ex, null, 400));
       return;
@@ -324,11 +319,6 @@ public final class HttpTransport implements AutoCloseable {
     if (hs == null) {
       return;
     }
-    String versionProblem = checkVersionHeader(ex);
-    if (versionProblem != null) {
-      rpcError(ex, 400, versionProblem);
-      return;
-    }
     synchronized (hs) {
       SseStream open = hs.getStream.get();
       if (open != null && !open.isClosed()) {
@@ -362,7 +352,10 @@ public final class HttpTransport implements AutoCloseable {
     log.info("session {} ended", hs.session.id());
   }
 
-  /** The session a request names, or null after answering 400 (none given) or 404 (unknown or ended). */
+  /**
+   * The session a request names, or null after answering 400 (none given, or an unsupported
+   * MCP-Protocol-Version) or 404 (unknown or ended).
+   */
   private HttpSession session(HttpExchange ex, String id) throws IOException {
     if (id == null) {
       rpcError(ex, 400, "Mcp-Session-Id header required: send initialize first to open a session");
@@ -371,6 +364,11 @@ public final class HttpTransport implements AutoCloseable {
     HttpSession hs = sessions.get(id);
     if (hs == null) {
       rpcError(ex, 404, "unknown or ended session: send initialize to open a new one");
+      return null;
+    }
+    String versionProblem = checkVersionHeader(ex);
+    if (versionProblem != null) {
+      rpcError(ex, 400, versionProblem);
       return null;
     }
     return hs;

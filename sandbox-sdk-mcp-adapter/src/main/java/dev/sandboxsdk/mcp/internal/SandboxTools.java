@@ -426,8 +426,7 @@ public final class SandboxTools implements AutoCloseable {
   private ToolOutcome getProcess(ObjectNode args) {
     Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
     String id = args.get("processId").asText();
-    ProcessInfo info = sb.sandbox().getProcess(id).orElseThrow(() -> new ToolException("There is no process '" + id
-        + "' in sandbox '" + sb.id() + "'. listProcesses shows the processes that exist."));
+    ProcessInfo info = sb.sandbox().getProcess(id).orElseThrow(() -> noProcess(sb, id));
     return ToolOutcome.ok(withSandbox(Json.object().set("process", processJson(info)), sb));
   }
 
@@ -515,8 +514,7 @@ public final class SandboxTools implements AutoCloseable {
     long se = args.path("stderrOffset").asLong(0);
     Duration limit = seconds(args, "timeoutSeconds", DEFAULT_FOLLOW);
     if (sb.sandbox().getProcess(id).isEmpty()) { // fail fast with the usual message, before streaming
-      throw new ToolException("There is no process '" + id + "' in sandbox '" + sb.id()
-          + "'. listProcesses shows the processes that exist.");
+      throw noProcess(sb, id);
     }
     LogFollower f = new LogFollower(sb, id, cap, so, se, ctx);
     sb.sandbox().streamProcessLogs(id, LogRange.from(so, se)).subscribe(f);
@@ -685,6 +683,11 @@ public final class SandboxTools implements AutoCloseable {
   }
 
   // ---- argument and result helpers
+
+  private static ToolException noProcess(Sandboxes.Entry sb, String id) {
+    return new ToolException("There is no process '" + id + "' in sandbox '" + sb.id()
+        + "'. listProcesses shows the processes that exist.");
+  }
 
   private static String sandboxId(ObjectNode args) {
     return args.hasNonNull("sandboxId") ? args.get("sandboxId").asText() : null;
