@@ -357,6 +357,14 @@ class HttpTransportIT {
   }
 
   @Test
+  void anEmptyBodyIsAParseError() throws Exception {
+    HttpResponse<String> r = send(post(openSession(), ""));
+
+    assertThat(r.statusCode()).isEqualTo(400);
+    assertThat(json(r.body()).path("error").path("code").asInt()).isEqualTo(-32700);
+  }
+
+  @Test
   void batchIsRejectedWith400() throws Exception {
     String session = openSession();
 

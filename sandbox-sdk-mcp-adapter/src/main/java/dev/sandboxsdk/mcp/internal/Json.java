@@ -29,7 +29,11 @@ public final class Json {
   /** Parses one JSON text; a syntax error is an {@link IllegalArgumentException} with Jackson's message. */
   public static JsonNode parse(String text) {
     try {
-      return MAPPER.readTree(text);
+      JsonNode node = MAPPER.readTree(text);
+      if (node == null || node.isMissingNode()) {
+        throw new IllegalArgumentException("no JSON value (the text is empty)");
+      }
+      return node;
     } catch (JsonProcessingException e) {
       throw new IllegalArgumentException(e.getOriginalMessage(), e);
     }

@@ -78,6 +78,14 @@ class UnitsTest {
     assertThat(several.passEnv()).containsOnlyKeys("A_KEY", "B_KEY", "C_KEY");
   }
 
+  @Test
+  void emptyOrBrokenJsonIsAnIllegalArgumentWithTheReason() {
+    assertThatThrownBy(() -> Json.parse("")).isInstanceOf(IllegalArgumentException.class).hasMessageContaining("empty");
+    assertThatThrownBy(() -> Json.parse("   ")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> Json.parse("{\"a\":1} {")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> Json.parse("{\"a\":")).isInstanceOf(IllegalArgumentException.class);
+  }
+
   // ---- SchemaValidator
 
   @Test
