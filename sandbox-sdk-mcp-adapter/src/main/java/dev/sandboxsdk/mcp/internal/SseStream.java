@@ -5,6 +5,7 @@ import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * One open {@code text/event-stream} response: JSON-RPC messages as {@code message} events and
@@ -14,7 +15,8 @@ import java.nio.charset.StandardCharsets;
 final class SseStream {
   private final HttpExchange exchange;
   private final OutputStream body;
-  private boolean closed;
+  private final ReentrantLock lock = new ReentrantLock();
+  private volatile boolean closed;
 
   SseStream(HttpExchange exchange) throws IOException {
     this.exchange = exchange;
@@ -25,21 +27,38 @@ final class SseStream {
     this.body = exchange.getResponseBody();
   }
 
-  /** Writes one message event; false if the stream is closed. */
+  /** Writes one message event; false if the stream is closed. Blocks while the client does not read. */
   boolean send(ObjectNode message) {
-    return write("event: message\ndata: " + Json.write(message) + "\n\n");
+    lock.lock();
+    try {
+      return write("event: message\ndata: " + Json.write(message) + "\n\n");
+    } finally {
+      lock.unlock();
+    }
   }
 
-  /** A comment line that keeps proxies and clients from timing the stream out. */
+  /**
+   * A comment line that keeps proxies and clients from timing the stream out. Skipped while a
+   * write is under way (then data is flowing, or that client is stalled and must not hold up the
+   * keep-alives of every other stream); false once the stream is closed.
+   */
   boolean keepAlive() {
-    return write(": keep-alive\n\n");
+    if (!lock.tryLock()) {
+      return true;
+    }
+    try {
+      return write(": keep-alive\n\n");
+    } finally {
+      lock.unlock();
+    }
   }
 
-  synchronized boolean isClosed() {
+  boolean isClosed() {
     return closed;
   }
 
-  private synchronized boolean write(String text) {
+  /** Callers hold {@link #lock}. */
+  private boolean write(String text) {
     if (closed) {
       return false;
     }
@@ -48,12 +67,21 @@ final class SseStream {
       body.flush();
       return true;
     } catch (IOException e) {
-      close();
+      closeLocked();
       return false;
     }
   }
 
-  synchronized void close() {
+  void close() {
+    lock.lock();
+    try {
+      closeLocked();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private void closeLocked() {
     if (closed) {
       return;
     }
