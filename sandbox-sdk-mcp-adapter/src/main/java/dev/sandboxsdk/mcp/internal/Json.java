@@ -47,12 +47,4 @@ public final class Json {
       throw new UncheckedIOException(e);
     }
   }
-
-  public static String pretty(JsonNode node) {
-    try {
-      return MAPPER.writerWithDefaultPrettyPrinter().writeValueAsString(node);
-    } catch (JsonProcessingException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
 }

@@ -260,7 +260,8 @@ public final class McpServer implements AutoCloseable {
     if (r.structured() != null) {
       JsonNode structured = redactor.redact(r.structured());
       result.set("structuredContent", structured);
-      content.addObject().put("type", "text").put("text", Json.pretty(structured));
+      // compact: the text goes to a model, where indentation only costs tokens
+      content.addObject().put("type", "text").put("text", Json.write(structured));
     }
     if (r.isError()) {
       result.put("isError", true);
