@@ -193,7 +193,9 @@ public final class McpServer implements AutoCloseable {
     if (args != null && !args.isNull() && !args.isObject()) {
       throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "\"arguments\" must be an object");
     }
-    ObjectNode arguments = args == null || args.isNull() ? Json.object() : (ObjectNode) args;
+    ObjectNode arguments = args == null || args.isNull() ? Json.object() : ((ObjectNode) args).deepCopy();
+    // Models often send null for an optional argument they mean to leave out: treat it so.
+    arguments.properties().removeIf(e -> e.getValue().isNull());
     JsonNode token = params.path("_meta").get("progressToken");
     JsonNode progressToken = token != null && (token.isTextual() || token.isIntegralNumber()) ? token : null;
     CallContext ctx = new CallContext(id, progressToken, out, session);

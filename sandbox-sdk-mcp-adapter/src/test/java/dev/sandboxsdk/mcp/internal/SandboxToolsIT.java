@@ -53,6 +53,17 @@ class SandboxToolsIT {
   }
 
   @Test
+  void aNullArgumentMeansItsDefault() {
+    ObjectNode a = args("command", "pwd");
+    a.putNull("cwd");
+    a.putNull("timeoutSeconds");
+    a.putNull("argv");
+    JsonNode r = mcp.call("exec", a);
+    assertThat(r.has("isError")).as("%s", r).isFalse();
+    assertThat(sc(r).get("stdout").asText()).contains("sandbox-workspace");
+  }
+
+  @Test
   void execRunsArgvWithoutAShell() {
     JsonNode r = mcp.call("exec", args("argv", List.of("printf", "%s|", "a b", "$HOME", ";")));
     assertThat(sc(r).get("stdout").asText()).isEqualTo("a b|$HOME|;|");
