@@ -162,6 +162,27 @@ class SandboxToolsIT {
   }
 
   @Test
+  void concurrentCallsKeepTheirOwnOutputAndProgress() throws Exception {
+    List<CompletableFuture<ObjectNode>> answers = new java.util.ArrayList<>();
+    for (int i = 0; i < 8; i++) {
+      answers.add(mcp.sendAsync(McpTestClient.requestMessage("par-" + i, "tools/call", McpTestClient.callParams("exec",
+          args("command", "for j in 1 2 3; do echo call" + i + "-$j; sleep 0.1; done"), "par-tok-" + i))));
+    }
+    long t0 = System.nanoTime();
+    for (int i = 0; i < 8; i++) {
+      ObjectNode response = answers.get(i).get(20, TimeUnit.SECONDS);
+      assertThat(response.get("id").asText()).isEqualTo("par-" + i);
+      String expected = "call" + i + "-1\ncall" + i + "-2\ncall" + i + "-3\n";
+      assertThat(response.get("result").get("structuredContent").get("stdout").asText()).isEqualTo(expected);
+      StringBuilder streamed = new StringBuilder();
+      mcp.progress("par-tok-" + i).forEach(p -> streamed.append(p.get("message").asText()));
+      assertThat(streamed.toString()).isEqualTo(expected);
+    }
+    assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("the calls ran side by side")
+        .isLessThan(Duration.ofSeconds(2));
+  }
+
+  @Test
   void noProgressTokenNoProgress() {
     int before = mcp.notifications.size();
     mcp.call("exec", args("command", "echo quiet"));
