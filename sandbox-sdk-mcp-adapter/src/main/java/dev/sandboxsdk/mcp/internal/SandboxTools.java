@@ -351,41 +351,50 @@ public final class SandboxTools implements AutoCloseable {
       if (!ctx.wantsProgress()) {
         return;
       }
+      pendingBytes += bytes;
       if (textSent >= PROGRESS_TEXT_LIMIT) {
-        pendingBytes += bytes;
         long now = System.nanoTime();
         if (now - lastCountOnlyNanos >= 1_000_000_000L) { // after the limit, a heartbeat a second at most
           lastCountOnlyNanos = now;
-          ctx.progress(pendingBytes, null, null);
-          pendingBytes = 0;
+          send(null, null);
         }
         return;
       }
-      String safe = (stream == StdStream.STDOUT ? out : err).push(text);
+      Redactor.Stream redacting = stream == StdStream.STDOUT ? out : err;
+      String safe = redacting.push(text);
       textSent += bytes;
       if (textSent >= PROGRESS_TEXT_LIMIT) {
-        safe += "\n[sandbox-mcp: more than " + PROGRESS_TEXT_LIMIT + " bytes of output; further progress"
-            + " notifications carry only byte counts]\n";
+        safe += redacting.flush() + "\n[sandbox-mcp: more than " + PROGRESS_TEXT_LIMIT + " bytes of output;"
+            + " further progress notifications carry only byte counts]\n";
       }
-      if (!safe.isEmpty()) {
-        ctx.progress(bytes, safe, stream == StdStream.STDERR ? stderrMeta() : null);
-      } else {
-        pendingBytes += bytes;
+      if (!safe.isEmpty()) { // else all of it may be the start of a secret: wait for the next chunk
+        send(safe, stream == StdStream.STDERR ? stderrMeta() : null);
       }
     }
 
+    /** At the end: what redaction held back, and a last count so progress totals the whole output. */
     void flush() {
-      if (!ctx.wantsProgress() || textSent >= PROGRESS_TEXT_LIMIT) {
+      if (!ctx.wantsProgress()) {
         return;
       }
-      String o = out.flush();
-      if (!o.isEmpty()) {
-        ctx.progress(1, o, null);
+      if (textSent < PROGRESS_TEXT_LIMIT) {
+        String o = out.flush();
+        if (!o.isEmpty()) {
+          send(o, null);
+        }
+        String e = err.flush();
+        if (!e.isEmpty()) {
+          send(e, stderrMeta());
+        }
       }
-      String e = err.flush();
-      if (!e.isEmpty()) {
-        ctx.progress(1, e, stderrMeta());
+      if (pendingBytes > 0) {
+        send(null, null);
       }
+    }
+
+    private void send(String message, ObjectNode meta) {
+      ctx.progress(pendingBytes, message, meta);
+      pendingBytes = 0;
     }
 
     private ObjectNode stderrMeta() {

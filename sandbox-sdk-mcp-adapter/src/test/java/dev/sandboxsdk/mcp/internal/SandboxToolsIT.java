@@ -183,6 +183,16 @@ class SandboxToolsIT {
   }
 
   @Test
+  void progressTextStopsAfterOneMebibyteButTheCountGoesOnToTheTotal() {
+    JsonNode r = mcp.call("exec", args("command", "head -c 3000000 /dev/zero | tr '\\0' a"), "big");
+    assertThat(sc(r).get("stdoutBytes").asLong()).isEqualTo(3_000_000);
+    List<JsonNode> progress = mcp.progress("big");
+    long text = progress.stream().filter(p -> p.has("message")).mapToLong(p -> p.get("message").asText().length()).sum();
+    assertThat(text).isBetween(SandboxTools.PROGRESS_TEXT_LIMIT, SandboxTools.PROGRESS_TEXT_LIMIT + 200_000);
+    assertThat(progress.get(progress.size() - 1).get("progress").asLong()).isEqualTo(3_000_000);
+  }
+
+  @Test
   void noProgressTokenNoProgress() {
     int before = mcp.notifications.size();
     mcp.call("exec", args("command", "echo quiet"));
