@@ -1,52 +1,79 @@
 package dev.sandboxsdk.mcp.internal;
 
-import java.nio.charset.StandardCharsets;
-
 /**
- * One output stream collected for a model: keeps the first {@code cap} UTF-8 bytes from where
- * collection started, counts the rest, and knows the byte offset where the kept text ends, so a
- * caller can read on from there. Confined to one thread at a time.
+ * One output stream collected for a model: keeps the first {@code cap} bytes from the requested
+ * offset, counts the rest, and knows the byte offset where the kept text ends, so a caller can
+ * read on from there. Text that arrives from before the requested offset is context only: it
+ * shows whether a secret straddles the start. Confined to one thread at a time.
+ *
+ * <p>Byte counts come from the agent's offsets. Where a chunk is cut, its kept part is measured
+ * in UTF-8 with each U+FFFD counted as one byte: the agent turns each invalid sequence (1–3
+ * bytes) into one U+FFFD, so the offset is then a lower bound and reading on from it repeats a
+ * little rather than skipping anything.
  */
 public final class CappedText {
   private final int cap;
   private final Redactor redactor;
+  private final long requested;
+  private final StringBuilder before = new StringBuilder(); // context just before the requested offset
   private final StringBuilder kept = new StringBuilder();
   private final StringBuilder lookahead = new StringBuilder(); // past the cap, to see a straddling secret
-  private final long startOffset;
+  private long start;
   private long keptBytes;
   private long keptEnd;
   private long end;
-  private boolean cut;
+  private boolean capped;
+  private boolean stopped;
+  private boolean lost;
   private boolean ended;
 
-  public CappedText(int cap, Redactor redactor, long startOffset) {
+  /** Collects from byte {@code from}; appended text before it is context only. */
+  public CappedText(int cap, Redactor redactor, long from) {
     this.cap = cap;
     this.redactor = redactor;
-    this.startOffset = startOffset;
-    this.keptEnd = startOffset;
-    this.end = startOffset;
+    this.requested = from;
+    this.start = from;
+    this.keptEnd = from;
+    this.end = from;
   }
 
-  /** Appends {@code text}, which the process wrote at byte {@code offset}. */
+  /** Appends {@code text}, which the process wrote at byte {@code offset} ({@code bytes} long). */
   public void append(String text, long offset, long bytes) {
     end = Math.max(end, offset + bytes);
-    if (cut) {
+    if (offset < requested) {
+      int k = prefixWithin(text, requested - offset);
+      addBefore(text.substring(0, k));
+      if (k == text.length()) {
+        return;
+      }
+      text = text.substring(k);
+      bytes = Math.max(0, bytes - (requested - offset));
+      offset = requested;
+    }
+    if (capped || stopped) {
       addLookahead(text);
       return;
     }
-    if (offset > keptEnd) { // bytes between were dropped (left the sandbox's window)
-      cut = true;
-      addLookahead(text);
-      return;
+    if (offset > keptEnd) { // bytes between left the sandbox's window
+      lost = true;
+      if (kept.length() == 0) { // nothing kept yet: start after the gap
+        start = offset;
+        keptEnd = offset;
+        before.setLength(0);
+      } else { // the kept text must stay contiguous: stop here, the caller reads on from keptEnd
+        stopped = true;
+        addLookahead(text);
+        return;
+      }
     }
     long room = cap - keptBytes;
     int take = prefixWithin(text, room);
     kept.append(text, 0, take);
-    long takenBytes = take == text.length() ? bytes : utf8Length(text.substring(0, take));
+    long takenBytes = take == text.length() ? bytes : Math.min(bytes, measure(text.substring(0, take)));
     keptBytes += takenBytes;
     keptEnd = offset + takenBytes;
     if (take < text.length()) {
-      cut = true;
+      capped = true;
       addLookahead(text.substring(take));
     }
   }
@@ -56,42 +83,76 @@ public final class CappedText {
     ended = true;
   }
 
-  /** Whether anything written was left out of {@link #text()}. */
+  /** Whether anything written from the requested offset on was left out of {@link #text()}. */
   public boolean truncated() {
-    return cut || keptEnd < end;
+    return capped || stopped || lost || keptEnd < end;
   }
 
-  /** The kept text, redacted, never ending in part of a secret. */
+  /** Whether the cap cut the text (rather than output lost from the window). */
+  public boolean capped() {
+    return capped;
+  }
+
+  /** Whether output between the requested offset and what was kept had left the sandbox's window. */
+  public boolean lost() {
+    return lost;
+  }
+
+  /** Where the kept text starts: the requested offset, or later if output there was lost. */
+  public long start() {
+    return start;
+  }
+
+  /** The kept text, redacted: never starting in the tail or ending in the start of a secret. */
   public String text() {
-    String all = kept.toString() + lookahead;
-    return redactor.redact(all.substring(0, safeEnd(all)));
+    return view().text;
   }
 
   /** The byte offset just past {@link #text()}: where to read on. */
   public long nextOffset() {
-    String all = kept.toString() + lookahead;
-    int safe = safeEnd(all);
-    return safe == kept.length() ? keptEnd : keptEnd - utf8Length(kept.substring(safe));
+    return view().next;
   }
 
-  /** Bytes written to this stream from the start offset, kept or not. */
-  public long totalBytes() {
-    return end - startOffset;
+  private record View(String text, long next) {
   }
 
-  /** The byte offset just past everything seen. */
-  public long end() {
-    return end;
-  }
-
-  /** Whether the kept text has reached the cap, so more output would only be counted. */
-  public boolean full() {
-    return cut || keptBytes >= cap;
-  }
-
-  private int safeEnd(String all) {
+  private View view() {
+    String ctx = before.toString();
+    String all = ctx + kept + lookahead;
+    int from = ctx.length();
+    int to = from + kept.length();
     // While the stream goes on, text not seen yet may complete a secret that starts before the cut.
-    return redactor.safeCut(all, kept.length(), !ended);
+    int safe = redactor.safeCut(all, to, !ended);
+    Redactor.Straddle lead = redactor.straddling(all, from);
+    String marker = "";
+    if (lead != null) {
+      marker = lead.marker();
+      from = lead.end();
+    }
+    if (from >= safe) { // the kept text is (the rest of) one secret
+      long next = from >= to ? keptEnd : keptEnd - measure(all.substring(from, to));
+      return new View(marker, Math.max(next, start));
+    }
+    long next = safe == to ? keptEnd : keptEnd - measure(all.substring(safe, to));
+    return new View(marker + redactor.redact(all.substring(from, safe)), next);
+  }
+
+  /** Bytes written to this stream from the requested offset, kept or not. */
+  public long totalBytes() {
+    return Math.max(0, end - requested);
+  }
+
+  /** Whether the kept text has reached the cap (or stopped), so more output would only be counted. */
+  public boolean full() {
+    return capped || stopped || keptBytes >= cap;
+  }
+
+  private void addBefore(String text) {
+    before.append(text);
+    int excess = before.length() - redactor.maxLength();
+    if (excess > 0) {
+      before.delete(0, excess);
+    }
   }
 
   private void addLookahead(String text) {
@@ -101,13 +162,13 @@ public final class CappedText {
     }
   }
 
-  /** The longest prefix of {@code s}, in chars, whose UTF-8 form fits in {@code room} bytes. */
-  private static int prefixWithin(String s, long room) {
+  /** The longest prefix of {@code s}, in chars, whose {@link #measure} fits in {@code room} bytes. */
+  static int prefixWithin(String s, long room) {
     long used = 0;
     int i = 0;
     while (i < s.length()) {
       int cp = s.codePointAt(i);
-      int len = cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
+      int len = bytesOf(cp);
       if (used + len > room) {
         break;
       }
@@ -117,7 +178,18 @@ public final class CappedText {
     return i;
   }
 
-  static long utf8Length(String s) {
-    return s.getBytes(StandardCharsets.UTF_8).length;
+  /** UTF-8 length, counting U+FFFD as the single invalid byte it usually stands for. */
+  static long measure(String s) {
+    long n = 0;
+    for (int i = 0; i < s.length(); ) {
+      int cp = s.codePointAt(i);
+      n += bytesOf(cp);
+      i += Character.charCount(cp);
+    }
+    return n;
+  }
+
+  private static int bytesOf(int cp) {
+    return cp == 0xFFFD ? 1 : cp < 0x80 ? 1 : cp < 0x800 ? 2 : cp < 0x10000 ? 3 : 4;
   }
 }

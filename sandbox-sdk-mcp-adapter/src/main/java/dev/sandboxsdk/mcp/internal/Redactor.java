@@ -4,11 +4,14 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.databind.node.TextNode;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.Iterator;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Replaces the values of passed-through secrets ({@code --pass-env}) with {@code [REDACTED:NAME]}
@@ -18,12 +21,19 @@ import java.util.Map;
  */
 public final class Redactor {
   public static final int MIN_LENGTH = 4;
+  /** Result fields whose values are the server's own vocabulary, never sandbox text. */
+  private static final Set<String> VOCABULARY = Set.of("status", "mode", "signal");
 
   private record Secret(String name, String value) {
   }
 
-  private final List<Secret> secrets; // longest first, so a value containing another wins
+  /** A secret occurrence that begins before a boundary and ends after it. */
+  public record Straddle(int end, String marker) {
+  }
+
+  private final List<Secret> secrets; // longest first
   private final int maxLength;
+  private final int maxBytes;
 
   public Redactor(Map<String, String> vars) {
     List<Secret> s = new ArrayList<>();
@@ -35,6 +45,7 @@ public final class Redactor {
     s.sort(Comparator.comparingInt((Secret x) -> x.value.length()).reversed());
     this.secrets = List.copyOf(s);
     this.maxLength = s.isEmpty() ? 0 : s.get(0).value.length();
+    this.maxBytes = s.stream().mapToInt(x -> x.value.getBytes(StandardCharsets.UTF_8).length).max().orElse(0);
   }
 
   public boolean isEmpty() {
@@ -46,20 +57,60 @@ public final class Redactor {
     return maxLength;
   }
 
+  /** The UTF-8 size of the longest secret: how far before an offset a secret can begin. */
+  public int maxBytes() {
+    return maxBytes;
+  }
+
+  /**
+   * Replaces every occurrence of every secret. Overlapping occurrences (of one secret or of two)
+   * are covered together by one marker naming each secret involved, so no part of either shows.
+   */
   public String redact(String text) {
     if (secrets.isEmpty() || text == null || text.isEmpty()) {
       return text;
     }
-    String out = text;
+    int n = text.length();
+    int[] coverEnd = null; // coverEnd[i]: the end of the furthest-reaching occurrence starting at i
+    String[] names = null;
     for (Secret s : secrets) {
-      if (out.contains(s.value)) {
-        out = out.replace(s.value, "[REDACTED:" + s.name + "]");
+      for (int i = text.indexOf(s.value); i >= 0; i = text.indexOf(s.value, i + 1)) {
+        if (coverEnd == null) {
+          coverEnd = new int[n];
+          names = new String[n];
+        }
+        coverEnd[i] = Math.max(coverEnd[i], i + s.value.length());
+        names[i] = names[i] == null ? s.name : names[i].contains(s.name) ? names[i] : names[i] + "," + s.name;
       }
     }
-    return out;
+    if (coverEnd == null) {
+      return text;
+    }
+    StringBuilder out = new StringBuilder(n);
+    int i = 0;
+    while (i < n) {
+      if (coverEnd[i] == 0) {
+        out.append(text.charAt(i++));
+        continue;
+      }
+      Set<String> involved = new LinkedHashSet<>();
+      int end = coverEnd[i];
+      for (int j = i; j < end; j++) { // extend over occurrences that start inside this one
+        if (coverEnd[j] > 0) {
+          end = Math.max(end, coverEnd[j]);
+          involved.addAll(List.of(names[j].split(",")));
+        }
+      }
+      out.append("[REDACTED:").append(String.join(",", involved)).append(']');
+      i = end;
+    }
+    return out.toString();
   }
 
-  /** A copy of {@code node} with every string value redacted. */
+  /**
+   * A copy of {@code node} with every string value redacted, except the server's own vocabulary
+   * (status, mode, signal). Field names are the server's and stay as they are.
+   */
   public JsonNode redact(JsonNode node) {
     if (secrets.isEmpty()) {
       return node;
@@ -72,7 +123,7 @@ public final class Redactor {
       ObjectNode copy = Json.object();
       for (Iterator<Map.Entry<String, JsonNode>> it = node.fields(); it.hasNext(); ) {
         Map.Entry<String, JsonNode> f = it.next();
-        copy.set(redact(f.getKey()), redact(f.getValue()));
+        copy.set(f.getKey(), VOCABULARY.contains(f.getKey()) ? f.getValue() : redact(f.getValue()));
       }
       return copy;
     }
@@ -104,6 +155,25 @@ public final class Redactor {
     return safe;
   }
 
+  /**
+   * The secret occurrence in {@code text} that begins before {@code boundary} and ends furthest
+   * after it, or null. Text shown from {@code boundary} on must skip to its end (a page that
+   * starts inside a secret must not show the secret's tail).
+   */
+  public Straddle straddling(String text, int boundary) {
+    Straddle best = null;
+    for (Secret s : secrets) {
+      int len = s.value.length();
+      for (int i = Math.max(0, boundary - len + 1); i < boundary; i++) {
+        if (i + len > boundary && text.regionMatches(i, s.value, 0, len)
+            && (best == null || i + len > best.end)) {
+          best = new Straddle(i + len, "[REDACTED:" + s.name + "]");
+        }
+      }
+    }
+    return best;
+  }
+
   /** Redacts a text that arrives in chunks, holding back what may be the start of a secret. */
   public Stream stream() {
     return new Stream();
@@ -122,6 +192,14 @@ public final class Redactor {
       int cut = safeCut(pending, pending.length(), true);
       carry = pending.substring(cut);
       return redact(pending.substring(0, cut));
+    }
+
+    /**
+     * Feeds text that came before what is to be shown, so a secret that starts in it and ends in
+     * the shown text is still recognised; the text itself is not handed out.
+     */
+    public void prime(String context) {
+      push(context);
     }
 
     /** The held-back rest, redacted. */

@@ -48,6 +48,8 @@ public final class SandboxTools implements AutoCloseable {
   /** Output streamed as progress messages per call; beyond it progress carries only byte counts. */
   static final long PROGRESS_TEXT_LIMIT = 1 << 20;
   static final String MISSING_INTERPRETER = "sandbox-mcp: interpreter not found: ";
+  /** The smallest page the log tools return: room for a few characters whatever maxBytes says. */
+  static final int MIN_PAGE_BYTES = 64;
 
   private interface Tool {
     CompletableFuture<ToolOutcome> call(ObjectNode args, CallContext ctx);
@@ -102,7 +104,7 @@ public final class SandboxTools implements AutoCloseable {
     if (t == null) {
       throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "Unknown tool: " + name);
     }
-    // Calls in flight keep their sandbox from counting as idle; a cancelled call never completes.
+    // Calls in flight are counted per sandbox (destroy refuses while any run); a cancelled call never completes.
     AtomicBoolean inUse = new AtomicBoolean(!name.equals("listSandboxes"));
     String sandboxId = sandboxId(args);
     Runnable release = () -> {
@@ -118,7 +120,11 @@ public final class SandboxTools implements AutoCloseable {
       f.whenComplete((r, e) -> release.run());
       ctx.onCancel(release);
       return f.exceptionally(e -> {
-        ToolOutcome o = describe(e instanceof java.util.concurrent.CompletionException ? e.getCause() : e);
+        Throwable cause = e instanceof java.util.concurrent.CompletionException ? e.getCause() : e;
+        if (cause instanceof IllegalStateException) { // the SDK's "sandbox was closed"
+          sandboxes.closed(sandboxId);
+        }
+        ToolOutcome o = describe(cause);
         if (o == null) {
           throw e instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(e);
         }
@@ -126,6 +132,9 @@ public final class SandboxTools implements AutoCloseable {
       });
     } catch (RuntimeException e) {
       release.run();
+      if (e instanceof IllegalStateException) {
+        sandboxes.closed(sandboxId);
+      }
       ToolOutcome o = describe(e);
       if (o == null) {
         throw e;
@@ -231,6 +240,7 @@ public final class SandboxTools implements AutoCloseable {
     private final String language;
     private volatile long pid;
     private String shown = "";
+    private String missing; // the interpreter runCode found missing
 
     ExecCollector(Sandboxes.Entry sandbox, int cap, CallContext ctx, String language) {
       this.sandbox = sandbox;
@@ -262,6 +272,9 @@ public final class SandboxTools implements AutoCloseable {
         stdout.append(o.text(), o.offset(), o.bytes());
         progress.output(StdStream.STDOUT, o.text(), o.bytes());
       } else if (e instanceof ExecEvent.Stderr o) {
+        if (language != null && o.offset() == 0 && o.text().startsWith(MISSING_INTERPRETER)) {
+          missing = o.text().substring(MISSING_INTERPRETER.length()).strip(); // whatever the output cap
+        }
         stderr.append(o.text(), o.offset(), o.bytes());
         progress.output(StdStream.STDERR, o.text(), o.bytes());
       } else if (e instanceof ExecEvent.Complete c) {
@@ -286,9 +299,8 @@ public final class SandboxTools implements AutoCloseable {
       r.put("signal", c.signal() == null ? null : c.signal().name());
       r.put("durationMs", c.duration().toMillis()).put("pid", pid).put("sandboxId", sandbox.id());
       List<String> notes = new ArrayList<>();
-      if (language != null && c.exitCode() == 127 && stderr.text().contains(MISSING_INTERPRETER)) {
-        String which = stderr.text().substring(stderr.text().indexOf(MISSING_INTERPRETER)
-            + MISSING_INTERPRETER.length()).strip();
+      if (missing != null && c.exitCode() == 127) {
+        String which = missing;
         return ToolOutcome.error("Cannot run " + language + ": the interpreter '" + which + "' is not installed in"
             + " sandbox '" + sandbox.id() + "'. Install it there (for example with exec: apt-get install -y "
             + (which.equals("node") ? "nodejs" : which) + ", if the sandbox has a package manager and network),"
@@ -303,7 +315,8 @@ public final class SandboxTools implements AutoCloseable {
             + " startProcess and follow it with streamProcessLogs.");
       } else if (c.exitCode() != 0) {
         notes.add("The command failed with exit code " + c.exitCode()
-            + (c.exitCode() == 127 ? " (command not found: check the program name or install it)." : "; see stderr."));
+            + (c.exitCode() == 127 && language == null
+                ? " (command not found: check the program name or install it)." : "; see stderr."));
       }
       truncationNote(notes, "stdout", stdout);
       truncationNote(notes, "stderr", stderr);
@@ -363,13 +376,23 @@ public final class SandboxTools implements AutoCloseable {
       Redactor.Stream redacting = stream == StdStream.STDOUT ? out : err;
       String safe = redacting.push(text);
       textSent += bytes;
-      if (textSent >= PROGRESS_TEXT_LIMIT) {
+      if (textSent >= PROGRESS_TEXT_LIMIT) { // the last text: hand out what both streams held back
+        Redactor.Stream other = stream == StdStream.STDOUT ? err : out;
+        String otherRest = other.flush();
+        if (!otherRest.isEmpty()) {
+          send(otherRest, stream == StdStream.STDOUT ? stderrMeta() : null);
+        }
         safe += redacting.flush() + "\n[sandbox-mcp: more than " + PROGRESS_TEXT_LIMIT + " bytes of output;"
             + " further progress notifications carry only byte counts]\n";
       }
       if (!safe.isEmpty()) { // else all of it may be the start of a secret: wait for the next chunk
         send(safe, stream == StdStream.STDERR ? stderrMeta() : null);
       }
+    }
+
+    /** Output from before the requested offset: only primes redaction, is not sent. */
+    void prime(StdStream stream, String context) {
+      (stream == StdStream.STDOUT ? out : err).prime(context);
     }
 
     /** At the end: what redaction held back, and a last count so progress totals the whole output. */
@@ -473,37 +496,40 @@ public final class SandboxTools implements AutoCloseable {
   private ToolOutcome getProcessLogs(ObjectNode args) {
     Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
     String id = args.get("processId").asText();
-    int cap = cap(args, "maxBytes");
+    int cap = pageCap(args);
     long so = args.path("stdoutOffset").asLong(0);
     long se = args.path("stderrOffset").asLong(0);
-    ProcessLogs page = sb.sandbox().getProcessLogs(id, LogRange.from(so, se).withMaxBytes(cap));
-    CappedText out = new CappedText(cap, redactor, page.stdoutOffset());
+    int back = redactor.maxBytes(); // read a little before the offsets to see a secret straddling them
+    ProcessLogs page = sb.sandbox().getProcessLogs(id,
+        LogRange.from(Math.max(0, so - back), Math.max(0, se - back)).withMaxBytes(cap + back));
+    CappedText out = new CappedText(cap, redactor, so);
     out.append(page.stdout(), page.stdoutOffset(), page.stdoutNextOffset() - page.stdoutOffset());
-    CappedText err = new CappedText(cap, redactor, page.stderrOffset());
+    CappedText err = new CappedText(cap, redactor, se);
     err.append(page.stderr(), page.stderrOffset(), page.stderrNextOffset() - page.stderrOffset());
     if (page.complete()) {
       out.ended();
       err.ended();
     }
-    boolean more = !page.complete() && sb.sandbox().getProcess(id)
+    boolean complete = page.complete() && out.nextOffset() == page.stdoutNextOffset()
+        && err.nextOffset() == page.stderrNextOffset();
+    boolean more = !complete && sb.sandbox().getProcess(id)
         .map(p -> p.stdoutBytes() > out.nextOffset() || p.stderrBytes() > err.nextOffset()).orElse(false);
     ObjectNode r = Json.object()
         .put("processId", page.processId())
         .put("status", page.status().wireName())
         .put("stdout", out.text())
         .put("stderr", err.text())
-        .put("stdoutOffset", page.stdoutOffset())
+        .put("stdoutOffset", out.start())
         .put("stdoutNextOffset", out.nextOffset())
-        .put("stderrOffset", page.stderrOffset())
+        .put("stderrOffset", err.start())
         .put("stderrNextOffset", err.nextOffset())
-        .put("truncated", page.truncated())
-        .put("complete", page.complete() && out.nextOffset() == page.stdoutNextOffset()
-            && err.nextOffset() == page.stderrNextOffset())
+        .put("truncated", out.lost() || err.lost())
+        .put("complete", complete)
         .put("more", more);
     List<String> notes = new ArrayList<>();
-    if (page.truncated()) {
+    if (out.lost() || err.lost()) {
       notes.add("Some requested output had already left the sandbox's output window and is lost; the page starts"
-          + " at stdoutOffset " + page.stdoutOffset() + " / stderrOffset " + page.stderrOffset() + ".");
+          + " at stdoutOffset " + out.start() + " / stderrOffset " + err.start() + ".");
     }
     if (more) {
       notes.add("More output is available: call getProcessLogs again with stdoutOffset " + out.nextOffset()
@@ -515,10 +541,18 @@ public final class SandboxTools implements AutoCloseable {
     return ToolOutcome.ok(withSandbox(r, sb));
   }
 
+  /**
+   * The page size for the log tools: the requested or server limit, but never so small that a
+   * page could hold neither one character nor one whole secret, which would stop paging.
+   */
+  private int pageCap(ObjectNode args) {
+    return Math.min(config.maxOutputBytes(), Math.max(cap(args, "maxBytes"), MIN_PAGE_BYTES + redactor.maxBytes()));
+  }
+
   private CompletableFuture<ToolOutcome> streamProcessLogs(ObjectNode args, CallContext ctx) {
     Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
     String id = args.get("processId").asText();
-    int cap = cap(args, "maxBytes");
+    int cap = pageCap(args);
     long so = args.path("stdoutOffset").asLong(0);
     long se = args.path("stderrOffset").asLong(0);
     Duration limit = seconds(args, "timeoutSeconds", DEFAULT_FOLLOW);
@@ -526,7 +560,8 @@ public final class SandboxTools implements AutoCloseable {
       throw noProcess(sb, id);
     }
     LogFollower f = new LogFollower(sb, id, cap, so, se, ctx);
-    sb.sandbox().streamProcessLogs(id, LogRange.from(so, se)).subscribe(f);
+    int back = redactor.maxBytes(); // from a little earlier, to see a secret straddling the offsets
+    sb.sandbox().streamProcessLogs(id, LogRange.from(Math.max(0, so - back), Math.max(0, se - back))).subscribe(f);
     var timeout = timer.schedule(() -> f.stop(true), limit.toMillis(), TimeUnit.MILLISECONDS);
     f.result.whenComplete((r, e) -> timeout.cancel(false));
     return f.result;
@@ -537,18 +572,21 @@ public final class SandboxTools implements AutoCloseable {
     final CompletableFuture<ToolOutcome> result = new CompletableFuture<>();
     private final Sandboxes.Entry sandbox;
     private final String processId;
+    private final long stdoutFrom;
+    private final long stderrFrom;
     private final CappedText stdout;
     private final CappedText stderr;
     private final Progress progress;
     private final AtomicBoolean done = new AtomicBoolean();
     private final List<String> notes = new ArrayList<>();
-    private boolean lost;
     private volatile Flow.Subscription subscription;
     private LogEvent.Exit exit;
 
     LogFollower(Sandboxes.Entry sandbox, String processId, int cap, long so, long se, CallContext ctx) {
       this.sandbox = sandbox;
       this.processId = processId;
+      this.stdoutFrom = so;
+      this.stderrFrom = se;
       this.stdout = new CappedText(cap, redactor, so);
       this.stderr = new CappedText(cap, redactor, se);
       this.progress = new Progress(ctx);
@@ -567,17 +605,32 @@ public final class SandboxTools implements AutoCloseable {
         return;
       }
       if (e instanceof LogEvent.Output o) {
-        (o.stream() == StdStream.STDOUT ? stdout : stderr).append(o.text(), o.offset(), o.bytes());
-        progress.output(o.stream(), o.text(), o.bytes());
+        boolean isOut = o.stream() == StdStream.STDOUT;
+        (isOut ? stdout : stderr).append(o.text(), o.offset(), o.bytes());
+        long from = isOut ? stdoutFrom : stderrFrom;
+        String text = o.text();
+        long bytes = o.bytes();
+        if (o.offset() < from) { // context read only to catch a straddling secret: not progress
+          int k = CappedText.prefixWithin(text, from - o.offset());
+          progress.prime(o.stream(), text.substring(0, k));
+          text = text.substring(k);
+          bytes = Math.max(0, o.offset() + bytes - from);
+        }
+        if (!text.isEmpty()) {
+          progress.output(o.stream(), text, bytes);
+        }
         if (stdout.full() && stderr.full()) {
           notes.add("Stopped following because both streams reached maxBytes.");
           stop(false);
         }
       } else if (e instanceof LogEvent.Truncated t) {
-        lost = true;
-        notes.add(t.droppedBytes() + " bytes of " + t.stream().name().toLowerCase(Locale.ROOT)
-            + " had already left the sandbox's output window and are lost.");
-        (t.stream() == StdStream.STDOUT ? stdout : stderr).append("", t.offset(), 0);
+        CappedText target = t.stream() == StdStream.STDOUT ? stdout : stderr;
+        boolean before = target.lost();
+        target.append("", t.offset(), 0);
+        if (target.lost() && !before) {
+          notes.add(t.stream().name().toLowerCase(Locale.ROOT) + " from the requested offset had already left the"
+              + " sandbox's output window and is lost; it continues at offset " + target.start() + ".");
+        }
       } else if (e instanceof LogEvent.Exit x) {
         exit = x;
         stdout.ended();
@@ -606,18 +659,15 @@ public final class SandboxTools implements AutoCloseable {
       r.put("exitCode", exit == null ? null : exit.exitCode());
       r.put("status", exit == null ? null : exit.status().wireName());
       r.put("timeLimitReached", timeLimit)
-          .put("truncated", stdout.truncated() || stderr.truncated() || lost);
+          .put("truncated", stdout.truncated() || stderr.truncated());
+      String next = " from stdoutOffset " + stdout.nextOffset() + " and stderrOffset " + stderr.nextOffset() + ".";
       if (exit == null) {
-        notes.add("The process is still running" + (timeLimit ? " after the time limit" : "") + "; continue with"
-            + " streamProcessLogs or getProcessLogs from stdoutOffset " + stdout.nextOffset() + " and stderrOffset "
-            + stderr.nextOffset() + ".");
-      } else if (stdout.truncated() || stderr.truncated()) {
-        notes.add("Output was cut at maxBytes; read the rest with getProcessLogs from stdoutOffset "
-            + stdout.nextOffset() + " and stderrOffset " + stderr.nextOffset() + ".");
+        notes.add("The process is still running" + (timeLimit ? " after the time limit" : "")
+            + "; continue with streamProcessLogs or getProcessLogs" + next);
+      } else if (stdout.capped() || stderr.capped()) {
+        notes.add("Output was cut at maxBytes; read the rest with getProcessLogs" + next);
       }
-      if (!notes.isEmpty()) {
-        r.put("note", String.join(" ", notes));
-      }
+      r.put("note", String.join(" ", notes));
       result.complete(ToolOutcome.ok(withSandbox(r, sandbox)));
     }
 
@@ -669,13 +719,16 @@ public final class SandboxTools implements AutoCloseable {
     }
     Sandboxes.Entry sb = sandboxes.require(id);
     boolean force = args.path("force").asBoolean(false);
-    List<ProcessInfo> running = sb.sandbox().listProcesses(ProcessStatus.RUNNING);
-    if (!running.isEmpty() && !force) {
-      List<String> ids = new ArrayList<>();
-      running.forEach(p -> ids.add(p.id() + " (" + p.command() + ")"));
-      throw new ToolException("Sandbox '" + id + "' still has " + running.size() + " running process(es): "
-          + String.join(", ", ids) + ". Stop them with killProcess or killAllProcesses, or call destroy with"
-          + " force: true to kill them.");
+    List<ProcessInfo> running = sb.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning).toList();
+    int calls = sandboxes.callsInFlight(id) - 1; // not counting this call
+    if ((!running.isEmpty() || calls > 0) && !force) {
+      List<String> what = new ArrayList<>();
+      running.forEach(p -> what.add("process " + p.id() + " (" + p.command() + ")"));
+      if (calls > 0) {
+        what.add(calls + " tool call(s) still running there (exec, runCode or streamProcessLogs)");
+      }
+      throw new ToolException("Sandbox '" + id + "' is in use: " + String.join(", ", what) + ". Stop them (killProcess,"
+          + " killAllProcesses, or cancel the calls), or call destroy with force: true to kill everything.");
     }
     int killed = 0;
     if (sb.local()) {

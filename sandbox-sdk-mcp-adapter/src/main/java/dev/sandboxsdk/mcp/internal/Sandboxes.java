@@ -11,6 +11,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -26,9 +28,9 @@ public final class Sandboxes implements AutoCloseable {
   private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
   private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
 
-  /** One sandbox and how it was made. */
+  /** One sandbox and how it was made; {@code agentPid} is -1 for a remote agent. */
   public record Entry(String id, Sandbox sandbox, boolean local, boolean keepAlive, Duration idleTimeout,
-      Instant createdAt, String workspace) {
+      Instant createdAt, String workspace, long agentPid, AtomicBoolean dead) {
   }
 
   /** The outcome of {@link #getOrCreate}. */
@@ -37,43 +39,56 @@ public final class Sandboxes implements AutoCloseable {
 
   private final AdapterConfig config;
   private final Map<String, CompletableFuture<Entry>> byId = new ConcurrentHashMap<>();
-  /** Per id: calls in flight and when the last one began or ended, to know what the SDK destroyed as idle. */
-  private final Map<String, long[]> usage = new ConcurrentHashMap<>();
+  private final Map<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
   private volatile boolean closed;
 
   public Sandboxes(AdapterConfig config) {
     this.config = config;
   }
 
-  /** A tool call on sandbox {@code id} (null meaning default) begins: it is in use until {@link #end}. */
+  /** A tool call on sandbox {@code id} (null meaning default) begins: it is in flight until {@link #end}. */
   public void begin(String id) {
-    expire(); // first, or this very call would make an expired sandbox look busy
-    long now = System.nanoTime();
-    usage.compute(id == null ? DEFAULT_ID : id, (k, v) -> v == null ? new long[] {1, now} : new long[] {v[0] + 1, now});
+    inFlight.computeIfAbsent(id == null ? DEFAULT_ID : id, k -> new AtomicInteger()).incrementAndGet();
   }
 
   public void end(String id) {
-    long now = System.nanoTime();
-    usage.computeIfPresent(id == null ? DEFAULT_ID : id, (k, v) -> new long[] {Math.max(0, v[0] - 1), now});
+    AtomicInteger n = inFlight.get(id == null ? DEFAULT_ID : id);
+    if (n != null) {
+      n.decrementAndGet();
+    }
+  }
+
+  /** Tool calls in flight on sandbox {@code id}. */
+  public int callsInFlight(String id) {
+    AtomicInteger n = inFlight.get(id);
+    return n == null ? 0 : Math.max(0, n.get());
   }
 
   /**
-   * Forgets local sandboxes idle for longer than their idle timeout: the SDK destroys those (or is
-   * about to), so they must not be listed or handed out any more.
+   * A call found the sandbox closed (the SDK destroyed it, for example after its idle timeout):
+   * it is forgotten at once rather than when its agent has finished exiting.
+   */
+  public void closed(String id) {
+    CompletableFuture<Entry> f = byId.get(id == null ? DEFAULT_ID : id);
+    if (f != null && f.isDone() && !f.isCompletedExceptionally() && f.join().local()) {
+      f.join().dead().set(true);
+    }
+  }
+
+  /**
+   * Forgets local sandboxes whose agent has gone: destroyed by the SDK after their idle timeout,
+   * found closed by a call, or killed. They must not be listed or handed out any more.
    */
   private void expire() {
-    long now = System.nanoTime();
     for (Entry e : list0()) {
-      long[] u = usage.get(e.id());
-      if (e.idleTimeout() == null || u == null || u[0] > 0 || now - u[1] < e.idleTimeout().toNanos()) {
-        continue;
-      }
-      log.info("sandbox {}: idle for {}; it is destroyed", e.id(), e.idleTimeout());
-      remove(e);
-      try {
-        e.sandbox().destroy();
-      } catch (RuntimeException ex) {
-        log.debug("destroying idle sandbox {}: {}", e.id(), ex.toString());
+      if (e.local() && (e.dead().get() || !ProcessHandle.of(e.agentPid()).map(ProcessHandle::isAlive).orElse(false))) {
+        log.info("sandbox {}: its agent has stopped (idle timeout or killed); forgetting it", e.id());
+        remove(e);
+        try {
+          e.sandbox().close();
+        } catch (RuntimeException ex) {
+          log.debug("closing stopped sandbox {}: {}", e.id(), ex.toString());
+        }
       }
     }
   }
@@ -137,14 +152,15 @@ public final class Sandboxes implements AutoCloseable {
     if (config.agentUrl() != null) {
       Sandbox s = Sandbox.connect(config.agentUrl(), config.agentToken());
       log.info("sandbox {}: connected to remote agent {}", id, config.agentUrl());
-      return new Entry(id, s, false, true, null, Instant.now(), null);
+      return new Entry(id, s, false, true, null, Instant.now(), null, -1, new AtomicBoolean());
     }
     Duration idle = idleSeconds != null ? Duration.ofSeconds(idleSeconds) : DEFAULT_IDLE;
     try {
       LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle).start();
       log.info("sandbox {}: started local agent in {} ms, workspace {}", id,
           (System.nanoTime() - t0) / 1_000_000, s.workspace());
-      return new Entry(id, s, true, keepAlive, keepAlive ? null : idle, Instant.now(), s.workspace().toString());
+      return new Entry(id, s, true, keepAlive, keepAlive ? null : idle, Instant.now(), s.workspace().toString(),
+          s.agentPid(), new AtomicBoolean());
     } catch (SandboxException e) {
       throw new ToolException("Could not start sandbox '" + id + "': " + e.getMessage());
     }

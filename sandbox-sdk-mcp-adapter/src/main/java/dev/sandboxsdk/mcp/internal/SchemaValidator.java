@@ -19,6 +19,8 @@ public final class SchemaValidator {
   public static final List<String> KEYWORDS = List.of("type", "properties", "required", "additionalProperties",
       "enum", "minimum", "maximum", "exclusiveMinimum", "minLength", "pattern", "items", "minItems");
 
+  private static final Map<String, Pattern> PATTERNS = new java.util.concurrent.ConcurrentHashMap<>();
+
   private SchemaValidator() {
   }
 
@@ -55,7 +57,7 @@ public final class SchemaValidator {
       if (schema.has("minLength") && v.asText().codePointCount(0, v.asText().length()) < schema.get("minLength").asInt()) {
         out.add(path + ": must not be empty");
       }
-      if (schema.has("pattern") && !Pattern.compile(schema.get("pattern").asText()).matcher(v.asText()).find()) {
+      if (schema.has("pattern") && !pattern(schema.get("pattern").asText()).matcher(v.asText()).find()) {
         out.add(path + ": '" + v.asText() + "' does not match " + schema.get("pattern").asText());
       }
     }
@@ -95,6 +97,15 @@ public final class SchemaValidator {
         }
       }
     }
+  }
+
+  /**
+   * JSON Schema patterns are ECMA-262 regexes, where {@code $} matches only at the very end; in
+   * Java it also matches before a final newline, so a trailing {@code $} becomes {@code \z}.
+   */
+  private static Pattern pattern(String regex) {
+    return PATTERNS.computeIfAbsent(regex, r -> Pattern.compile(
+        r.endsWith("$") && !r.endsWith("\\$") ? r.substring(0, r.length() - 1) + "\\z" : r));
   }
 
   private static boolean typeMatches(JsonNode type, JsonNode v) {

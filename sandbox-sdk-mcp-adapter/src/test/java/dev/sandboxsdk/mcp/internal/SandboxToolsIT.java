@@ -433,7 +433,11 @@ class SandboxToolsIT {
       own.call("getSandbox", args("sandboxId", "brief", "idleTimeoutSeconds", 10));
       own.call("exec", args("command", "touch left-behind", "sandboxId", "brief"));
       own.call("exec", args("command", "touch default-file"));
-      Thread.sleep(10_500);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(25);
+      while (sc(own.call("listSandboxes", args())).get("sandboxes").findValuesAsText("sandboxId").contains("brief")) {
+        assertThat(System.nanoTime()).as("the idle sandbox went away").isLessThan(deadline);
+        Thread.sleep(250);
+      }
       JsonNode gone = own.call("exec", args("command", "true", "sandboxId", "brief"));
       assertThat(text(gone)).contains("no sandbox 'brief'");
       assertThat(own.call("getSandbox", args("sandboxId", "brief")).get("structuredContent").get("created").asBoolean())
@@ -484,6 +488,113 @@ class SandboxToolsIT {
     }
   }
 
+  @Test
+  void aSandboxWhoseAgentDiedIsForgottenAndCanBeCreatedAgain() throws Exception {
+    try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
+      own.call("getSandbox", args("sandboxId", "fragile"));
+      long agent = own.server.sandboxes().list().get(0).agentPid();
+      ProcessHandle.of(agent).ifPresent(ProcessHandle::destroyForcibly);
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      while (ProcessHandle.of(agent).map(ProcessHandle::isAlive).orElse(false)) {
+        assertThat(System.nanoTime()).isLessThan(deadline);
+        Thread.sleep(20);
+      }
+      assertThat(sc(own.call("listSandboxes", args())).get("count").asInt()).isZero();
+      assertThat(sc(own.call("getSandbox", args("sandboxId", "fragile"))).get("created").asBoolean()).isTrue();
+      assertThat(sc(own.call("exec", args("command", "echo back", "sandboxId", "fragile"))).get("stdout").asText())
+          .isEqualTo("back\n");
+    }
+  }
+
+  @Test
+  void destroyRefusesWhileAToolCallRunsInTheSandbox() throws Exception {
+    try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
+      own.call("getSandbox", args("sandboxId", "busy"));
+      CompletableFuture<ObjectNode> running = own.sendAsync(McpTestClient.requestMessage("long", "tools/call",
+          McpTestClient.callParams("exec", args("command", "sleep 2", "sandboxId", "busy"), null)));
+      Thread.sleep(300);
+      JsonNode refused = own.call("destroy", args("sandboxId", "busy"));
+      assertThat(refused.get("isError").asBoolean()).isTrue();
+      assertThat(text(refused)).contains("1 tool call(s) still running");
+      assertThat(running.get(20, TimeUnit.SECONDS).get("result").has("isError")).isFalse();
+      assertThat(sc(own.call("destroy", args("sandboxId", "busy"))).get("destroyed").asBoolean()).isTrue();
+    }
+  }
+
+  // ---- output that left the window, odd bytes, small pages
+
+  @Test
+  void streamProcessLogsSkipsOutputThatLeftTheWindowAndSaysWhere() {
+    mcp.call("startProcess", args("command", "head -c 2000000 /dev/zero | tr '\\0' a; echo; echo TAIL; sleep 60",
+        "processId", "flood"));
+    awaitBytes("flood", 2_000_006);
+    JsonNode s = sc(mcp.call("streamProcessLogs", args("processId", "flood", "timeoutSeconds", 1, "maxBytes", 100)));
+    assertThat(s.get("truncated").asBoolean()).isTrue();
+    assertThat(s.get("stdout").asText()).hasSize(100).matches("a+");
+    long next = s.get("stdoutNextOffset").asLong();
+    assertThat(next).as("past the lost bytes").isGreaterThan(900_000);
+    assertThat(s.get("note").asText()).contains("lost").contains("stdoutOffset " + next);
+    JsonNode page = sc(mcp.call("getProcessLogs", args("processId", "flood", "stdoutOffset", 2_000_000)));
+    assertThat(page.get("stdout").asText()).isEqualTo("\nTAIL\n");
+    mcp.call("killProcess", args("processId", "flood", "signal", "SIGKILL"));
+  }
+
+  private void awaitBytes(String id, long bytes) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
+    while (sc(mcp.call("getProcess", args("processId", id))).get("process").get("stdoutBytes").asLong() < bytes) {
+      assertThat(System.nanoTime()).isLessThan(deadline);
+    }
+  }
+
+  @Test
+  void pagingWithATinyMaxBytesStillMovesOnAndReassemblesMultibyteText() {
+    String text = "h\u00e9llo w\u00f6rld \ud83d\ude00 \u2603 end ".repeat(8);
+    mcp.call("startProcess", args("argv", List.of("printf", "%s", text), "processId", "utf8pages"));
+    awaitExit("utf8pages");
+    StringBuilder all = new StringBuilder();
+    long next = 0;
+    JsonNode page;
+    int pages = 0;
+    do {
+      page = sc(mcp.call("getProcessLogs", args("processId", "utf8pages", "stdoutOffset", next, "maxBytes", 1)));
+      assertThat(page.get("stdoutNextOffset").asLong()).as("paging moves on").isGreaterThan(next);
+      all.append(page.get("stdout").asText());
+      next = page.get("stdoutNextOffset").asLong();
+      assertThat(++pages).isLessThan(50);
+    } while (page.get("more").asBoolean());
+    assertThat(all.toString()).isEqualTo(text);
+    assertThat(next).isEqualTo(text.getBytes(java.nio.charset.StandardCharsets.UTF_8).length);
+  }
+
+  @Test
+  void invalidUtf8NeverPushesAnOffsetPastTheOutput() {
+    JsonNode r = mcp.call("exec", args("command", "head -c 10000 /dev/zero | tr '\\0' '\\377'", "maxOutputBytes", 100));
+    JsonNode s = sc(r);
+    assertThat(s.get("stdoutBytes").asLong()).isEqualTo(10_000);
+    assertThat(s.get("note").asText()).contains("of 10000 bytes");
+    mcp.call("startProcess", args("command", "head -c 10000 /dev/zero | tr '\\0' '\\377'", "processId", "binary"));
+    awaitExit("binary");
+    JsonNode page = sc(mcp.call("getProcessLogs", args("processId", "binary")));
+    assertThat(page.get("stdoutNextOffset").asLong()).isEqualTo(10_000);
+    assertThat(page.get("complete").asBoolean()).isTrue();
+  }
+
+  @Test
+  void aPatternDoesNotAcceptATrailingNewline() {
+    JsonNode r = mcp.call("getProcess", args("processId", "web\n"));
+    assertThat(r.get("isError").asBoolean()).isTrue();
+    assertThat(text(r)).contains("does not match");
+  }
+
+  @Test
+  void hugeNumbersAreRejectedNotWrapped() {
+    ObjectNode a = args("command", "echo x");
+    a.put("maxOutputBytes", new java.math.BigInteger("18446744073709551615"));
+    JsonNode r = mcp.call("exec", a);
+    assertThat(r.get("isError").asBoolean()).isTrue();
+    assertThat(text(r)).contains("maxOutputBytes: must be at most 16777216");
+  }
+
   // ---- secrets
 
   @Test
@@ -516,6 +627,27 @@ class SandboxToolsIT {
       } while (!sc(logs).get("complete").asBoolean());
       assertThat(sc(logs).get("stdout").asText()).isEqualTo("[REDACTED:API_KEY]\n");
       assertThat(logs.toString()).doesNotContain(secret);
+      // A page that starts inside the secret shows no part of it.
+      for (int from = 1; from < 24; from += 5) {
+        JsonNode mid = own.call("getProcessLogs", args("processId", "leak", "stdoutOffset", from));
+        assertThat(sc(mid).get("stdout").asText()).as("from %d", from).isEqualTo("[REDACTED:API_KEY]\n");
+        JsonNode followed = own.call("streamProcessLogs", args("processId", "leak", "stdoutOffset", from), "mid" + from);
+        assertThat(sc(followed).get("stdout").asText()).isEqualTo("[REDACTED:API_KEY]\n");
+        assertThat(mid.toString() + followed + own.notifications).doesNotContain("0123456789abcdef").doesNotContain("cdef\n");
+      }
+    }
+  }
+
+  @Test
+  void secretsThatLookLikeTheServersOwnWordsDoNotBreakResults() {
+    AdapterConfig config = AdapterConfig.parse(new String[] {"--pass-env", "A", "B"},
+        Map.of("A", "running", "B", "stdout"));
+    try (McpTestClient own = McpTestClient.initialized(config)) {
+      JsonNode r = own.call("exec", args("command", "echo stdout running"));
+      assertThat(sc(r).get("stdout").asText()).isEqualTo("[REDACTED:B] [REDACTED:A]\n");
+      JsonNode p = own.call("startProcess", args("command", "sleep 5"));
+      assertThat(sc(p).get("process").get("status").asText()).isIn("starting", "running");
+      own.call("killAllProcesses", args());
     }
   }
 }

@@ -122,8 +122,30 @@ class UnitsTest {
     Redactor r = new Redactor(Map.of("API_KEY", "sk-12345", "PIN", "123"));
     assertThat(r.redact("key=sk-12345 again sk-12345, pin 123"))
         .isEqualTo("key=[REDACTED:API_KEY] again [REDACTED:API_KEY], pin 123");
-    var node = Json.parse("{\"a\":[\"x sk-12345\"],\"sk-12345\":1}");
-    assertThat(Json.write(r.redact(node))).doesNotContain("sk-12345");
+    var node = Json.parse("{\"a\":[\"x sk-12345\"],\"b\":{\"c\":\"sk-12345\"},\"status\":\"sk-12345\"}");
+    assertThat(Json.write(r.redact(node))).as("values are redacted, the server's own vocabulary is not")
+        .isEqualTo("{\"a\":[\"x [REDACTED:API_KEY]\"],\"b\":{\"c\":\"[REDACTED:API_KEY]\"},\"status\":\"sk-12345\"}");
+  }
+
+  @Test
+  void overlappingSecretsAreCoveredTogether() {
+    Redactor r = new Redactor(Map.of("S1", "AAAA-BBBB", "S2", "BBBB-CCCC"));
+    assertThat(r.redact("x AAAA-BBBB-CCCC y")).isEqualTo("x [REDACTED:S1,S2] y");
+    assertThat(r.redact("AAAA-BBBB and BBBB-CCCC")).isEqualTo("[REDACTED:S1] and [REDACTED:S2]");
+    Redactor repeat = new Redactor(Map.of("R", "abab"));
+    assertThat(repeat.redact("ababab")).isEqualTo("[REDACTED:R]");
+  }
+
+  @Test
+  void aPageStartingInsideASecretShowsOnlyTheMarker() {
+    Redactor r = new Redactor(Map.of("T", "secret"));
+    CappedText t = new CappedText(100, r, 5); // the page starts at byte 5, inside "secret" (bytes 3-8)
+    t.append("my secret tail", 0, 14);
+    t.ended();
+    assertThat(t.text()).isEqualTo("[REDACTED:T] tail");
+    assertThat(t.nextOffset()).isEqualTo(14);
+    assertThat(r.straddling("my secret", 5).end()).isEqualTo(9);
+    assertThat(r.straddling("my secret", 3)).isNull();
   }
 
   @Test
