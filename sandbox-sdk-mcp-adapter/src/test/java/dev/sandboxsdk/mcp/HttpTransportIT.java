@@ -61,6 +61,12 @@ class HttpTransportIT {
       .build();
   private static final AtomicInteger IDS = new AtomicInteger(1_000);
 
+  static {
+    // Read once by the JDK server at its first use: a short request deadline keeps the
+    // slow-client test quick (the server's own default is 10 s).
+    System.setProperty("sun.net.httpserver.maxReqTime", "2");
+  }
+
   @TempDir
   static Path tmp;
 
@@ -223,6 +229,101 @@ class HttpTransportIT {
 
     assertThat(r.statusCode()).isEqualTo(403);
     assertThat(r.headers().firstValue("Mcp-Session-Id")).isEmpty();
+  }
+
+  @Test
+  void anOriginOnSomeOtherIpAddressIsRejected() throws Exception {
+    assertThat(send(post(initialize(1, NEWEST)).header("Origin", "http://1.2.3.4")).statusCode()).isEqualTo(403);
+    assertThat(send(post(initialize(1, NEWEST)).header("Origin", "http://[fe80::1]:8080")).statusCode())
+        .isEqualTo(403);
+    assertThat(send(post(initialize(1, NEWEST)).header("Origin", "http://127.0.0.1:" + endpoint.getPort()))
+        .statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  void anAcceptThatRefusesEventStreamsWithQZeroIsRejectedWith406() throws Exception {
+    HttpResponse<String> r = send(post(initialize(1, NEWEST))
+        .setHeader("Accept", "application/json, text/event-stream;q=0"));
+
+    assertThat(r.statusCode()).isEqualTo(406);
+  }
+
+  @Test
+  void aContentTypeThatOnlyStartsLikeJsonIsRejectedWith415() throws Exception {
+    assertThat(send(post(initialize(1, NEWEST)).setHeader("Content-Type", "application/jsonx")).statusCode())
+        .isEqualTo(415);
+    assertThat(send(post(initialize(1, NEWEST)).setHeader("Content-Type", "application/json; charset=utf-8"))
+        .statusCode()).isEqualTo(200);
+  }
+
+  @Test
+  void clientsThatSendHalfARequestAreCutOffAndDoNotHoldUpOthers() throws Exception {
+    List<Socket> idle = new ArrayList<>();
+    try {
+      for (int i = 0; i < 40; i++) {
+        Socket s = new Socket(InetAddress.getByName(endpoint.getHost()), endpoint.getPort());
+        s.setSoTimeout(15_000);
+        s.getOutputStream().write("POST /mcp HTTP/1.1\r\nHost: localhost\r\n".getBytes(StandardCharsets.US_ASCII));
+        s.getOutputStream().flush();
+        idle.add(s);
+      }
+      long t0 = System.nanoTime();
+      assertThat(send(post(initialize(1, NEWEST))).statusCode()).isEqualTo(200);
+      assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("answered beside 40 half-sent requests")
+          .isLessThan(Duration.ofSeconds(2));
+      for (Socket s : idle) { // the server closes them once the request deadline (2 s here) passes
+        try {
+          assertThat(s.getInputStream().read()).isEqualTo(-1);
+        } catch (java.net.SocketException reset) {
+          // closed by the server as well
+        }
+      }
+      System.err.printf("[it] 40 half-sent requests were cut off after %d ms%n", (System.nanoTime() - t0) / 1_000_000);
+    } finally {
+      for (Socket s : idle) {
+        s.close();
+      }
+    }
+  }
+
+  @Test
+  void aClientThatStopsReadingCannotHoldUpCancellation() throws Exception {
+    String session = openSession();
+    String call = toolCall(77, "exec", (ObjectNode) MAPPER.readTree(
+        "{\"command\":\"echo $$ > stalled.pid; head -c 3000000 /dev/zero; exec sleep 600\"}"), "stall");
+    byte[] body = call.getBytes(StandardCharsets.UTF_8);
+    try (Socket stalled = new Socket()) {
+      stalled.setReceiveBufferSize(4096);
+      stalled.connect(new java.net.InetSocketAddress(InetAddress.getByName(endpoint.getHost()), endpoint.getPort()));
+      stalled.getOutputStream().write(("POST /mcp HTTP/1.1\r\nHost: localhost\r\nAuthorization: Bearer " + TOKEN
+          + "\r\nAccept: application/json, text/event-stream\r\nContent-Type: application/json\r\n"
+          + "Mcp-Session-Id: " + session + "\r\nContent-Length: " + body.length + "\r\n\r\n")
+          .getBytes(StandardCharsets.US_ASCII));
+      stalled.getOutputStream().write(body);
+      stalled.getOutputStream().flush();
+      String pid = "";
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+      while (pid.isEmpty()) {
+        assertThat(System.nanoTime()).as("the command started").isLessThan(deadline);
+        Thread.sleep(100);
+        JsonNode cat = callTool(session, "exec", (ObjectNode) MAPPER.readTree("{\"command\":\"cat stalled.pid\"}"));
+        pid = cat.path("result").path("structuredContent").path("stdout").asText().strip();
+      }
+      Thread.sleep(1_000); // let the output fill the socket buffers, so the server's writer blocks
+      ObjectNode params = MAPPER.createObjectNode().put("requestId", 77);
+      long t0 = System.nanoTime();
+      HttpResponse<String> cancel = send(post(session, notification("notifications/cancelled", params)));
+      assertThat(cancel.statusCode()).isEqualTo(202);
+      assertThat(Duration.ofNanos(System.nanoTime() - t0)).isLessThan(Duration.ofSeconds(5));
+      ObjectNode probe = MAPPER.createObjectNode().put("command", "kill -0 " + pid);
+      while (callTool(session, "exec", probe).path("result").path("structuredContent").path("exitCode").asInt() == 0) {
+        assertThat(System.nanoTime() - t0).as("the stalled call's process was killed")
+            .isLessThan(TimeUnit.SECONDS.toNanos(15));
+        Thread.sleep(100);
+      }
+      assertThat(send(mcp().header("Authorization", "Bearer " + TOKEN).header("Mcp-Session-Id", session).DELETE())
+          .statusCode()).as("ending the session does not wait for the stalled client").isEqualTo(204);
+    }
   }
 
   @Test

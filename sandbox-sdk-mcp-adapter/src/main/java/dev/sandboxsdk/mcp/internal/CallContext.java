@@ -93,8 +93,14 @@ public final class CallContext {
       hooks = new ArrayList<>(cancelHooks);
       cancelHooks.clear();
     }
-    for (Runnable h : hooks) {
-      h.run();
+    // Last registered first: the tool's own hooks (stop the stream, kill the command) run before
+    // the server's, which ends the request and may touch a slow client.
+    for (int i = hooks.size() - 1; i >= 0; i--) {
+      try {
+        hooks.get(i).run();
+      } catch (RuntimeException e) {
+        org.slf4j.LoggerFactory.getLogger(CallContext.class).warn("a cancel hook failed: {}", e.toString());
+      }
     }
   }
 }

@@ -21,6 +21,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -47,13 +49,24 @@ public final class HttpTransport implements AutoCloseable {
   private static final Pattern IPV4 = Pattern.compile("\\d{1,3}(\\.\\d{1,3}){3}");
   private static final Pattern IPV6 = Pattern.compile("\\[[0-9a-f:.]*:[0-9a-f:.]*]");
 
+  public static final int MAX_REQUEST_SECONDS = 10;
+  /** Handler threads; the JDK server reads each request on one, so slow senders occupy them. */
+  public static final int HANDLER_THREADS = 256;
+
   static {
+    // The JDK server reads these once, at its first use.
     // Without TCP_NODELAY each SSE answer, written in small pieces, waits for the client's
-    // delayed ACK: 44 ms a call, measured. The JDK server reads this once, at its first use.
+    // delayed ACK: 44 ms a call, measured.
     if (System.getProperty("sun.net.httpserver.nodelay") == null) {
       System.setProperty("sun.net.httpserver.nodelay", "true");
     }
+    // A request (line, headers, body) must arrive within this many seconds; otherwise a few
+    // clients sending nothing would hold every handler thread, before any token is checked.
+    if (System.getProperty("sun.net.httpserver.maxReqTime") == null) {
+      System.setProperty("sun.net.httpserver.maxReqTime", String.valueOf(MAX_REQUEST_SECONDS));
+    }
   }
+
 
   private final McpServer server;
   private final AdapterConfig config;
@@ -97,11 +110,16 @@ public final class HttpTransport implements AutoCloseable {
   public URI start() throws IOException {
     http = HttpServer.create(new InetSocketAddress(config.bind(), config.port()), 64);
     AtomicInteger n = new AtomicInteger();
-    executor = Executors.newFixedThreadPool(16, r -> {
-      Thread t = new Thread(r, "mcp-http-" + n.incrementAndGet());
-      t.setDaemon(true);
-      return t;
-    });
+    // Threads are made as requests need them and die after a minute idle, so a quiet server
+    // keeps few; the JDK's dispatcher must never see a rejection, hence a queue beyond the bound.
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(HANDLER_THREADS, HANDLER_THREADS, 60, TimeUnit.SECONDS,
+        new LinkedBlockingQueue<>(), r -> {
+          Thread t = new Thread(r, "mcp-http-" + n.incrementAndGet());
+          t.setDaemon(true);
+          return t;
+        });
+    pool.allowCoreThreadTimeOut(true);
+    executor = pool;
     http.setExecutor(executor);
     http.createContext("/", this::handle);
     http.start();
@@ -167,7 +185,7 @@ public final class HttpTransport implements AutoCloseable {
         return "Origin '" + origin + "' is not allowed";
       }
       if (u.getScheme() == null || !Set.of("http", "https").contains(u.getScheme()) || u.getHost() == null
-          || !hostAllowed(u.getHost())) {
+          || !originHostAllowed(u.getHost())) {
         return "Origin '" + origin + "' is not allowed; start the server with --allow-origin to accept it";
       }
     }
@@ -180,11 +198,26 @@ public final class HttpTransport implements AutoCloseable {
     return allowedHosts.contains(h) || IPV4.matcher(h).matches() || IPV6.matcher(h).matches();
   }
 
+  /**
+   * An Origin names the page that made the request, so unlike Host any IP will not do: only the
+   * names and addresses this server answers to as itself, and loopback addresses.
+   */
+  private boolean originHostAllowed(String name) {
+    String h = name.toLowerCase(Locale.ROOT);
+    String bracketed = h.contains(":") && !h.startsWith("[") ? "[" + h + "]" : h;
+    return allowedHosts.contains(h) || allowedHosts.contains(bracketed) || h.startsWith("127.")
+        && IPV4.matcher(h).matches() || bracketed.equals("[::1]");
+  }
+
+  /** The host part of a Host header (without the port); a malformed header gives a name that never passes. */
   private static String hostName(String hostHeader) {
     String h = hostHeader.strip();
     if (h.startsWith("[")) {
       int end = h.indexOf(']');
-      return end > 0 ? h.substring(0, end + 1) : h;
+      if (end < 0 || end + 1 < h.length() && !h.substring(end + 1).matches(":\\d{1,5}")) {
+        return "invalid";
+      }
+      return h.substring(0, end + 1);
     }
     int colon = h.lastIndexOf(':');
     return colon >= 0 ? h.substring(0, colon) : h;
@@ -220,8 +253,13 @@ public final class HttpTransport implements AutoCloseable {
     String major = type.substring(0, type.indexOf('/'));
     for (String accept : ex.getRequestHeaders().getOrDefault("Accept", List.of())) {
       for (String part : accept.split(",")) {
-        String t = part.split(";")[0].strip().toLowerCase(Locale.ROOT);
-        if (t.equals(type) || t.equals("*/*") || t.equals(major + "/*")) {
+        String[] params = part.split(";");
+        String t = params[0].strip().toLowerCase(Locale.ROOT);
+        boolean refused = false; // q=0 means "not acceptable"
+        for (int i = 1; i < params.length; i++) {
+          refused |= params[i].strip().matches("(?i)q\\s*=\\s*0(\\.0{0,3})?");
+        }
+        if (!refused && (t.equals(type) || t.equals("*/*") || t.equals(major + "/*"))) {
           return true;
         }
       }
@@ -237,7 +275,7 @@ public final class HttpTransport implements AutoCloseable {
       return;
     }
     String ct = ex.getRequestHeaders().getFirst("Content-Type");
-    if (ct == null || !ct.toLowerCase(Locale.ROOT).startsWith("application/json")) {
+    if (ct == null || !ct.split(";")[0].strip().equalsIgnoreCase("application/json")) {
       rpcError(ex, 415, "Content-Type must be application/json");
       return;
     }
@@ -492,10 +530,10 @@ public final class HttpTransport implements AutoCloseable {
   @Override
   public void close() {
     timer.shutdownNow();
-    sessions.values().forEach(this::end);
+    sessions.values().forEach(this::end); // cancels their calls; nothing here waits for a client
     streams.forEach(SseStream::close);
     if (http != null) {
-      http.stop(0);
+      http.stop(0); // closes every connection, which also frees writers stuck on stalled clients
     }
     if (executor != null) {
       executor.shutdownNow();

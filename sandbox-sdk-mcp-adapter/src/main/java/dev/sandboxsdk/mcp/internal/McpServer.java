@@ -200,7 +200,8 @@ public final class McpServer implements AutoCloseable {
     JsonNode progressToken = token != null && (token.isTextual() || token.isIntegralNumber()) ? token : null;
     CallContext ctx = new CallContext(id, progressToken, out, session);
     if (!session.begin(id, ctx)) {
-      throw new JsonRpc.Error(JsonRpc.INVALID_REQUEST, "request id " + id + " is already in use by a running call");
+      throw new JsonRpc.Error(JsonRpc.INVALID_REQUEST, session.isClosed() ? "the session has ended"
+          : "request id " + id + " is already in use by a running call");
     }
     List<String> problems = SchemaValidator.validate(tool.get("inputSchema"), arguments);
     CompletableFuture<ToolOutcome> outcome;
@@ -233,8 +234,8 @@ public final class McpServer implements AutoCloseable {
     }
     outcome.whenComplete((r, e) -> {
       session.end(id, ctx);
-      if (ctx.isCancelled()) {
-        out.finish(); // MCP: no response to a cancelled request
+      if (ctx.isCancelled() || e != null && shuttingDown()) {
+        out.finish(); // MCP: no response to a cancelled request; at shutdown, as good as cancelled
         return;
       }
       if (e != null) {
@@ -274,6 +275,18 @@ public final class McpServer implements AutoCloseable {
   private static void reply(Outbound out, ObjectNode message) {
     out.send(message);
     out.finish();
+  }
+
+  /** Whether the JVM is exiting: calls failing now fail because of it, which says nothing to a model. */
+  static boolean shuttingDown() {
+    try {
+      Thread probe = new Thread(() -> { });
+      Runtime.getRuntime().addShutdownHook(probe);
+      Runtime.getRuntime().removeShutdownHook(probe);
+      return false;
+    } catch (IllegalStateException e) {
+      return true;
+    }
   }
 
   static String version() {

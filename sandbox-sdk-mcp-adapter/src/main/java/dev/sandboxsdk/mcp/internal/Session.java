@@ -63,7 +63,14 @@ public final class Session {
 
   /** Registers a running call; false if a call with this request id is already running. */
   boolean begin(JsonNode requestId, CallContext ctx) {
-    return calls.putIfAbsent(requestId, ctx) == null;
+    if (closed || calls.putIfAbsent(requestId, ctx) != null) {
+      return false;
+    }
+    if (closed) { // ended meanwhile: close() may have missed this call
+      calls.remove(requestId, ctx);
+      return false;
+    }
+    return true;
   }
 
   void end(JsonNode requestId, CallContext ctx) {

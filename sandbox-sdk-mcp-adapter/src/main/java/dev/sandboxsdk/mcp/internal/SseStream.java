@@ -5,17 +5,33 @@ import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * One open {@code text/event-stream} response: JSON-RPC messages as {@code message} events and
  * keep-alive comments. A write that fails (the client went away) closes it; later writes are
  * dropped. Thread-safe.
+ *
+ * <p>A client that stops reading makes a write block until its connection dies. Only that
+ * stream's writer waits: closing, cancelling and keep-alives never wait for it (they hand the
+ * blocking part to a background thread), so one stalled client cannot hold up a cancel, a
+ * DELETE, shutdown, or the keep-alives of every other stream.
  */
 final class SseStream {
+  /** Runs the writes and closes that may block on a stalled client; daemon threads, grown on demand. */
+  private static final ExecutorService BACKGROUND = Executors.newCachedThreadPool(r -> {
+    Thread t = new Thread(r, "mcp-sse-background");
+    t.setDaemon(true);
+    return t;
+  });
+
   private final HttpExchange exchange;
   private final OutputStream body;
   private final ReentrantLock lock = new ReentrantLock();
+  private final AtomicBoolean keepAlivePending = new AtomicBoolean();
   private volatile boolean closed;
 
   SseStream(HttpExchange exchange) throws IOException {
@@ -29,6 +45,9 @@ final class SseStream {
 
   /** Writes one message event; false if the stream is closed. Blocks while the client does not read. */
   boolean send(ObjectNode message) {
+    if (closed) {
+      return false;
+    }
     lock.lock();
     try {
       return write("event: message\ndata: " + Json.write(message) + "\n\n");
@@ -38,19 +57,30 @@ final class SseStream {
   }
 
   /**
-   * A comment line that keeps proxies and clients from timing the stream out. Skipped while a
-   * write is under way (then data is flowing, or that client is stalled and must not hold up the
-   * keep-alives of every other stream); false once the stream is closed.
+   * Writes a comment that keeps proxies and clients from timing the stream out, in the
+   * background; at most one is pending per stream, so a stalled stream ties up one thread at
+   * most. False once the stream is closed.
    */
   boolean keepAlive() {
-    if (!lock.tryLock()) {
-      return true;
+    if (closed) {
+      return false;
     }
-    try {
-      return write(": keep-alive\n\n");
-    } finally {
-      lock.unlock();
+    if (keepAlivePending.compareAndSet(false, true)) {
+      BACKGROUND.execute(() -> {
+        try {
+          if (lock.tryLock()) { // else a write is under way: data is flowing, or the client stalled
+            try {
+              write(": keep-alive\n\n");
+            } finally {
+              lock.unlock();
+            }
+          }
+        } finally {
+          keepAlivePending.set(false);
+        }
+      });
     }
+    return true;
   }
 
   boolean isClosed() {
@@ -67,25 +97,33 @@ final class SseStream {
       body.flush();
       return true;
     } catch (IOException e) {
-      closeLocked();
+      closed = true;
+      exchange.close();
       return false;
     }
   }
 
+  /**
+   * Ends the stream without waiting: later sends are dropped at once, and the final chunk is
+   * written when the writer in progress (if any) lets go.
+   */
   void close() {
-    lock.lock();
-    try {
-      closeLocked();
-    } finally {
-      lock.unlock();
-    }
-  }
-
-  private void closeLocked() {
     if (closed) {
       return;
     }
     closed = true;
+    // Even with the lock free, writing the final chunk can block on a client that stopped reading.
+    BACKGROUND.execute(() -> {
+      lock.lock();
+      try {
+        closeBody();
+      } finally {
+        lock.unlock();
+      }
+    });
+  }
+
+  private void closeBody() {
     try {
       body.close();
     } catch (IOException ignored) {
