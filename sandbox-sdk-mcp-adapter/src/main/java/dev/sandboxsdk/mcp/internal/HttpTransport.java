@@ -21,7 +21,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.LinkedTransferQueue;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -110,16 +110,7 @@ public final class HttpTransport implements AutoCloseable {
   public URI start() throws IOException {
     http = HttpServer.create(new InetSocketAddress(config.bind(), config.port()), 64);
     AtomicInteger n = new AtomicInteger();
-    // Threads are made as requests need them and die after a minute idle, so a quiet server
-    // keeps few; the JDK's dispatcher must never see a rejection, hence a queue beyond the bound.
-    ThreadPoolExecutor pool = new ThreadPoolExecutor(HANDLER_THREADS, HANDLER_THREADS, 60, TimeUnit.SECONDS,
-        new LinkedBlockingQueue<>(), r -> {
-          Thread t = new Thread(r, "mcp-http-" + n.incrementAndGet());
-          t.setDaemon(true);
-          return t;
-        });
-    pool.allowCoreThreadTimeOut(true);
-    executor = pool;
+    executor = handlerPool(n);
     http.setExecutor(executor);
     http.createContext("/", this::handle);
     http.start();
@@ -128,6 +119,33 @@ public final class HttpTransport implements AutoCloseable {
     timer.scheduleWithFixedDelay(this::expireSessions, 1, 1, TimeUnit.MINUTES);
     String host = config.bind().contains(":") ? "[" + config.bind() + "]" : config.bind();
     return URI.create("http://" + host + ":" + http.getAddress().getPort() + PATH);
+  }
+
+  /**
+   * Reuses idle threads, makes new ones up to {@link #HANDLER_THREADS} only when none is idle,
+   * queues beyond that (the JDK's dispatcher must never see a rejection), and lets threads idle
+   * for a minute die, so a quiet server keeps few.
+   */
+  private static ExecutorService handlerPool(AtomicInteger names) {
+    final class HandOff extends LinkedTransferQueue<Runnable> {
+      private static final long serialVersionUID = 1L;
+
+      @Override
+      public boolean offer(Runnable r) { // only to a thread waiting for work; else the pool adds one
+        return tryTransfer(r);
+      }
+
+      void enqueue(Runnable r) {
+        super.offer(r); // unbounded: always accepted
+      }
+    }
+    HandOff queue = new HandOff();
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(0, HANDLER_THREADS, 60, TimeUnit.SECONDS, queue, r -> {
+      Thread t = new Thread(r, "mcp-http-" + names.incrementAndGet());
+      t.setDaemon(true);
+      return t;
+    }, (r, full) -> queue.enqueue(r)); // at the maximum: wait in line
+    return pool;
   }
 
   private void handle(HttpExchange ex) throws IOException {
