@@ -185,11 +185,6 @@ public record AdapterConfig(
     return parse(new String[0], Map.of());
   }
 
-  public AdapterConfig withPassEnv(Map<String, String> vars) {
-    return new AdapterConfig(http, port, bind, httpToken, noAuth, agentUrl, agentToken, Map.copyOf(vars),
-        maxOutputBytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive);
-  }
-
   public AdapterConfig withMaxOutputBytes(int bytes) {
     return new AdapterConfig(http, port, bind, httpToken, noAuth, agentUrl, agentToken, passEnv,
         bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive);

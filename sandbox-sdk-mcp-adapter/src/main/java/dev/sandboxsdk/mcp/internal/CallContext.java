@@ -10,7 +10,6 @@ import java.util.List;
  * cancel hooks when the client sends {@code notifications/cancelled}. Thread-safe.
  */
 public final class CallContext {
-  private final JsonNode requestId;
   private final JsonNode progressToken;
   private final Outbound out;
   private final Session session;
@@ -18,15 +17,10 @@ public final class CallContext {
   private boolean cancelled;
   private long progress;
 
-  CallContext(JsonNode requestId, JsonNode progressToken, Outbound out, Session session) {
-    this.requestId = requestId;
+  CallContext(JsonNode progressToken, Outbound out, Session session) {
     this.progressToken = progressToken;
     this.out = out;
     this.session = session;
-  }
-
-  public JsonNode requestId() {
-    return requestId;
   }
 
   public boolean wantsProgress() {

@@ -198,7 +198,7 @@ public final class McpServer implements AutoCloseable {
     arguments.properties().removeIf(e -> e.getValue().isNull());
     JsonNode token = params.path("_meta").get("progressToken");
     JsonNode progressToken = token != null && (token.isTextual() || token.isIntegralNumber()) ? token : null;
-    CallContext ctx = new CallContext(id, progressToken, out, session);
+    CallContext ctx = new CallContext(progressToken, out, session);
     if (!session.begin(id, ctx)) {
       throw new JsonRpc.Error(JsonRpc.INVALID_REQUEST, session.isClosed() ? "the session has ended"
           : "request id " + id + " is already in use by a running call");
@@ -238,15 +238,11 @@ public final class McpServer implements AutoCloseable {
         out.finish(); // MCP: no response to a cancelled request; at shutdown, as good as cancelled
         return;
       }
-      if (e != null) {
+      if (e != null) { // SandboxTools turns every failure a model can act on into a result: this is a bug
         Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
-        ToolOutcome mapped = SandboxTools.describe(cause);
-        if (mapped == null) {
-          log.error("tool {} failed unexpectedly", name.asText(), cause);
-          reply(out, JsonRpc.error(id, JsonRpc.INTERNAL_ERROR, "internal error in " + name.asText() + ": " + cause));
-          return;
-        }
-        r = mapped;
+        log.error("tool {} failed unexpectedly", name.asText(), cause);
+        reply(out, JsonRpc.error(id, JsonRpc.INTERNAL_ERROR, "internal error in " + name.asText() + ": " + cause));
+        return;
       }
       reply(out, JsonRpc.result(id, toResult(r)));
     });

@@ -499,9 +499,7 @@ public final class SandboxTools implements AutoCloseable {
     int cap = pageCap(args);
     long so = args.path("stdoutOffset").asLong(0);
     long se = args.path("stderrOffset").asLong(0);
-    int back = redactor.maxBytes(); // read a little before the offsets to see a secret straddling them
-    ProcessLogs page = sb.sandbox().getProcessLogs(id,
-        LogRange.from(Math.max(0, so - back), Math.max(0, se - back)).withMaxBytes(cap + back));
+    ProcessLogs page = sb.sandbox().getProcessLogs(id, withContext(so, se).withMaxBytes(cap + redactor.maxBytes()));
     CappedText out = new CappedText(cap, redactor, so);
     out.append(page.stdout(), page.stdoutOffset(), page.stdoutNextOffset() - page.stdoutOffset());
     CappedText err = new CappedText(cap, redactor, se);
@@ -542,6 +540,16 @@ public final class SandboxTools implements AutoCloseable {
   }
 
   /**
+   * The range the log tools read: from a little before the requested offsets (the longest secret's
+   * size), so that a secret straddling an offset is recognised; {@link CappedText} shows only what
+   * comes from the offsets on.
+   */
+  private LogRange withContext(long stdoutOffset, long stderrOffset) {
+    int back = redactor.maxBytes();
+    return LogRange.from(Math.max(0, stdoutOffset - back), Math.max(0, stderrOffset - back));
+  }
+
+  /**
    * The page size for the log tools: the requested or server limit, but never so small that a
    * page could hold neither one character nor one whole secret, which would stop paging.
    */
@@ -556,12 +564,8 @@ public final class SandboxTools implements AutoCloseable {
     long so = args.path("stdoutOffset").asLong(0);
     long se = args.path("stderrOffset").asLong(0);
     Duration limit = seconds(args, "timeoutSeconds", DEFAULT_FOLLOW);
-    if (sb.sandbox().getProcess(id).isEmpty()) { // fail fast with the usual message, before streaming
-      throw noProcess(sb, id);
-    }
     LogFollower f = new LogFollower(sb, id, cap, so, se, ctx);
-    int back = redactor.maxBytes(); // from a little earlier, to see a secret straddling the offsets
-    sb.sandbox().streamProcessLogs(id, LogRange.from(Math.max(0, so - back), Math.max(0, se - back))).subscribe(f);
+    sb.sandbox().streamProcessLogs(id, withContext(so, se)).subscribe(f);
     var timeout = timer.schedule(() -> f.stop(true), limit.toMillis(), TimeUnit.MILLISECONDS);
     f.result.whenComplete((r, e) -> timeout.cancel(false));
     return f.result;

@@ -46,8 +46,12 @@ public final class Sandboxes implements AutoCloseable {
     this.config = config;
   }
 
-  /** A tool call on sandbox {@code id} (null meaning default) begins: it is in flight until {@link #end}. */
+  /**
+   * A tool call on sandbox {@code id} (null meaning default) begins: it is in flight until
+   * {@link #end}. Stopped sandboxes are forgotten first, so the call never gets one.
+   */
   public void begin(String id) {
+    expire();
     inFlight.computeIfAbsent(id == null ? DEFAULT_ID : id, k -> new AtomicInteger()).incrementAndGet();
   }
 
@@ -93,9 +97,11 @@ public final class Sandboxes implements AutoCloseable {
     }
   }
 
-  /** The sandbox a tool call names (null meaning {@code default}); only {@code default} is created on demand. */
+  /**
+   * The sandbox a tool call names (null meaning {@code default}); only {@code default} is created
+   * on demand. Callers {@link #begin} first, which forgets stopped sandboxes.
+   */
   public Entry require(String id) {
-    expire();
     String sid = id == null ? DEFAULT_ID : id;
     CompletableFuture<Entry> f = byId.get(sid);
     if (f == null) {
@@ -108,7 +114,7 @@ public final class Sandboxes implements AutoCloseable {
     return await(sid, f);
   }
 
-  /** Gets the sandbox {@code id}, creating it with these settings if it does not exist. */
+  /** Gets the sandbox {@code id}, creating it with these settings if it does not exist; after {@link #begin}. */
   public Got getOrCreate(String id, Boolean keepAlive, Integer idleTimeoutSeconds) {
     if (!ID.matcher(id).matches()) {
       throw new ToolException("sandboxId must match " + ID.pattern() + ", got '" + id + "'");
@@ -116,7 +122,6 @@ public final class Sandboxes implements AutoCloseable {
     if (closed) {
       throw new ToolException("the server is shutting down");
     }
-    expire();
     if (config.agentUrl() != null && !id.equals(DEFAULT_ID)) {
       throw new ToolException("This server drives one remote sandbox agent (" + config.agentUrl()
           + "), whose sandbox id is \"default\"; it cannot create sandbox '" + id + "'. Leave sandboxId out.");

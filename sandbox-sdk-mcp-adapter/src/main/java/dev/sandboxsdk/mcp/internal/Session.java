@@ -29,10 +29,6 @@ public final class Session {
     return id;
   }
 
-  public String protocolVersion() {
-    return protocolVersion;
-  }
-
   void protocolVersion(String v) {
     protocolVersion = v;
   }
@@ -84,10 +80,6 @@ public final class Session {
     if (ctx != null) {
       ctx.cancel();
     }
-  }
-
-  public int runningCalls() {
-    return calls.size();
   }
 
   public boolean isClosed() {
