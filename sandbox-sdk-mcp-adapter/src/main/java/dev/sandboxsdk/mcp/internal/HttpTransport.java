@@ -258,13 +258,14 @@ public final class HttpTransport implements AutoCloseable {
     return true;
   }
 
-  /** Null if the MCP-Protocol-Version header is absent or one we speak; else the error text. */
-  private static String checkVersionHeader(HttpExchange ex) {
+  /** Whether the MCP-Protocol-Version header is absent or one we speak; else answers 400 and says false. */
+  private static boolean versionAccepted(HttpExchange ex) throws IOException {
     String v = ex.getRequestHeaders().getFirst("MCP-Protocol-Version");
     if (v != null && !McpServer.PROTOCOL_VERSIONS.contains(v.strip())) {
-      return "unsupported MCP-Protocol-Version '" + v + "'; this server speaks " + McpServer.PROTOCOL_VERSIONS;
+      rpcError(ex, 400, "unsupported MCP-Protocol-Version '" + v + "'; this server speaks " + McpServer.PROTOCOL_VERSIONS);
+      return false;
     }
-    return null;
+    return true;
   }
 
   private static boolean accepts(HttpExchange ex, String type) {
@@ -354,9 +355,7 @@ public final class HttpTransport implements AutoCloseable {
   }
 
   private void initialize(HttpExchange ex, JsonNode message) throws IOException {
-    String versionProblem = checkVersionHeader(ex);
-    if (versionProblem != null) {
-      rpcError(ex, 400, versionProblem);
+    if (!versionAccepted(ex)) {
       return;
     }
     if (sessions.size() >= MAX_SESSIONS) {
@@ -430,12 +429,7 @@ public final class HttpTransport implements AutoCloseable {
       rpcError(ex, 404, "unknown or ended session: send initialize to open a new one");
       return null;
     }
-    String versionProblem = checkVersionHeader(ex);
-    if (versionProblem != null) {
-      rpcError(ex, 400, versionProblem);
-      return null;
-    }
-    return hs;
+    return versionAccepted(ex) ? hs : null;
   }
 
   private void keepAlive() {
