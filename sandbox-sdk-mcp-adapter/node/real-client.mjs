@@ -209,6 +209,7 @@ async function checkDestroy(t, client) {
   return check(t, 'destroy {force: true} on the default sandbox', async () => {
     const r = await client.callTool({ name: 'destroy', arguments: { force: true } }, undefined, reqOpts());
     assert(!r.isError, `isError: ${short(r)}`);
+    assert(r.structuredContent && r.structuredContent.destroyed === true, `not destroyed: ${short(r)}`);
     return '';
   });
 }
@@ -363,14 +364,24 @@ async function runHttp(jar) {
         await bad.close().catch(() => {});
       }
       assert(err !== undefined, 'connect succeeded with a wrong token');
+      assert(/401|invalid_token|invalid bearer token/i.test(`${err.message} ${err.code ?? ''}`),
+        `failed for another reason than the token: ${err.name}: ${err.message}`);
       return `${err.name}: ${err.message}`.slice(0, 200);
     });
 
     if (connected) {
       await checkDestroy(t, client);
       await check(t, 'close: DELETE session and close the client', async () => {
+        const session = transport.sessionId;
         await transport.terminateSession();
         await client.close();
+        const after = await fetch(url, {
+          method: 'POST',
+          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json',
+            Accept: 'application/json, text/event-stream', 'Mcp-Session-Id': session },
+          body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
+        });
+        assert(after.status === 404, `the ended session still answers: ${after.status}`);
         return '';
       });
     }
@@ -422,4 +433,5 @@ function finish() {
   process.exit(failed > 0 ? 1 : 0);
 }
 
-main();
+// Awaited: a promise that never settles then ends the run with an error instead of a silent exit 0.
+await main();

@@ -108,18 +108,29 @@ class McpServerTest {
   }
 
   @Test
-  void readOnlyAndDestructiveHintsMatchWhatEachToolDoes() {
+  void annotationsMatchWhatEachToolDoes() {
     initialize("2025-11-25");
+    // readOnly, destructive, idempotent
+    java.util.Map<String, List<Boolean>> expected = java.util.Map.ofEntries(
+        java.util.Map.entry("exec", List.of(false, true, false)),
+        java.util.Map.entry("runCode", List.of(false, true, false)),
+        java.util.Map.entry("startProcess", List.of(false, false, false)),
+        java.util.Map.entry("listProcesses", List.of(true, false, true)),
+        java.util.Map.entry("getProcess", List.of(true, false, true)),
+        java.util.Map.entry("killProcess", List.of(false, true, true)),
+        java.util.Map.entry("killAllProcesses", List.of(false, true, true)),
+        java.util.Map.entry("getProcessLogs", List.of(true, false, true)),
+        java.util.Map.entry("streamProcessLogs", List.of(true, false, true)),
+        java.util.Map.entry("cleanupCompletedProcesses", List.of(false, true, true)),
+        java.util.Map.entry("getSandbox", List.of(false, false, true)),
+        java.util.Map.entry("listSandboxes", List.of(true, false, true)),
+        java.util.Map.entry("destroy", List.of(false, true, true)));
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
+    assertThat(tools).hasSize(expected.size());
     for (JsonNode t : tools) {
-      String name = t.get("name").asText();
       JsonNode a = t.get("annotations");
-      boolean readOnly = Set.of("listProcesses", "getProcess", "getProcessLogs", "streamProcessLogs", "listSandboxes")
-          .contains(name);
-      assertThat(a.get("readOnlyHint").asBoolean()).as(name).isEqualTo(readOnly);
-      if (Set.of("killProcess", "killAllProcesses", "destroy").contains(name)) {
-        assertThat(a.get("destructiveHint").asBoolean()).as(name).isTrue();
-      }
+      assertThat(List.of(a.get("readOnlyHint").asBoolean(), a.get("destructiveHint").asBoolean(),
+          a.get("idempotentHint").asBoolean())).as(t.get("name").asText()).isEqualTo(expected.get(t.get("name").asText()));
     }
   }
 

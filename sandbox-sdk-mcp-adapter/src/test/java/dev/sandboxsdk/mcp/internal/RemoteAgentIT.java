@@ -17,9 +17,11 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.Timeout;
 
 /** With --agent-url the tools drive that one remote agent (here a real agent in a child JVM). */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
 class RemoteAgentIT {
   private Process agent;
   private Path dir;
@@ -33,7 +35,7 @@ class RemoteAgentIT {
     agent = new ProcessBuilder(java, "-cp", System.getProperty("java.class.path"), "dev.sandboxsdk.agent.Main",
         "--port", "0", "--bind", "127.0.0.1", "--token-file", dir.resolve("token").toString(),
         "--workspace", dir.resolve("ws").toString())
-        .redirectError(ProcessBuilder.Redirect.DISCARD)
+        .redirectError(dir.resolve("agent.err").toFile())
         .start();
     BufferedReader out = new BufferedReader(new InputStreamReader(agent.getInputStream(), StandardCharsets.UTF_8));
     Pattern ready = Pattern.compile("^SANDBOX_AGENT_READY .*\"url\":\"([^\"]+)\"");
@@ -44,13 +46,17 @@ class RemoteAgentIT {
         break;
       }
     }
-    assertThat(url).as("the agent's ready line").isNotNull();
+    assertThat(url).as("the agent's ready line; its stderr: %s", Files.readString(dir.resolve("agent.err")))
+        .isNotNull();
   }
 
   @AfterAll
   void stopAgent() throws Exception {
     agent.destroy();
     agent.waitFor(10, TimeUnit.SECONDS);
+    try (var paths = Files.walk(dir)) {
+      paths.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
+    }
   }
 
   private AdapterConfig config(String tokenFile) {

@@ -8,6 +8,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -105,20 +106,14 @@ class SandboxToolsIT {
   void outputOverTheCapIsCutWithTheOffsetToReadOnFrom() {
     JsonNode r = mcp.call("exec", args("command", "seq 1 20000", "maxOutputBytes", 1000));
     JsonNode s = sc(r);
-    assertThat(s.get("stdout").asText()).hasSize(1000).startsWith("1\n2\n3\n");
+    StringBuilder expected = new StringBuilder();
+    for (int i = 1; expected.length() < 1000; i++) {
+      expected.append(i).append('\n');
+    }
+    assertThat(s.get("stdout").asText()).isEqualTo(expected.substring(0, 1000));
     assertThat(s.get("truncated").asBoolean()).isTrue();
     assertThat(s.get("stdoutBytes").asLong()).isEqualTo(108_894);
     assertThat(s.get("note").asText()).contains("first 1000 of 108894 bytes").contains("tail -c +1001");
-    JsonNode whole = mcp.call("exec", args("command", "seq 1 20000 | tail -c +1001 | head -c 20"));
-    assertThat(sc(whole).get("stdout").asText()).isEqualTo("seq 1 20000".isEmpty() ? "" : expectedAfter1000());
-  }
-
-  private static String expectedAfter1000() {
-    StringBuilder all = new StringBuilder();
-    for (int i = 1; i <= 400; i++) {
-      all.append(i).append('\n');
-    }
-    return all.substring(1000, 1020);
   }
 
   @Test
@@ -166,7 +161,7 @@ class SandboxToolsIT {
     List<CompletableFuture<ObjectNode>> answers = new java.util.ArrayList<>();
     for (int i = 0; i < 8; i++) {
       answers.add(mcp.sendAsync(McpTestClient.requestMessage("par-" + i, "tools/call", McpTestClient.callParams("exec",
-          args("command", "for j in 1 2 3; do echo call" + i + "-$j; sleep 0.1; done"), "par-tok-" + i))));
+          args("command", "for j in 1 2 3; do echo call" + i + "-$j; sleep 0.4; done"), "par-tok-" + i))));
     }
     long t0 = System.nanoTime();
     for (int i = 0; i < 8; i++) {
@@ -178,8 +173,8 @@ class SandboxToolsIT {
       mcp.progress("par-tok-" + i).forEach(p -> streamed.append(p.get("message").asText()));
       assertThat(streamed.toString()).isEqualTo(expected);
     }
-    assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("the calls ran side by side")
-        .isLessThan(Duration.ofSeconds(2));
+    assertThat(Duration.ofNanos(System.nanoTime() - t0)).as("the calls ran side by side (one after another: 9.6 s)")
+        .isLessThan(Duration.ofSeconds(5));
   }
 
   @Test
@@ -205,21 +200,15 @@ class SandboxToolsIT {
     ObjectNode call = McpTestClient.requestMessage("cancel-me", "tools/call", McpTestClient.callParams("exec",
         args("command", "echo $$ > cancel.pid; echo started; exec sleep 600"), "cancel-tok"));
     CompletableFuture<ObjectNode> answer = mcp.sendAsync(call);
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
-    while (mcp.progress("cancel-tok").stream().noneMatch(p -> p.get("message").asText().contains("started"))) {
-      assertThat(System.nanoTime()).as("the command started").isLessThan(deadline);
-      Thread.sleep(20);
-    }
+    await("the command started", 20,
+        () -> mcp.progress("cancel-tok").stream().anyMatch(p -> p.get("message").asText().contains("started")));
     String pid = sc(mcp.call("exec", args("command", "cat cancel.pid"))).get("stdout").asText().strip();
     ObjectNode cancel = Json.object().put("jsonrpc", "2.0").put("method", "notifications/cancelled");
     cancel.putObject("params").put("requestId", "cancel-me").put("reason", "test");
     long t0 = System.nanoTime();
     mcp.send(cancel);
     assertThat(answer.get(20, TimeUnit.SECONDS)).as("no response to a cancelled request").isNull();
-    while (sc(mcp.call("exec", args("command", "kill -0 " + pid))).get("exitCode").asInt() == 0) {
-      assertThat(System.nanoTime() - t0).as("process %s still alive", pid).isLessThan(TimeUnit.SECONDS.toNanos(15));
-      Thread.sleep(100);
-    }
+    await("process " + pid + " is gone", 15, () -> !isAlive(mcp, pid));
     System.err.printf("cancelled exec: process gone %d ms after notifications/cancelled%n",
         (System.nanoTime() - t0) / 1_000_000);
   }
@@ -284,12 +273,27 @@ class SandboxToolsIT {
     assertThat(again.has("isError")).as("killing an ended process is fine").isFalse();
   }
 
-  private void awaitOutput(String id, String expected) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (!sc(mcp.call("getProcessLogs", args("processId", id))).get("stdout").asText().equals(expected)) {
-      assertThat(System.nanoTime()).as("output of %s", id).isLessThan(deadline);
-      Thread.sleep(50);
+  private void awaitOutput(String id, String expected) {
+    await("output of " + id, 10,
+        () -> sc(mcp.call("getProcessLogs", args("processId", id))).get("stdout").asText().equals(expected));
+  }
+
+  /** Polls {@code done} every 50 ms until it holds; fails naming {@code what} after {@code seconds}. */
+  private static void await(String what, int seconds, java.util.function.BooleanSupplier done) {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+    while (!done.getAsBoolean()) {
+      assertThat(System.nanoTime()).as("waited %d s for: %s", seconds, what).isLessThan(deadline);
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new AssertionError(e);
+      }
     }
+  }
+
+  private static boolean isAlive(McpTestClient client, String pid) {
+    return sc(client.call("exec", args("command", "kill -0 " + pid))).get("exitCode").asInt() == 0;
   }
 
   @Test
@@ -337,10 +341,8 @@ class SandboxToolsIT {
   }
 
   private void awaitExit(String id) {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-    while (sc(mcp.call("getProcess", args("processId", id))).get("process").get("status").asText().equals("running")) {
-      assertThat(System.nanoTime()).isLessThan(deadline);
-    }
+    await(id + " ended", 10, () -> !Set.of("starting", "running")
+        .contains(sc(mcp.call("getProcess", args("processId", id))).get("process").get("status").asText()));
   }
 
   @Test
@@ -385,11 +387,8 @@ class SandboxToolsIT {
       own.call("startProcess", args("command", "true", "sandboxId", "counts", "processId", "quick"));
       assertThat(sc(own.call("killAllProcesses", args("sandboxId", "counts"))).get("killed").asInt())
           .isBetween(2, 3);
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (!sc(own.call("listProcesses", args("sandboxId", "counts", "status", "running")))
-          .get("processes").isEmpty()) {
-        assertThat(System.nanoTime()).isLessThan(deadline);
-      }
+      await("nothing runs in 'counts'", 10, () -> sc(own.call("listProcesses",
+          args("sandboxId", "counts", "status", "running"))).get("processes").isEmpty());
       assertThat(sc(own.call("cleanupCompletedProcesses", args("sandboxId", "counts"))).get("removed").asInt())
           .isEqualTo(3);
       assertThat(sc(own.call("listProcesses", args("sandboxId", "counts"))).get("count").asInt()).isZero();
@@ -430,14 +429,12 @@ class SandboxToolsIT {
   @Test
   void anIdleSandboxIsDestroyedAndNoLongerListed() throws Exception {
     try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
-      own.call("getSandbox", args("sandboxId", "brief", "idleTimeoutSeconds", 10));
+      // The tool's minimum idle timeout is 10 s; the registry takes 1 s, to keep the test short.
+      own.server.sandboxes().getOrCreate("brief", false, 1);
       own.call("exec", args("command", "touch left-behind", "sandboxId", "brief"));
       own.call("exec", args("command", "touch default-file"));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(25);
-      while (sc(own.call("listSandboxes", args())).get("sandboxes").findValuesAsText("sandboxId").contains("brief")) {
-        assertThat(System.nanoTime()).as("the idle sandbox went away").isLessThan(deadline);
-        Thread.sleep(250);
-      }
+      await("the idle sandbox went away", 25, () -> !sc(own.call("listSandboxes", args())).get("sandboxes")
+          .findValuesAsText("sandboxId").contains("brief"));
       JsonNode gone = own.call("exec", args("command", "true", "sandboxId", "brief"));
       assertThat(text(gone)).contains("no sandbox 'brief'");
       assertThat(own.call("getSandbox", args("sandboxId", "brief")).get("structuredContent").get("created").asBoolean())
@@ -494,11 +491,7 @@ class SandboxToolsIT {
       own.call("getSandbox", args("sandboxId", "fragile"));
       long agent = own.server.sandboxes().list().get(0).agentPid();
       ProcessHandle.of(agent).ifPresent(ProcessHandle::destroyForcibly);
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      while (ProcessHandle.of(agent).map(ProcessHandle::isAlive).orElse(false)) {
-        assertThat(System.nanoTime()).isLessThan(deadline);
-        Thread.sleep(20);
-      }
+      await("the agent died", 10, () -> !ProcessHandle.of(agent).map(ProcessHandle::isAlive).orElse(false));
       assertThat(sc(own.call("listSandboxes", args())).get("count").asInt()).isZero();
       assertThat(sc(own.call("getSandbox", args("sandboxId", "fragile"))).get("created").asBoolean()).isTrue();
       assertThat(sc(own.call("exec", args("command", "echo back", "sandboxId", "fragile"))).get("stdout").asText())
@@ -511,8 +504,8 @@ class SandboxToolsIT {
     try (McpTestClient own = McpTestClient.initialized(AdapterConfig.defaults())) {
       own.call("getSandbox", args("sandboxId", "busy"));
       CompletableFuture<ObjectNode> running = own.sendAsync(McpTestClient.requestMessage("long", "tools/call",
-          McpTestClient.callParams("exec", args("command", "sleep 2", "sandboxId", "busy"), null)));
-      Thread.sleep(300);
+          McpTestClient.callParams("exec", args("command", "echo started; sleep 1", "sandboxId", "busy"), "busy-tok")));
+      await("the call started", 20, () -> !own.progress("busy-tok").isEmpty());
       JsonNode refused = own.call("destroy", args("sandboxId", "busy"));
       assertThat(refused.get("isError").asBoolean()).isTrue();
       assertThat(text(refused)).contains("1 tool call(s) still running");
@@ -540,10 +533,8 @@ class SandboxToolsIT {
   }
 
   private void awaitBytes(String id, long bytes) {
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(15);
-    while (sc(mcp.call("getProcess", args("processId", id))).get("process").get("stdoutBytes").asLong() < bytes) {
-      assertThat(System.nanoTime()).isLessThan(deadline);
-    }
+    await(id + " wrote " + bytes + " bytes", 15, () -> sc(mcp.call("getProcess", args("processId", id)))
+        .get("process").get("stdoutBytes").asLong() >= bytes);
   }
 
   @Test
@@ -619,12 +610,10 @@ class SandboxToolsIT {
       own.progress("slow").forEach(p -> streamed.append(p.get("message").asText()));
       assertThat(streamed.toString()).isEqualTo("[REDACTED:API_KEY]\n");
       own.call("startProcess", args("command", "echo $API_KEY", "processId", "leak"));
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-      JsonNode logs;
-      do {
-        logs = own.call("getProcessLogs", args("processId", "leak"));
-        assertThat(System.nanoTime()).isLessThan(deadline);
-      } while (!sc(logs).get("complete").asBoolean());
+      JsonNode[] page = new JsonNode[1];
+      await("the process's output is complete", 10, () -> sc(page[0] = own.call("getProcessLogs",
+          args("processId", "leak"))).get("complete").asBoolean());
+      JsonNode logs = page[0];
       assertThat(sc(logs).get("stdout").asText()).isEqualTo("[REDACTED:API_KEY]\n");
       assertThat(logs.toString()).doesNotContain(secret);
       // A page that starts inside the secret shows no part of it.
