@@ -4,7 +4,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.sandboxsdk.SandboxException;
 import java.io.EOFException;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import okio.BufferedSource;
+import okio.ByteString;
 
 /**
  * Reads server-sent events from a response body, one event per {@link #next()} call, and only
@@ -16,6 +18,7 @@ import okio.BufferedSource;
  * buffer without bound.
  */
 final class SseReader {
+  private static final ByteString DATA_PREFIX = ByteString.encodeUtf8("data: ");
   private final BufferedSource source;
   private final long maxLineBytes;
 
@@ -32,18 +35,33 @@ final class SseReader {
    * @throws SandboxException if an event is too long or its data is not a JSON object
    */
   JsonNode next() throws IOException {
-    StringBuilder data = null;
+    byte[] single = null; // the usual event: one "data: " line, parsed from its bytes as they are
+    StringBuilder data = null; // several data lines, joined with newlines as SSE says
     for (;;) {
-      String line = readLine();
-      if (line == null) {
-        if (data != null) {
+      long newline = lineEnd();
+      if (newline < 0) {
+        if (single != null || data != null) {
           throw new EOFException("the event stream ended inside an event");
         }
         return null;
       }
+      if (single == null && data == null && source.rangeEquals(0, DATA_PREFIX)) {
+        source.skip(DATA_PREFIX.size());
+        single = source.readByteArray(newline - DATA_PREFIX.size());
+        source.skip(1);
+        int n = single.length;
+        if (n > 0 && single[n - 1] == '\r') {
+          single = java.util.Arrays.copyOf(single, n - 1);
+        }
+        continue;
+      }
+      String line = readLine(newline);
       if (line.isEmpty()) {
         if (data != null) {
-          return Wire.parse(data.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8), "event");
+          return Wire.parse(data.toString().getBytes(StandardCharsets.UTF_8), "event");
+        }
+        if (single != null) {
+          return Wire.parse(single, "event");
         }
         continue;
       }
@@ -60,14 +78,20 @@ final class SseReader {
         value = value.substring(1);
       }
       if (data == null) {
-        data = new StringBuilder(value);
+        data = new StringBuilder();
+        if (single != null) {
+          data.append(new String(single, StandardCharsets.UTF_8)).append('\n');
+          single = null;
+        }
+        data.append(value);
       } else {
         data.append('\n').append(value);
       }
     }
   }
 
-  private String readLine() throws IOException {
+  /** Where the next line ends in the buffer; -1 at a clean end of the stream. */
+  private long lineEnd() throws IOException {
     long newline = source.indexOf((byte) '\n', 0, maxLineBytes + 1);
     if (newline == -1) {
       long buffered = source.getBuffer().size();
@@ -76,10 +100,14 @@ final class SseReader {
             + " bytes; the stream was stopped to keep memory bounded", null);
       }
       if (buffered == 0) {
-        return null;
+        return -1;
       }
       throw new EOFException("the event stream ended inside a line");
     }
+    return newline;
+  }
+
+  private String readLine(long newline) throws IOException {
     String line = source.readUtf8(newline);
     source.skip(1);
     if (line.endsWith("\r")) {
