@@ -2,7 +2,6 @@ package dev.sandboxsdk;
 
 import dev.sandboxsdk.internal.Checks;
 import java.time.Duration;
-import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Objects;
@@ -48,10 +47,8 @@ public record ExecOptions(
     if (maxOutputBytes < 0) {
       throw new IllegalArgumentException("maxOutputBytes < 0: " + maxOutputBytes);
     }
-    if (cwd != null && cwd.isEmpty()) {
-      throw new IllegalArgumentException("cwd is empty");
-    }
-    env = Options.copyEnv(env);
+    Checks.cwd(cwd);
+    env = Checks.copyEnv(env);
   }
 
   /** No timeout beyond the sandbox default, no extra environment, the workspace as cwd. */
@@ -103,7 +100,7 @@ public record ExecOptions(
 
     /** Sets one environment variable for the command. */
     public Builder env(String name, String value) {
-      Options.checkEnvName(name);
+      Checks.envName(name);
       env.put(name, Objects.requireNonNull(value, "value == null"));
       return this;
     }
@@ -112,7 +109,7 @@ public record ExecOptions(
     public Builder env(Map<String, String> variables) {
       Objects.requireNonNull(variables, "variables == null");
       variables.forEach((k, v) -> {
-        Options.checkEnvName(k);
+        Checks.envName(k);
         env.put(k, v);
       });
       return this;
@@ -120,7 +117,7 @@ public record ExecOptions(
 
     /** Removes a variable from the command's environment. */
     public Builder unsetEnv(String name) {
-      Options.checkEnvName(name);
+      Checks.envName(name);
       env.put(name, null);
       return this;
     }
@@ -152,28 +149,6 @@ public record ExecOptions(
     /** The options. */
     public ExecOptions build() {
       return new ExecOptions(timeout, env, cwd, stdin, onOutput, maxOutputBytes);
-    }
-  }
-
-  /** Shared checks of the option records; not API. */
-  static final class Options {
-    private Options() {}
-
-    static void checkEnvName(String name) {
-      Objects.requireNonNull(name, "env name == null");
-      if (name.isEmpty() || name.indexOf('=') >= 0 || name.indexOf('\0') >= 0) {
-        throw new IllegalArgumentException("invalid environment variable name '" + name + "'");
-      }
-    }
-
-    static Map<String, String> copyEnv(Map<String, String> env) {
-      // Map.copyOf rejects null values, which mean "unset" here.
-      Map<String, String> copy = new LinkedHashMap<>();
-      env.forEach((k, v) -> {
-        checkEnvName(k);
-        copy.put(k, v);
-      });
-      return Collections.unmodifiableMap(copy);
     }
   }
 }

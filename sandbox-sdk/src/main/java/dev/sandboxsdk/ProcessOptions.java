@@ -34,10 +34,8 @@ public record ProcessOptions(
       throw new IllegalArgumentException("processId must match " + Checks.PROCESS_ID_RULE + ": '" + processId + "'");
     }
     Checks.positiveOrNull(timeout, "timeout");
-    if (cwd != null && cwd.isEmpty()) {
-      throw new IllegalArgumentException("cwd is empty");
-    }
-    env = ExecOptions.Options.copyEnv(env);
+    Checks.cwd(cwd);
+    env = Checks.copyEnv(env);
   }
 
   /** An agent-chosen id, no extra environment, the workspace as cwd, no timeout. */
@@ -88,7 +86,7 @@ public record ProcessOptions(
 
     /** Sets one environment variable. */
     public Builder env(String name, String value) {
-      ExecOptions.Options.checkEnvName(name);
+      Checks.envName(name);
       env.put(name, Objects.requireNonNull(value, "value == null"));
       return this;
     }
@@ -97,7 +95,7 @@ public record ProcessOptions(
     public Builder env(Map<String, String> variables) {
       Objects.requireNonNull(variables, "variables == null");
       variables.forEach((k, v) -> {
-        ExecOptions.Options.checkEnvName(k);
+        Checks.envName(k);
         env.put(k, v);
       });
       return this;

@@ -68,10 +68,6 @@ public final class AgentLauncher {
       return process.pid();
     }
 
-    public boolean isAlive() {
-      return process.isAlive();
-    }
-
     /**
      * Stops the agent: SIGTERM, on which it stops every process it started within its grace
      * period; SIGKILL if it is still there after {@code wait}.

@@ -1,6 +1,9 @@
 package dev.sandboxsdk.internal;
 
 import java.time.Duration;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.regex.Pattern;
@@ -30,6 +33,31 @@ public final class Checks {
   public static Duration positive(Duration d, String name) {
     Objects.requireNonNull(d, name + " == null");
     return positiveOrNull(d, name);
+  }
+
+  /** Checks an environment variable name: not empty, no '=' and no NUL. */
+  public static void envName(String name) {
+    Objects.requireNonNull(name, "env name == null");
+    if (name.isEmpty() || name.indexOf('=') >= 0 || name.indexOf('\0') >= 0) {
+      throw new IllegalArgumentException("invalid environment variable name '" + name + "'");
+    }
+  }
+
+  /** An unmodifiable copy with checked names; null values (meaning "unset") are kept, which Map.copyOf rejects. */
+  public static Map<String, String> copyEnv(Map<String, String> env) {
+    Map<String, String> copy = new LinkedHashMap<>();
+    env.forEach((k, v) -> {
+      envName(k);
+      copy.put(k, v);
+    });
+    return Collections.unmodifiableMap(copy);
+  }
+
+  /** A working directory may be absent (null) but not empty. */
+  public static void cwd(String cwd) {
+    if (cwd != null && cwd.isEmpty()) {
+      throw new IllegalArgumentException("cwd is empty");
+    }
   }
 
   /** Like {@link #positive}, but null (meaning "not set") passes. */

@@ -75,6 +75,7 @@ public final class RealSandbox implements Sandbox {
   private final Duration execTimeout;
   private final Duration configuredStreamIdle;
   private volatile Duration streamIdle;
+  private volatile JsonNode limits;
   private final Activity activity;
   private final Set<Call> calls = ConcurrentHashMap.newKeySet();
   private final Set<EventCursor<?>> cursors = ConcurrentHashMap.newKeySet();
@@ -218,6 +219,8 @@ public final class RealSandbox implements Sandbox {
 
   /** exec with an output listener: runs over the event stream and collects the output. */
   private ExecResult execCollecting(Command command, ExecOptions options, CancellableFuture<?> future) {
+    // The agent's documented default for a plain exec; an agent started with another
+    // --max-output-bytes publishes it in /api/version, which this path does not fetch (yet).
     int max = options.maxOutputBytes() > 0 ? options.maxOutputBytes() : 16 << 20;
     OutputCollector stdout = new OutputCollector(max);
     OutputCollector stderr = new OutputCollector(max);
@@ -429,8 +432,14 @@ public final class RealSandbox implements Sandbox {
   }
 
   /** The version document of the agent ({@code GET /api/version}). */
-  private JsonNode version() {
-    return call(get(url("api", "version")), "version");
+  /** The agent's published limits ({@code /api/version}), fetched once and only when needed. */
+  private JsonNode limits() {
+    JsonNode l = limits;
+    if (l == null) {
+      l = call(get(url("api", "version")), "version").path("limits");
+      limits = l;
+    }
+    return l;
   }
 
   // ---- lifecycle
@@ -656,7 +665,7 @@ public final class RealSandbox implements Sandbox {
       if (configuredStreamIdle != null) {
         d = configuredStreamIdle;
       } else {
-        long keepAlive = version().path("limits").path("keepAliveMs").asLong(15_000);
+        long keepAlive = limits().path("keepAliveMs").asLong(15_000);
         d = Duration.ofMillis(2 * keepAlive + 1000);
       }
       streamIdle = d;

@@ -205,7 +205,6 @@ public final class ApiHandler implements HttpHandler {
     throw notFound(path);
   }
 
-  /** Routes without query parameters reject any, like unknown body fields. */
   private static String decode(String segment) {
     try {
       return java.net.URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);

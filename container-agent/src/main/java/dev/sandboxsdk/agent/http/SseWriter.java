@@ -72,7 +72,6 @@ final class SseWriter {
     return Math.max(1_000_000, lastWriteNanos + idleNanos - System.nanoTime());
   }
 
-  /** Best effort: tells the client the agent itself failed; the stream ends after this. */
   /** Reports, best effort, that the agent itself failed while relaying a stream; details stay in its log. */
   void sendInternalError(RuntimeException cause) {
     ObjectNode error = Json.object();
