@@ -225,6 +225,9 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
       if (errors != 1 || completions != 0) {
         throw new AssertionError("terminal signals: " + errors + " onError, " + completions + " onComplete");
       }
+      if (!violations.isEmpty()) {
+        throw new AssertionError("subscriber rule violations: " + violations);
+      }
       return error;
     }
   }

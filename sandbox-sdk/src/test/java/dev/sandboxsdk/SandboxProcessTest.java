@@ -224,9 +224,18 @@ class SandboxProcessTest extends MockAgentTest {
   @Test
   void statusAndIsAliveAskTheAgent() throws Exception {
     SandboxProcess web = startWeb();
-    server.enqueue(json(Fixtures.read("process-info.json").replace("fixture-1", "web")));
+    String ended = Fixtures.read("process-info.json").replace("fixture-1", "web");
+    String running = ended.replaceFirst("\"status\" *: *\"[a-z]+\"", "\"status\":\"running\"");
+    assertThat(running).as("the fixture's status was replaced").isNotEqualTo(ended);
+    server.enqueue(json(running));
+    server.enqueue(json(ended));
+    server.enqueue(json(ended));
 
+    assertThat(web.isAlive()).isTrue();
     assertThat(web.isAlive()).isFalse();
-    assertThat(server.takeRequest().getPath()).isEqualTo("/api/process/web");
+    assertThat(web.status()).isEqualTo(ProcessStatus.FAILED); // the fixture's status
+    for (int i = 0; i < 3; i++) {
+      assertThat(server.takeRequest().getPath()).isEqualTo("/api/process/web");
+    }
   }
 }

@@ -34,7 +34,8 @@ public abstract class ScriptedAgentTck<T> extends FlowPublisherVerification<T> {
   private final List<String> violations = Collections.synchronizedList(new ArrayList<>());
 
   protected ScriptedAgentTck() {
-    super(new TestEnvironment(500));
+    // 500 ms to wait for a signal, 100 ms to make sure none comes (loopback needs no more)
+    super(new TestEnvironment(500, 100));
   }
 
   /** How many events the request asks for; below 1 for a request that must fail. */
