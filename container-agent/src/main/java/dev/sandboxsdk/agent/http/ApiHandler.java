@@ -7,8 +7,10 @@ import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.process.ProcessManager;
+import java.io.FilterOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -32,7 +34,7 @@ public final class ApiHandler implements HttpHandler {
 
   public ApiHandler(ProcessManager processes, String token, String version) {
     this.config = processes.config();
-    this.tokenDigest = token == null ? null : sha256(token);
+    this.tokenDigest = token == null ? null : sha256(token.getBytes(StandardCharsets.UTF_8));
     this.version = version;
     this.exec = new ExecEndpoints(processes);
     this.process = new ProcessEndpoints(processes);
@@ -45,27 +47,47 @@ public final class ApiHandler implements HttpHandler {
     return inFlight.get();
   }
 
+  /**
+   * Handles one exchange. If the response could not be completed (the client hung up, a write or
+   * the final flush failed, or no response was sent at all) this throws: the JDK server closes
+   * and forgets a connection only when its handler throws, so a swallowed failure would leak the
+   * connection's file descriptor for good.
+   */
   @Override
   public void handle(HttpExchange exchange) throws IOException {
     inFlight.incrementAndGet();
+    ResponseGuard guard = new ResponseGuard(exchange.getResponseBody());
+    exchange.setStreams(null, guard);
+    IOException failure = null;
     try {
       route(exchange);
     } catch (AgentException e) {
-      respondError(exchange, e);
+      failure = respondError(exchange, e);
     } catch (IOException e) {
-      log.debug("{} {}: connection problem: {}", exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), e.toString());
+      failure = e;
     } catch (RuntimeException | Error e) {
       log.error("{} {} failed", exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), e);
-      respondError(exchange, new AgentException(ErrorCode.INTERNAL_ERROR, "internal error: " + e.getClass().getSimpleName()));
+      failure = respondError(exchange, new AgentException(ErrorCode.INTERNAL_ERROR, "internal error: " + e.getClass().getSimpleName()));
     } finally {
       exchange.close();
       inFlight.decrementAndGet();
     }
+    if (failure == null) {
+      failure = guard.failure();
+    }
+    if (failure == null && exchange.getResponseCode() == -1) {
+      failure = new IOException("no response was sent");
+    }
+    if (failure != null) {
+      log.debug("{} {}: connection closed: {}", exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), failure.toString());
+      throw failure;
+    }
   }
 
-  private static void respondError(HttpExchange exchange, AgentException e) {
+  /** Sends the error unless a response already started; returns the failure to send it, if any. */
+  private static IOException respondError(HttpExchange exchange, AgentException e) {
     if (exchange.getResponseCode() != -1) {
-      return; // headers already went out (a stream); the stream itself reports errors
+      return null; // headers already went out (a stream); the stream itself reports errors
     }
     if (e.code() == ErrorCode.UNAUTHORIZED) {
       exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"sandbox-agent\"");
@@ -79,8 +101,84 @@ public final class ApiHandler implements HttpHandler {
     }
     try {
       Responses.error(exchange, e);
+      return null;
     } catch (IOException io) {
-      log.debug("could not send error {}: {}", e.code(), io.toString());
+      return io;
+    }
+  }
+
+  /**
+   * The response body as handlers see it; remembers whether any write, flush or close failed.
+   * After a failure it does not pass close on: closing the JDK's stream then would still report the
+   * response as written and keep the dead connection for reuse.
+   */
+  private static final class ResponseGuard extends FilterOutputStream {
+    private volatile IOException failure;
+    private volatile boolean closed;
+
+    ResponseGuard(OutputStream out) {
+      super(out);
+    }
+
+    IOException failure() {
+      return failure;
+    }
+
+    @Override
+    public void write(int b) throws IOException {
+      check();
+      try {
+        out.write(b);
+      } catch (IOException e) {
+        throw failed(e);
+      }
+    }
+
+    @Override
+    public void write(byte[] b, int off, int len) throws IOException {
+      check();
+      try {
+        out.write(b, off, len);
+      } catch (IOException e) {
+        throw failed(e);
+      }
+    }
+
+    @Override
+    public void flush() throws IOException {
+      check();
+      try {
+        out.flush();
+      } catch (IOException e) {
+        throw failed(e);
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      if (closed) {
+        return;
+      }
+      closed = true; // before closing: the JDK's stream calls back here when it gives up
+      check();
+      try {
+        out.close();
+      } catch (IOException e) {
+        throw failed(e);
+      }
+    }
+
+    private void check() throws IOException {
+      if (failure != null) {
+        throw new IOException("the connection already failed", failure);
+      }
+    }
+
+    private IOException failed(IOException e) {
+      if (failure == null) {
+        failure = e;
+      }
+      return e;
     }
   }
 
@@ -236,9 +334,14 @@ public final class ApiHandler implements HttpHandler {
       return;
     }
     String header = exchange.getRequestHeaders().getFirst("Authorization");
-    String presented = null;
+    byte[] presented = null;
     if (header != null && header.regionMatches(true, 0, "Bearer ", 0, 7)) {
-      presented = header.substring(7).trim();
+      int start = 7;
+      while (start < header.length() && header.charAt(start) == ' ') {
+        start++; // RFC 6750 allows several spaces after the scheme, but nothing after the token
+      }
+      // The JDK hands over each header byte as one char: these are the exact bytes sent.
+      presented = header.substring(start).getBytes(StandardCharsets.ISO_8859_1);
     }
     // Compare fixed-length digests in constant time, so neither content nor length leaks.
     if (presented == null || !MessageDigest.isEqual(tokenDigest, sha256(presented))) {
@@ -248,9 +351,9 @@ public final class ApiHandler implements HttpHandler {
     }
   }
 
-  private static byte[] sha256(String s) {
+  private static byte[] sha256(byte[] bytes) {
     try {
-      return MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8));
+      return MessageDigest.getInstance("SHA-256").digest(bytes);
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("SHA-256 is required by every JDK", e);
     }

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.agent.http;
 
+import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.DeserializationFeature;
@@ -28,8 +29,11 @@ final class Json {
       .enable(DeserializationFeature.FAIL_ON_READING_DUP_TREE_KEY)
       .build();
 
+  /** The deepest nesting of arrays and objects a request body may have. */
+  static final int MAX_DEPTH = 64;
+
   static {
-    MAPPER.getFactory().setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(64).build());
+    MAPPER.getFactory().setStreamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH).build());
   }
 
   private final ObjectNode node;
@@ -67,8 +71,10 @@ final class Json {
         int end = detail.indexOf(" for ");
         detail = "duplicate field" + detail.substring("Duplicate field".length(), end > 0 ? end : detail.length());
       }
+      // A broken limit (such as nesting deeper than MAX_DEPTH) has no location.
+      JsonLocation at = e.getLocation();
       throw new AgentException(ErrorCode.VALIDATION_FAILED, "malformed JSON: " + detail
-          + " (line " + e.getLocation().getLineNr() + ", column " + e.getLocation().getColumnNr() + ")");
+          + (at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"));
     }
     if (parsed == null || !parsed.isObject()) {
       throw new AgentException(ErrorCode.VALIDATION_FAILED,
