@@ -8,6 +8,10 @@ import java.util.Objects;
  *
  * @param token the bearer token clients must send, or null only when auth is explicitly disabled
  * @param exitOnStdinEof whether the agent stops when its standard input reaches end of file
+ * @param maxConnections most HTTP connections open at once; 0 derives it from the process's
+ *     open-file limit (see {@link #effectiveMaxConnections()})
+ * @param requestTimeoutSeconds how long a client may take to send a request's line, headers and
+ *     body before its connection is closed; responses (event streams) are not limited
  */
 public record AgentConfig(
     String bind,
@@ -22,7 +26,9 @@ public record AgentConfig(
     int logWindowBytes,
     int defaultMaxOutputBytes,
     long autoCleanupDelayMs,
-    boolean exitOnStdinEof) {
+    boolean exitOnStdinEof,
+    int maxConnections,
+    int requestTimeoutSeconds) {
 
   public static final int DEFAULT_PORT = 3000;
   public static final String DEFAULT_BIND = "0.0.0.0";
@@ -37,6 +43,13 @@ public record AgentConfig(
   /** The largest maxOutputBytes a request may ask for, so one call cannot exhaust the heap. */
   public static final int MAX_OUTPUT_BYTES_LIMIT = 256 * 1024 * 1024;
   public static final long DEFAULT_AUTO_CLEANUP_DELAY_MS = 60_000;
+  /** The default request deadline: headers and body must arrive within it. */
+  public static final int DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
+  public static final int MAX_REQUEST_TIMEOUT_SECONDS = 3600;
+  /** The derived connection cap never exceeds this (each busy connection holds a thread). */
+  public static final int MAX_DERIVED_CONNECTIONS = 1024;
+  /** Open files the derived connection cap leaves to the JVM, before halving the rest. */
+  static final int RESERVED_FDS = 64;
 
   public AgentConfig {
     Objects.requireNonNull(bind, "bind == null");
@@ -61,6 +74,44 @@ public record AgentConfig(
     if (autoCleanupDelayMs < 0) {
       throw new IllegalArgumentException("autoCleanupDelayMs must be >= 0: " + autoCleanupDelayMs);
     }
+    if (maxConnections < 0) {
+      throw new IllegalArgumentException("maxConnections must be >= 0 (0 derives it): " + maxConnections);
+    }
+    if (requestTimeoutSeconds <= 0 || requestTimeoutSeconds > MAX_REQUEST_TIMEOUT_SECONDS) {
+      throw new IllegalArgumentException("requestTimeoutSeconds must be 1.." + MAX_REQUEST_TIMEOUT_SECONDS + ": " + requestTimeoutSeconds);
+    }
+  }
+
+  /**
+   * The connection cap in force: {@link #maxConnections()} if set, else half of what the open-file
+   * limit leaves after {@value #RESERVED_FDS} descriptors for the JVM (the other half is for the
+   * pipes of processes), between 16 and {@value #MAX_DERIVED_CONNECTIONS}.
+   */
+  public int effectiveMaxConnections() {
+    if (maxConnections > 0) {
+      return maxConnections;
+    }
+    return derivedMaxConnections(openFileLimit());
+  }
+
+  static int derivedMaxConnections(long openFileLimit) {
+    long half = (openFileLimit - RESERVED_FDS) / 2;
+    return (int) Math.max(16, Math.min(MAX_DERIVED_CONNECTIONS, half));
+  }
+
+  /** The soft limit on open files of this process, from /proc/self/limits; unlimited if unknown. */
+  static long openFileLimit() {
+    try {
+      for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/limits"))) {
+        if (line.startsWith("Max open files")) {
+          String soft = line.substring("Max open files".length()).trim().split("\\s+")[0];
+          return soft.equals("unlimited") ? Long.MAX_VALUE : Long.parseLong(soft);
+        }
+      }
+    } catch (java.io.IOException | RuntimeException e) {
+      // not Linux: no limit known
+    }
+    return Long.MAX_VALUE;
   }
 
   private static void positive(String name, long value) {
@@ -79,7 +130,8 @@ public record AgentConfig(
         + ", auth=" + (token != null ? "token" : "DISABLED") + ", maxProcesses=" + maxProcesses
         + ", graceMs=" + graceMs + ", keepAliveMs=" + keepAliveMs + ", maxBodyBytes=" + maxBodyBytes
         + ", logWindowBytes=" + logWindowBytes + ", defaultMaxOutputBytes=" + defaultMaxOutputBytes
-        + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof + "]";
+        + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof
+        + ", maxConnections=" + maxConnections + ", requestTimeoutSeconds=" + requestTimeoutSeconds + "]";
   }
 
   /** Mutable builder with the documented defaults. */
@@ -97,6 +149,8 @@ public record AgentConfig(
     private int defaultMaxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES;
     private long autoCleanupDelayMs = DEFAULT_AUTO_CLEANUP_DELAY_MS;
     private boolean exitOnStdinEof;
+    private int maxConnections;
+    private int requestTimeoutSeconds = DEFAULT_REQUEST_TIMEOUT_SECONDS;
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -111,10 +165,13 @@ public record AgentConfig(
     public Builder defaultMaxOutputBytes(int bytes) { this.defaultMaxOutputBytes = bytes; return this; }
     public Builder autoCleanupDelayMs(long ms) { this.autoCleanupDelayMs = ms; return this; }
     public Builder exitOnStdinEof(boolean exit) { this.exitOnStdinEof = exit; return this; }
+    public Builder maxConnections(int max) { this.maxConnections = max; return this; }
+    public Builder requestTimeoutSeconds(int seconds) { this.requestTimeoutSeconds = seconds; return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
-          keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof);
+          keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof,
+          maxConnections, requestTimeoutSeconds);
     }
   }
 }

@@ -12,7 +12,9 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.util.Properties;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,6 +36,39 @@ public final class AgentServer implements AutoCloseable {
     }
   }
 
+  /** The limits the JDK server of this JVM was given; it reads them once, for its first instance. */
+  private static String jdkLimits;
+
+  /**
+   * Hands the connection cap and the request deadline to the JDK server, whose only way in is
+   * system properties read once per JVM when its first server is created. A later agent in the
+   * same JVM with other values gets the first one's (a warning says so).
+   *
+   * <ul>
+   *   <li>{@code jdk.httpserver.maxConnections}: a connection accepted while this many are open
+   *       is closed at once, so the agent never runs out of file descriptors (the JDK then spins
+   *       on a failing accept) and never holds more than this many request threads.
+   *   <li>{@code sun.net.httpserver.maxReqTime} (seconds): a connection still sending its
+   *       request line, headers or body after this long is closed, which frees its thread. A
+   *       response, such as an event stream, is not limited ({@code maxRspTime} stays unset).
+   *   <li>{@code sun.net.httpserver.clockTick} (ms): how often connections that never sent a
+   *       byte are checked against the same deadline (10 s by default).
+   * </ul>
+   */
+  private static synchronized void configureJdkServer(AgentConfig config) {
+    String limits = "maxConnections=" + config.effectiveMaxConnections()
+        + ", requestTimeoutSeconds=" + config.requestTimeoutSeconds();
+    if (jdkLimits == null) {
+      System.setProperty("jdk.httpserver.maxConnections", String.valueOf(config.effectiveMaxConnections()));
+      System.setProperty("sun.net.httpserver.maxReqTime", String.valueOf(config.requestTimeoutSeconds()));
+      System.setProperty("sun.net.httpserver.clockTick", "1000");
+      jdkLimits = limits;
+    } else if (!jdkLimits.equals(limits)) {
+      log.warn("this JVM's HTTP server was configured with {}; {} is ignored (the JDK reads its limits once)",
+          jdkLimits, limits);
+    }
+  }
+
   private final AgentConfig config;
   private final HttpServer server;
   private final ProcessManager processes;
@@ -46,6 +81,7 @@ public final class AgentServer implements AutoCloseable {
     this.config = config;
     Files.createDirectories(config.workspace());
     InetAddress address = InetAddress.getByName(config.bind());
+    configureJdkServer(config);
     // Bind first: a busy port must not leave the process manager's FIFO directory and timers behind.
     this.server = HttpServer.create(new InetSocketAddress(address, config.port()), 1024);
     try {
@@ -55,8 +91,9 @@ public final class AgentServer implements AutoCloseable {
       throw e;
     }
     AtomicInteger n = new AtomicInteger();
-    // Streams hold a thread each for their lifetime, so the pool grows with demand.
-    this.requestThreads = Executors.newCachedThreadPool(r -> {
+    // Streams hold a thread each for their lifetime, so the pool grows with demand; the connection
+    // cap bounds it (a connection runs one exchange at a time) and idle threads go after 5 s.
+    this.requestThreads = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 5, TimeUnit.SECONDS, new SynchronousQueue<>(), r -> {
       Thread t = new Thread(null, r, "agent-http-" + n.incrementAndGet(), 512 * 1024);
       t.setDaemon(true);
       return t;
@@ -76,8 +113,9 @@ public final class AgentServer implements AutoCloseable {
   /** Binds and starts serving; returns once the port is open. */
   public static AgentServer start(AgentConfig config) throws IOException {
     AgentServer server = new AgentServer(config);
-    log.info("sandbox agent {} listening on {}:{} (workspace {}, auth {})", version(), config.bind(),
-        server.port(), config.workspace(), config.token() != null ? "bearer token" : "DISABLED");
+    log.info("sandbox agent {} listening on {}:{} (workspace {}, auth {}, at most {} connections, requests within {} s)",
+        version(), config.bind(), server.port(), config.workspace(), config.token() != null ? "bearer token" : "DISABLED",
+        config.effectiveMaxConnections(), config.requestTimeoutSeconds());
     return server;
   }
 

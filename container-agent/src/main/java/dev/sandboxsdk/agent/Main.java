@@ -45,6 +45,12 @@ public final class Main {
       "                           (default 16777216; requests may set maxOutputBytes)",
       "  --auto-cleanup-delay-ms N  how long a finished process started with autoCleanup",
       "                           stays listed (default 60000)",
+      "  --max-connections N      most HTTP connections open at once; more are closed right",
+      "                           after accept (default: half of the open-file limit left",
+      "                           after 64, between 16 and 1024)",
+      "  --request-timeout-seconds N  a request's line, headers and body must arrive within",
+      "                           this; slower clients are disconnected (default 30;",
+      "                           responses and event streams are not limited)",
       "  --exit-on-stdin-eof      stop (like SIGTERM) when standard input reaches end of file;",
       "                           a parent that starts the agent keeps the pipe open, so the",
       "                           agent and its processes go away even if the parent is killed",
@@ -69,7 +75,10 @@ public final class Main {
       Map.entry("--log-window-bytes", (b, v) -> b.logWindowBytes((int) number("--log-window-bytes", v, 1, 1 << 30))),
       Map.entry("--max-output-bytes",
           (b, v) -> b.defaultMaxOutputBytes((int) number("--max-output-bytes", v, 1, AgentConfig.MAX_OUTPUT_BYTES_LIMIT))),
-      Map.entry("--auto-cleanup-delay-ms", (b, v) -> b.autoCleanupDelayMs(number("--auto-cleanup-delay-ms", v, 0, Long.MAX_VALUE))));
+      Map.entry("--auto-cleanup-delay-ms", (b, v) -> b.autoCleanupDelayMs(number("--auto-cleanup-delay-ms", v, 0, Long.MAX_VALUE))),
+      Map.entry("--max-connections", (b, v) -> b.maxConnections((int) number("--max-connections", v, 1, 1_000_000))),
+      Map.entry("--request-timeout-seconds", (b, v) -> b.requestTimeoutSeconds(
+          (int) number("--request-timeout-seconds", v, 1, AgentConfig.MAX_REQUEST_TIMEOUT_SECONDS))));
 
   private Main() {}
 
