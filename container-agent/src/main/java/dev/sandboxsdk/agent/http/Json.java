@@ -3,6 +3,7 @@ package dev.sandboxsdk.agent.http;
 import com.fasterxml.jackson.core.JsonLocation;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
+import com.fasterxml.jackson.core.exc.StreamConstraintsException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -65,13 +66,15 @@ final class Json {
     JsonNode parsed;
     try {
       parsed = MAPPER.readTree(body);
+    } catch (StreamConstraintsException e) {
+      throw new AgentException(ErrorCode.VALIDATION_FAILED,
+          "malformed JSON: arrays and objects nested deeper than " + MAX_DEPTH + " levels");
     } catch (JsonProcessingException e) {
       String detail = e.getOriginalMessage();
       if (detail.startsWith("Duplicate field")) {
         int end = detail.indexOf(" for ");
         detail = "duplicate field" + detail.substring("Duplicate field".length(), end > 0 ? end : detail.length());
       }
-      // A broken limit (such as nesting deeper than MAX_DEPTH) has no location.
       JsonLocation at = e.getLocation();
       throw new AgentException(ErrorCode.VALIDATION_FAILED, "malformed JSON: " + detail
           + (at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"));

@@ -1,0 +1,333 @@
+package dev.sandboxsdk.agent;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assumptions.assumeThat;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Clients that hang up, stall or trickle must not cost the agent file descriptors or threads for
+ * longer than the request deadline, and must not keep others from being served. Each test runs
+ * the packaged agent in a child JVM and counts its descriptors and threads in /proc.
+ */
+@Timeout(value = 3, unit = TimeUnit.MINUTES)
+class HostileClientsIT {
+  /** Descriptors and threads the agent may hold above its baseline once every client is dealt with. */
+  static final int SLACK = 4;
+
+  final List<ChildAgent> agents = new ArrayList<>();
+  final List<Socket> sockets = new ArrayList<>();
+
+  @AfterEach
+  void cleanUp() throws Exception {
+    for (Socket s : sockets) {
+      s.close();
+    }
+    for (ChildAgent a : agents) {
+      a.close();
+    }
+  }
+
+  ChildAgent agent(List<String> prefix, String... args) throws IOException {
+    ChildAgent a = ChildAgent.start(prefix, args);
+    agents.add(a);
+    return a;
+  }
+
+  /** One request of every route; {@code %s} in a path is a background process that exists. */
+  record Route(String method, String path, String body) {
+    String path(String id) {
+      return path.replace("%s", id);
+    }
+  }
+
+  static final String SLOW = "{\"command\":\"sleep 0.3; echo done\"}";
+  static final List<Route> ROUTES = List.of(
+      new Route("GET", "/api/ping", null),
+      new Route("GET", "/api/version", null),
+      new Route("POST", "/api/execute", SLOW),
+      new Route("POST", "/api/execute/stream", SLOW),
+      new Route("POST", "/api/process/start", "{\"command\":\"sleep 0.3\"}"),
+      new Route("GET", "/api/process/list", null),
+      new Route("GET", "/api/process/%s", null),
+      new Route("GET", "/api/process/%s/logs", null),
+      new Route("GET", "/api/process/%s/stream", null),
+      new Route("POST", "/api/process/%s/stdin", "{\"data\":\"hello\\n\"}"),
+      new Route("POST", "/api/process/cleanup", ""),
+      new Route("GET", "/api/no-such-route", null),
+      new Route("DELETE", "/api/process/%s", null),
+      new Route("DELETE", "/api/process/kill-all", null));
+
+  /** How far a client gets before it hangs up or stalls. */
+  enum Stage {
+    MID_REQUEST_LINE, REQUEST_LINE_ONLY, MID_HEADERS, HEADERS_WITHOUT_END, BODY_SHORTER_THAN_DECLARED,
+    BODY_OF_10_GB_DECLARED, MID_CHUNKED_BODY, FULL_REQUEST, FIRST_RESPONSE_BYTE
+  }
+
+  static byte[] partial(Route route, String id, Stage stage) {
+    String line = route.method() + " " + route.path(id) + " HTTP/1.1";
+    String headers = "Host: agent\r\nAuthorization: Bearer " + ChildAgent.TOKEN + "\r\nContent-Type: application/json\r\n";
+    String body = route.body() == null ? "{\"x\":1}" : route.body();
+    String text;
+    switch (stage) {
+      case MID_REQUEST_LINE:
+        text = line.substring(0, line.length() / 2);
+        break;
+      case REQUEST_LINE_ONLY:
+        text = line + "\r\n";
+        break;
+      case MID_HEADERS:
+        text = line + "\r\nHost: agent\r\nAuthoriz";
+        break;
+      case HEADERS_WITHOUT_END:
+        text = line + "\r\n" + headers;
+        break;
+      case BODY_SHORTER_THAN_DECLARED:
+        text = line + "\r\n" + headers + "Content-Length: " + (body.length() + 50) + "\r\n\r\n" + body;
+        break;
+      case BODY_OF_10_GB_DECLARED:
+        text = line + "\r\n" + headers + "Content-Length: 10000000000\r\n\r\n" + body;
+        break;
+      case MID_CHUNKED_BODY:
+        text = line + "\r\n" + headers + "Transfer-Encoding: chunked\r\n\r\n" + Integer.toHexString(body.length() + 9)
+            + "\r\n" + body;
+        break;
+      default:
+        text = ChildAgent.request(route.method(), route.path(id), route.body());
+    }
+    return text.getBytes(StandardCharsets.UTF_8);
+  }
+
+  /**
+   * Connects, sends what {@code stage} says, then hangs up or (if {@code stall}) stays silent with
+   * the connection open. Errors are expected: the agent may close first.
+   */
+  void abandon(ChildAgent agent, Route route, String id, Stage stage, boolean stall) {
+    Socket s = null;
+    try {
+      s = agent.connect();
+      s.getOutputStream().write(partial(route, id, stage));
+      if (stage == Stage.FIRST_RESPONSE_BYTE) {
+        s.setSoTimeout(10_000);
+        s.getInputStream().read(); // for the streams: a client that leaves mid stream
+      }
+    } catch (IOException e) {
+      // the agent closed first, or refused the connection over its cap; both are fine
+    }
+    if (s == null) {
+      return;
+    }
+    if (stall) {
+      sockets.add(s);
+    } else {
+      try {
+        s.close();
+      } catch (IOException ignored) {
+        // already gone
+      }
+    }
+  }
+
+  @Test
+  void clientsThatHangUpOrStallInAnyStateOnAnyRouteCostNothingOnceTheDeadlinePassed() throws Exception {
+    ChildAgent agent = agent(List.of(), "--request-timeout-seconds", "1", "--keep-alive-ms", "200");
+    // Warm up every route once, so lazily opened files and threads are in the baseline.
+    agent.call("POST", "/api/process/start", "{\"command\":\"echo warm\",\"processId\":\"warm\",\"stdin\":\"pipe\"}");
+    Thread.sleep(300); // finished, so its stream ends
+    for (Route r : ROUTES) {
+      agent.call(ChildAgent.request(r.method(), r.path("warm"), r.body()), 30_000);
+    }
+    agent.call("DELETE", "/api/process/kill-all", null);
+    agent.call("POST", "/api/process/cleanup", "");
+    int baseFds = agent.fds();
+    int baseThreads = agent.connectionThreads();
+    String baseNames = agent.threadNames();
+    long baseRss = agent.rssKib();
+
+    int connections = 0;
+    for (int round = 0; round < 8; round++) {
+      String id = "bg" + round;
+      agent.call("POST", "/api/process/start", "{\"command\":\"while true; do echo tick; sleep 0.05; done\",\"processId\":\""
+          + id + "\",\"stdin\":\"pipe\"}");
+      for (Route route : ROUTES) {
+        for (Stage stage : Stage.values()) {
+          abandon(agent, route, id, stage, false);
+          connections++;
+          if (stage != Stage.FIRST_RESPONSE_BYTE) {
+            abandon(agent, route, id, stage, true);
+            connections++;
+          }
+        }
+      }
+      // Mid stream: clients that read a little of a live event stream and leave.
+      for (int i = 0; i < 10; i++) {
+        abandon(agent, ROUTES.get(8), id, Stage.FIRST_RESPONSE_BYTE, false);
+        abandon(agent, ROUTES.get(3), id, Stage.FIRST_RESPONSE_BYTE, false);
+        connections += 2;
+      }
+    }
+    int peakFds = agent.fds();
+    int peakThreads = agent.threads();
+    agent.call("DELETE", "/api/process/kill-all", null);
+    agent.call("POST", "/api/process/cleanup", "");
+
+    boolean settled = ChildAgent.await(30_000,
+        () -> agent.fds() <= baseFds + SLACK && agent.connectionThreads() <= baseThreads + SLACK);
+    System.out.printf("hostile clients: %d connections (%d left open by the client); agent fds %d -> peak %d -> %d,"
+            + " threads (without process pools) %d -> peak %d (all) -> %d, RSS %d -> %d KiB%n", connections, sockets.size(),
+        baseFds, peakFds, agent.fds(), baseThreads, peakThreads, agent.connectionThreads(), baseRss, agent.rssKib());
+    assertThat(connections).isGreaterThanOrEqualTo(2_000);
+    assertThat(settled).as("fds %d (baseline %d), threads %d (baseline %d); open fds: %s; threads: %s (baseline %s)",
+        agent.fds(), baseFds, agent.connectionThreads(), baseThreads, openFds(agent), agent.threadNames(), baseNames).isTrue();
+    assertThat(agent.call("GET", "/api/ping", null)).contains("\"status\":\"healthy\"");
+    assertThat(agent.call("POST", "/api/execute", "{\"command\":\"echo still here\"}")).contains("still here\\n");
+  }
+
+  @Test
+  void hundredsOfPartialRequestsUnderALowFileLimitLeaveTheAgentServing() throws Exception {
+    assumeThat(Files.isExecutable(Path.of("/usr/bin/prlimit")) || Files.isExecutable(Path.of("/bin/prlimit")))
+        .as("prlimit (util-linux) is installed").isTrue();
+    ChildAgent agent = agent(List.of("prlimit", "--nofile=256:256"));
+    agent.call("GET", "/api/ping", null);
+    int baseFds = agent.fds();
+    for (int i = 0; i < 300; i++) {
+      try (Socket s = agent.connect()) {
+        s.getOutputStream().write("GET /api/ping HTTP/1.1\r\n".getBytes(StandardCharsets.US_ASCII));
+      } catch (IOException e) {
+        // refused: the agent is out of descriptors (the defect this test guards against)
+      }
+    }
+    // Connections over the cap are closed at once, so a ping may be refused while the agent
+    // works through the backlog; it must answer soon (before the fix it never did).
+    long start = System.nanoTime();
+    String ping = "";
+    while (!ping.startsWith("HTTP/1.1 200") && System.nanoTime() - start < TimeUnit.SECONDS.toNanos(10)) {
+      try {
+        ping = agent.call(ChildAgent.request("GET", "/api/ping", null), 10_000);
+      } catch (IOException e) {
+        Thread.sleep(50);
+      }
+    }
+    long pingMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    int fdsAtPing = agent.fds();
+    boolean settled = ChildAgent.await(10_000, () -> agent.fds() <= baseFds + SLACK);
+    System.out.printf("prlimit 256: after 300 abandoned requests ping answered after %d ms; agent fds %d -> %d -> %d%n",
+        pingMs, baseFds, fdsAtPing, agent.fds());
+    assertThat(ping).as("ping within 10 s").startsWith("HTTP/1.1 200").contains("healthy");
+    assertThat(settled).as("fds %d, baseline %d", agent.fds(), baseFds).isTrue();
+  }
+
+  @Test
+  void normalClientsAreServedWhileHundredsOfSlowOnesAreConnectedAndTheSlowOnesAreCutAtTheDeadline() throws Exception {
+    ChildAgent agent = agent(List.of(), "--request-timeout-seconds", "3");
+    agent.call("GET", "/api/ping", null);
+    int baseFds = agent.fds();
+    int baseThreads = agent.connectionThreads();
+    long baseRss = agent.rssKib();
+    List<Socket> slow = new ArrayList<>();
+    Route exec = ROUTES.get(2);
+    Stage[] stages = {Stage.MID_REQUEST_LINE, Stage.MID_HEADERS, Stage.BODY_SHORTER_THAN_DECLARED, Stage.BODY_OF_10_GB_DECLARED};
+    for (int i = 0; i < 300; i++) {
+      Socket s = agent.connect();
+      s.getOutputStream().write(partial(exec, "x", stages[i % stages.length]));
+      slow.add(s);
+      sockets.add(s);
+    }
+    // Some of them keep trickling a byte every 200 ms, which must not extend their deadline.
+    Thread trickle = new Thread(() -> {
+      try {
+        while (!Thread.currentThread().isInterrupted()) {
+          for (int i = 0; i < slow.size(); i += 3) {
+            try {
+              slow.get(i).getOutputStream().write('x');
+            } catch (IOException e) {
+              // closed by the agent
+            }
+          }
+          Thread.sleep(200);
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }, "trickle");
+    trickle.setDaemon(true);
+    trickle.start();
+    try {
+      // Measure once the agent has accepted them all.
+      ChildAgent.await(5_000, () -> agent.fds() >= baseFds + slow.size());
+      int loadedFds = agent.fds();
+      int loadedThreads = agent.threads();
+      long pingStart = System.nanoTime();
+      String ping = agent.call(ChildAgent.request("GET", "/api/ping", null), 10_000);
+      long pingMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - pingStart);
+      long execStart = System.nanoTime();
+      String echo = agent.call(ChildAgent.request("POST", "/api/execute", "{\"command\":\"echo served\"}"), 10_000);
+      long execMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - execStart);
+      System.out.printf("300 slow clients: agent fds %d -> %d, threads %d -> %d, RSS %d -> %d KiB; ping %d ms, exec %d ms%n",
+          baseFds, loadedFds, baseThreads, loadedThreads, baseRss, agent.rssKib(), pingMs, execMs);
+      assertThat(ping).startsWith("HTTP/1.1 200");
+      assertThat(echo).startsWith("HTTP/1.1 200").contains("served\\n");
+      assertThat(pingMs).isLessThan(2_000);
+      assertThat(execMs).isLessThan(2_000);
+
+      // The deadline (3 s, checked every second) closes every slow connection: the client reads end of stream.
+      long cutStart = System.nanoTime();
+      for (Socket s : slow) {
+        s.setSoTimeout(10_000);
+        assertThat(endOfStream(s)).as("slow connection closed by the agent").isTrue();
+      }
+      long cutMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - cutStart);
+      boolean settled = ChildAgent.await(15_000,
+          () -> agent.fds() <= baseFds + SLACK && agent.connectionThreads() <= baseThreads + SLACK);
+      System.out.printf("slow clients cut within %d ms of the measurement; then fds %d, threads %d%n", cutMs, agent.fds(),
+          agent.connectionThreads());
+      assertThat(settled).as("fds %d (baseline %d), threads %d (baseline %d): %s", agent.fds(), baseFds,
+          agent.connectionThreads(), baseThreads, agent.threadNames()).isTrue();
+    } finally {
+      trickle.interrupt();
+    }
+  }
+
+  /** Reads until the agent ends the connection (any response it sent first is skipped). */
+  static boolean endOfStream(Socket s) {
+    try {
+      InputStream in = s.getInputStream();
+      byte[] buf = new byte[4096];
+      while (in.read(buf) >= 0) {
+        // skip a response, e.g. a 413 sent before closing
+      }
+      return true;
+    } catch (java.net.SocketTimeoutException e) {
+      return false;
+    } catch (IOException e) {
+      return true; // reset by the agent
+    }
+  }
+
+  static String openFds(ChildAgent agent) {
+    List<String> targets = new ArrayList<>();
+    try (var files = Files.list(Path.of("/proc", String.valueOf(agent.pid), "fd"))) {
+      files.forEach(f -> {
+        try {
+          targets.add(Files.readSymbolicLink(f).toString());
+        } catch (IOException e) {
+          targets.add("?");
+        }
+      });
+    } catch (IOException e) {
+      return e.toString();
+    }
+    return targets.toString();
+  }
+}
