@@ -1,0 +1,44 @@
+package dev.sandboxsdk.agent;
+
+import static java.nio.charset.StandardCharsets.UTF_8;
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+/** The connection cap and the request deadline: defaults, derivation and the command line. */
+class HttpLimitsTest {
+  private final PrintStream out = new PrintStream(new ByteArrayOutputStream(), true, UTF_8);
+
+  @ParameterizedTest(name = "open-file limit {0} -> {1} connections")
+  @CsvSource({"50, 16", "256, 96", "1024, 480", "2112, 1024", "20000, 1024", "1048576, 1024", "9223372036854775807, 1024"})
+  void theDefaultCapLeavesHalfOfTheDescriptorsToProcesses(long openFileLimit, int cap) {
+    assertThat(AgentConfig.derivedMaxConnections(openFileLimit)).isEqualTo(cap);
+  }
+
+  @Test
+  void theCapFollowsThisProcesssOpenFileLimitUnlessSet() {
+    AgentConfig derived = Main.parse(new String[0], "t", out);
+    assertThat(derived.maxConnections()).isZero();
+    assertThat(derived.effectiveMaxConnections()).isEqualTo(AgentConfig.derivedMaxConnections(AgentConfig.openFileLimit()));
+    assertThat(AgentConfig.openFileLimit()).as("read from /proc/self/limits").isPositive().isLessThan(Long.MAX_VALUE);
+    assertThat(derived.requestTimeoutSeconds()).isEqualTo(AgentConfig.DEFAULT_REQUEST_TIMEOUT_SECONDS);
+
+    AgentConfig set = Main.parse(new String[] {"--max-connections", "5000", "--request-timeout-seconds=7"}, "t", out);
+    assertThat(set.effectiveMaxConnections()).isEqualTo(5000);
+    assertThat(set.requestTimeoutSeconds()).isEqualTo(7);
+  }
+
+  @ParameterizedTest
+  @CsvSource({"--max-connections, 0", "--max-connections, -1", "--request-timeout-seconds, 0", "--request-timeout-seconds, 3601",
+      "--request-timeout-seconds, 1.5"})
+  void outOfRangeValuesAreRefused(String option, String value) {
+    assertThatThrownBy(() -> Main.parse(new String[] {option, value}, "t", out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageContaining(option);
+  }
+}
