@@ -8,6 +8,8 @@ import java.util.Objects;
  *
  * @param token the bearer token clients must send, or null only when auth is explicitly disabled
  * @param exitOnStdinEof whether the agent stops when its standard input reaches end of file
+ * @param inheritEnv names of the agent's environment variables that commands get besides the
+ *     base set (see {@link dev.sandboxsdk.agent.process.CommandEnvironment})
  */
 public record AgentConfig(
     String bind,
@@ -22,7 +24,8 @@ public record AgentConfig(
     int logWindowBytes,
     int defaultMaxOutputBytes,
     long autoCleanupDelayMs,
-    boolean exitOnStdinEof) {
+    boolean exitOnStdinEof,
+    java.util.List<String> inheritEnv) {
 
   public static final int DEFAULT_PORT = 3000;
   public static final String DEFAULT_BIND = "0.0.0.0";
@@ -58,6 +61,7 @@ public record AgentConfig(
     if (keepAliveMs <= 0 || keepAliveMs > MAX_KEEP_ALIVE_MS) {
       throw new IllegalArgumentException("keepAliveMs must be 1.." + MAX_KEEP_ALIVE_MS + ": " + keepAliveMs);
     }
+    inheritEnv = java.util.List.copyOf(inheritEnv);
     if (autoCleanupDelayMs < 0) {
       throw new IllegalArgumentException("autoCleanupDelayMs must be >= 0: " + autoCleanupDelayMs);
     }
@@ -79,7 +83,8 @@ public record AgentConfig(
         + ", auth=" + (token != null ? "token" : "DISABLED") + ", maxProcesses=" + maxProcesses
         + ", graceMs=" + graceMs + ", keepAliveMs=" + keepAliveMs + ", maxBodyBytes=" + maxBodyBytes
         + ", logWindowBytes=" + logWindowBytes + ", defaultMaxOutputBytes=" + defaultMaxOutputBytes
-        + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof + "]";
+        + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof
+        + ", inheritEnv=" + inheritEnv + "]";
   }
 
   /** Mutable builder with the documented defaults. */
@@ -97,6 +102,7 @@ public record AgentConfig(
     private int defaultMaxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES;
     private long autoCleanupDelayMs = DEFAULT_AUTO_CLEANUP_DELAY_MS;
     private boolean exitOnStdinEof;
+    private final java.util.Set<String> inheritEnv = new java.util.LinkedHashSet<>();
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -111,10 +117,13 @@ public record AgentConfig(
     public Builder defaultMaxOutputBytes(int bytes) { this.defaultMaxOutputBytes = bytes; return this; }
     public Builder autoCleanupDelayMs(long ms) { this.autoCleanupDelayMs = ms; return this; }
     public Builder exitOnStdinEof(boolean exit) { this.exitOnStdinEof = exit; return this; }
+    /** Adds names of the agent's environment variables that commands also get. */
+    public Builder inheritEnv(java.util.Collection<String> names) { this.inheritEnv.addAll(names); return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
-          keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof);
+          keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof,
+          java.util.List.copyOf(inheritEnv));
     }
   }
 }
