@@ -9,7 +9,6 @@ import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -212,46 +211,11 @@ class ProcessLifetimeIT {
     return n - 5; // n counted the execs' shells too
   }
 
-  /** How many of this test's sleeps run. */
   long sleeps() {
-    return tagged().stream().filter(pid -> ProcessHandle.of(pid).flatMap(h -> h.info().command())
-        .map(c -> c.endsWith("/sleep")).orElse(false)).count();
+    return Tagged.sleeps(tag);
   }
 
-  /** Live processes whose command line carries this test's tag. */
   List<Long> tagged() {
-    List<Long> pids = new ArrayList<>();
-    byte[] needle = tag.getBytes(StandardCharsets.US_ASCII);
-    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
-      for (Path d : dirs) {
-        try {
-          byte[] cmdline = Files.readAllBytes(d.resolve("cmdline"));
-          if (indexOf(cmdline, needle) >= 0) {
-            long pid = Long.parseLong(d.getFileName().toString());
-            if (Procs.alive(pid)) {
-              pids.add(pid);
-            }
-          }
-        } catch (IOException | RuntimeException gone) {
-          // exited meanwhile
-        }
-      }
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-    return pids;
-  }
-
-  private static int indexOf(byte[] hay, byte[] needle) {
-    outer:
-    for (int i = 0; i + needle.length <= hay.length; i++) {
-      for (int j = 0; j < needle.length; j++) {
-        if (hay[i + j] != needle[j]) {
-          continue outer;
-        }
-      }
-      return i;
-    }
-    return -1;
+    return Tagged.pids(tag);
   }
 }
