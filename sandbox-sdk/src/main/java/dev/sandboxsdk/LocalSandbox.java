@@ -39,6 +39,11 @@ import org.slf4j.LoggerFactory;
  * <p><b>Isolation.</b> Commands run as the same OS user as your JVM, in their own process
  * groups, with the workspace as their working directory. This is process isolation for
  * development and tests, not a security boundary: use the container image for untrusted code.
+ * Commands do not inherit this JVM's environment: they get {@code PATH}, {@code HOME},
+ * {@code LANG}, {@code TERM}, {@code TMPDIR} (and {@code LC_ALL}, {@code LC_CTYPE} if set),
+ * {@code SANDBOX_WORKSPACE}, {@code SANDBOX_AGENT_RUN}, the variables named with
+ * {@link Builder#inheritEnv(String...)} and what each call passes; the agent's JVM itself is
+ * started with only those.
  *
  * <p><b>Lifecycle.</b> {@link #close()} stops the agent and every process it started (SIGTERM,
  * then SIGKILL after the grace period) and deletes the workspace if the SDK created it; it also
