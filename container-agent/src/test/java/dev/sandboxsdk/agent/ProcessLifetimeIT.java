@@ -168,6 +168,7 @@ class ProcessLifetimeIT {
     int expected = startSeventeenCommands(agent);
     assertThat(Procs.await(10_000, () -> sleeps() == expected)).as("all started: " + tagged()).isTrue();
 
+    long watchdog = watchdogOf(started.get(0).pid());
     long before = System.nanoTime();
     started.get(0).destroyForcibly(); // SIGKILL: no shutdown hook runs
     assertThat(started.get(0).waitFor(10, TimeUnit.SECONDS)).isTrue();
@@ -175,6 +176,7 @@ class ProcessLifetimeIT {
     boolean gone = Procs.await(5_000, () -> tagged().isEmpty());
     long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - before);
     assertThat(gone).as("survivors %s after %d ms", tagged(), ms).isTrue();
+    assertThat(Procs.await(5_000, () -> !Procs.alive(watchdog))).as("the watchdog exits after its sweep").isTrue();
   }
 
   @Test
@@ -184,10 +186,21 @@ class ProcessLifetimeIT {
         + ".2 & sleep " + tag + ".3\"}");
     assertThat(Procs.await(10_000, () -> sleeps() == 3)).as("started: " + tagged()).isTrue();
 
+    long watchdog = watchdogOf(started.get(0).pid());
+
     started.get(0).destroy(); // SIGTERM: orderly shutdown
     assertThat(started.get(0).waitFor(20, TimeUnit.SECONDS)).isTrue();
 
     assertThat(tagged()).as("left after shutdown").isEmpty();
+    assertThat(Procs.alive(watchdog)).as("the agent's watchdog is gone with it").isFalse();
+  }
+
+  /** The pid of the agent's watchdog: its child running the watchdog script. */
+  static long watchdogOf(long agentPid) {
+    List<Long> found = ProcessHandle.of(agentPid).orElseThrow().children()
+        .filter(c -> Tagged.cmdline(c.pid()).contains("sandbox-agent-watchdog")).map(ProcessHandle::pid).toList();
+    assertThat(found).as("the agent's watchdog").hasSize(1);
+    return found.get(0);
   }
 
   private int startSeventeenCommands(URI agent) throws Exception {

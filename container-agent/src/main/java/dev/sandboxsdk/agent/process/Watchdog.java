@@ -45,11 +45,19 @@ final class Watchdog implements AutoCloseable {
 
   private final Process process;
   private final OutputStream pipe;
-  private boolean broken;
+  /**
+   * Lines for the watchdog, written by one thread of their own: a watchdog that stops reading
+   * (a command could SIGSTOP it: it runs as the same user) must never block a spawn.
+   */
+  private final java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+  private static final String CLOSE = "q\n";
 
   private Watchdog(Process process) {
     this.process = process;
     this.pipe = process.getOutputStream();
+    Thread writer = new Thread(this::writeLines, "agent-watchdog-writer");
+    writer.setDaemon(true);
+    writer.start();
   }
 
   /**
@@ -90,31 +98,51 @@ final class Watchdog implements AutoCloseable {
     send("-" + pgid + "\n");
   }
 
-  private synchronized void send(String line) {
-    if (broken) {
-      return;
-    }
-    try {
-      pipe.write(line.getBytes(StandardCharsets.US_ASCII));
-      pipe.flush();
-    } catch (IOException e) {
-      broken = true;
-      log.warn("the watchdog (pid {}) is gone; commands are not stopped if the agent is killed: {}",
-          process.pid(), e.toString());
+  private void send(String line) {
+    lines.add(line);
+  }
+
+  private void writeLines() {
+    boolean broken = false;
+    while (true) {
+      String line;
+      try {
+        line = lines.take();
+      } catch (InterruptedException e) {
+        return;
+      }
+      if (!broken) {
+        try {
+          pipe.write(line.getBytes(StandardCharsets.US_ASCII));
+          pipe.flush();
+        } catch (IOException e) {
+          broken = true;
+          log.warn("the watchdog (pid {}) is gone; commands are not stopped if the agent is killed: {}",
+              process.pid(), e.toString());
+        }
+      }
+      if (line.equals(CLOSE)) {
+        try {
+          pipe.close();
+        } catch (IOException ignored) {
+          // it is gone already
+        }
+        return;
+      }
     }
   }
 
-  /** Orderly shutdown: the agent has stopped its processes itself; the watchdog exits without a sweep. */
+  /**
+   * Orderly shutdown: the agent has stopped its processes itself; the watchdog exits without a
+   * sweep. Waits up to 2 s for the line to be written.
+   */
   @Override
   public void close() {
-    send("q\n");
-    synchronized (this) {
-      broken = true;
-      try {
-        pipe.close();
-      } catch (IOException ignored) {
-        // it is gone already
-      }
+    send(CLOSE);
+    try {
+      process.waitFor(2, java.util.concurrent.TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 }
