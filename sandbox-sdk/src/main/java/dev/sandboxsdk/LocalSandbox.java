@@ -39,6 +39,11 @@ import org.slf4j.LoggerFactory;
  * <p><b>Isolation.</b> Commands run as the same OS user as your JVM, in their own process
  * groups, with the workspace as their working directory. This is process isolation for
  * development and tests, not a security boundary: use the container image for untrusted code.
+ * Commands do not inherit this JVM's environment: they get {@code PATH}, {@code HOME},
+ * {@code LANG}, {@code TERM}, {@code TMPDIR} (and {@code LC_ALL}, {@code LC_CTYPE} if set),
+ * {@code SANDBOX_WORKSPACE}, {@code SANDBOX_AGENT_RUN}, the variables named with
+ * {@link Builder#inheritEnv(String...)} and what each call passes; the agent's JVM itself is
+ * started with only those.
  *
  * <p><b>Lifecycle.</b> {@link #close()} stops the agent and every process it started (SIGTERM,
  * then SIGKILL after the grace period) and deletes the workspace if the SDK created it; it also
@@ -80,6 +85,9 @@ public final class LocalSandbox implements Sandbox {
     this.workspace = ws.toAbsolutePath();
     this.ownsWorkspace = owns;
     List<String> agentArgs = new ArrayList<>(b.agentArguments);
+    if (!b.inheritEnv.isEmpty()) {
+      agentArgs.addAll(List.of("--inherit-env", String.join(",", b.inheritEnv)));
+    }
     if (b.grace != null) {
       agentArgs.addAll(List.of("--grace-ms", Long.toString(Math.max(1, b.grace.toMillis()))));
     }
@@ -304,8 +312,40 @@ public final class LocalSandbox implements Sandbox {
     private Duration grace;
     private final List<String> jvmArguments = new ArrayList<>();
     private final List<String> agentArguments = new ArrayList<>();
+    private final java.util.Set<String> inheritEnv = new java.util.LinkedHashSet<>();
 
     private Builder() {}
+
+    /**
+     * Names of this JVM's environment variables that commands also get. By default commands see
+     * none of this JVM's environment except {@code PATH}, {@code HOME}, {@code LANG}, {@code TERM}
+     * and {@code TMPDIR} (and {@code LC_ALL}, {@code LC_CTYPE} if set), plus
+     * {@code SANDBOX_WORKSPACE}, {@code SANDBOX_AGENT_RUN} and what each call passes with
+     * {@code env(...)}: database passwords and cloud credentials of your application do not reach
+     * sandboxed commands unless you name them here. A name this JVM has no value for is ignored.
+     * Repeatable; the names add up.
+     *
+     * @throws IllegalArgumentException if a name is not a variable name ({@code [A-Za-z_][A-Za-z0-9_]*})
+     *     or is {@code SANDBOX_AGENT_TOKEN}, which holds the agent's token and is never passed on
+     */
+    public Builder inheritEnv(String... names) {
+      return inheritEnv(List.of(names));
+    }
+
+    /** As {@link #inheritEnv(String...)}. */
+    public Builder inheritEnv(java.util.Collection<String> names) {
+      for (String name : names) {
+        Objects.requireNonNull(name, "name == null");
+        if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+          throw new IllegalArgumentException("not an environment variable name: '" + name + "'");
+        }
+        if (name.equals("SANDBOX_AGENT_TOKEN") || name.equals("SANDBOX_AGENT_RUN") || name.equals("SANDBOX_WORKSPACE")) {
+          throw new IllegalArgumentException(name + " is set by the sandbox itself and cannot be inherited");
+        }
+      }
+      inheritEnv.addAll(names);
+      return this;
+    }
 
     /** The agent jar ({@code container-agent.jar}), when it cannot be found automatically. */
     public Builder agentJar(Path agentJar) {

@@ -12,6 +12,8 @@ import java.util.Objects;
  *     open-file limit (see {@link #effectiveMaxConnections()})
  * @param requestTimeoutSeconds how long a client may take to send a request's line, headers and
  *     body before its connection is closed; responses (event streams) are not limited
+ * @param inheritEnv names of the agent's environment variables that commands get besides the
+ *     base set (see {@link dev.sandboxsdk.agent.process.CommandEnvironment})
  */
 public record AgentConfig(
     String bind,
@@ -28,7 +30,8 @@ public record AgentConfig(
     long autoCleanupDelayMs,
     boolean exitOnStdinEof,
     int maxConnections,
-    int requestTimeoutSeconds) {
+    int requestTimeoutSeconds,
+    java.util.List<String> inheritEnv) {
 
   public static final int DEFAULT_PORT = 3000;
   public static final String DEFAULT_BIND = "0.0.0.0";
@@ -71,6 +74,7 @@ public record AgentConfig(
     if (keepAliveMs <= 0 || keepAliveMs > MAX_KEEP_ALIVE_MS) {
       throw new IllegalArgumentException("keepAliveMs must be 1.." + MAX_KEEP_ALIVE_MS + ": " + keepAliveMs);
     }
+    inheritEnv = java.util.List.copyOf(inheritEnv);
     if (autoCleanupDelayMs < 0) {
       throw new IllegalArgumentException("autoCleanupDelayMs must be >= 0: " + autoCleanupDelayMs);
     }
@@ -131,7 +135,8 @@ public record AgentConfig(
         + ", graceMs=" + graceMs + ", keepAliveMs=" + keepAliveMs + ", maxBodyBytes=" + maxBodyBytes
         + ", logWindowBytes=" + logWindowBytes + ", defaultMaxOutputBytes=" + defaultMaxOutputBytes
         + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof
-        + ", maxConnections=" + maxConnections + ", requestTimeoutSeconds=" + requestTimeoutSeconds + "]";
+        + ", maxConnections=" + maxConnections + ", requestTimeoutSeconds=" + requestTimeoutSeconds
+        + ", inheritEnv=" + inheritEnv + "]";
   }
 
   /** Mutable builder with the documented defaults. */
@@ -151,6 +156,7 @@ public record AgentConfig(
     private boolean exitOnStdinEof;
     private int maxConnections;
     private int requestTimeoutSeconds = DEFAULT_REQUEST_TIMEOUT_SECONDS;
+    private final java.util.Set<String> inheritEnv = new java.util.LinkedHashSet<>();
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -167,11 +173,14 @@ public record AgentConfig(
     public Builder exitOnStdinEof(boolean exit) { this.exitOnStdinEof = exit; return this; }
     public Builder maxConnections(int max) { this.maxConnections = max; return this; }
     public Builder requestTimeoutSeconds(int seconds) { this.requestTimeoutSeconds = seconds; return this; }
+    /** Adds names of the agent's environment variables that commands also get. */
+    public Builder inheritEnv(java.util.Collection<String> names) { this.inheritEnv.addAll(names); return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
           keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof,
-          maxConnections, requestTimeoutSeconds);
+          maxConnections, requestTimeoutSeconds,
+          java.util.List.copyOf(inheritEnv));
     }
   }
 }

@@ -30,7 +30,8 @@ public final class Main {
       "  --port N                 TCP port to listen on; 0 picks a free port (default 3000)",
       "  --bind ADDR              address to bind (default 0.0.0.0; use 127.0.0.1 for local only)",
       "  --workspace DIR          default working directory of commands; created if missing",
-      "                           (default: the current directory)",
+      "                           (default: a new empty directory under the system's temp",
+      "                           directory, named in the log; it is left in place on exit)",
       "  --token-file F           file holding the bearer token clients must send",
       "                           (the token may also come from env SANDBOX_AGENT_TOKEN)",
       "  --insecure-no-auth       serve without a token (only for trusted, local setups)",
@@ -51,6 +52,11 @@ public final class Main {
       "  --request-timeout-seconds N  a request's line, headers and body must arrive within",
       "                           this; slower clients are disconnected (default 30;",
       "                           responses and event streams are not limited)",
+      "  --inherit-env NAME[,NAME...]  also pass the agent's variable NAME to every command;",
+      "                           repeatable. Commands otherwise get only PATH, HOME, LANG,",
+      "                           TERM, TMPDIR (the agent's value, or a default), LC_ALL and",
+      "                           LC_CTYPE if set, SANDBOX_WORKSPACE, SANDBOX_AGENT_RUN and",
+      "                           what each request sets. SANDBOX_AGENT_TOKEN is never passed",
       "  --exit-on-stdin-eof      stop (like SIGTERM) when standard input reaches end of file;",
       "                           a parent that starts the agent keeps the pipe open, so the",
       "                           agent and its processes go away even if the parent is killed",
@@ -62,12 +68,15 @@ public final class Main {
       "Logs go to stderr. SIGTERM stops the agent and every process it started.");
 
   private static final String TOKEN_FILE = "--token-file";
+  private static final String INHERIT_ENV = "--inherit-env";
+  private static final String WORKSPACE = "--workspace";
 
   /** The options that take a value (besides {@value #TOKEN_FILE}), and what each sets. */
   private static final Map<String, BiConsumer<AgentConfig.Builder, String>> VALUE_OPTIONS = Map.ofEntries(
       Map.entry("--port", (b, v) -> b.port((int) number("--port", v, 0, 65535))),
       Map.entry("--bind", AgentConfig.Builder::bind),
-      Map.entry("--workspace", (b, v) -> b.workspace(Path.of(v).toAbsolutePath().normalize())),
+      Map.entry(WORKSPACE, (b, v) -> b.workspace(Path.of(v).toAbsolutePath().normalize())),
+      Map.entry(INHERIT_ENV, Main::inheritEnv),
       Map.entry("--max-processes", (b, v) -> b.maxProcesses((int) number("--max-processes", v, 1, 1_000_000))),
       Map.entry("--grace-ms", (b, v) -> b.graceMs(number("--grace-ms", v, 1, 3_600_000))),
       Map.entry("--keep-alive-ms", (b, v) -> b.keepAliveMs(number("--keep-alive-ms", v, 1, AgentConfig.MAX_KEEP_ALIVE_MS))),
@@ -93,7 +102,7 @@ public final class Main {
   static int run(String[] args, PrintStream out, PrintStream err) {
     AgentConfig config;
     try {
-      config = parse(args, System.getenv(TOKEN_ENV), out);
+      config = parse(args, System.getenv(TOKEN_ENV), out, Main::freshWorkspace);
     } catch (UsageException e) {
       if (e.getMessage() == null) {
         return 0; // --help or --version
@@ -147,8 +156,39 @@ public final class Main {
     t.start();
   }
 
-  static AgentConfig parse(String[] args, String envToken, PrintStream out) {
+  /** A new empty directory for an agent started without {@code --workspace}. */
+  private static Path freshWorkspace() {
+    try {
+      Path dir = Files.createTempDirectory("sandbox-agent-workspace-");
+      org.slf4j.LoggerFactory.getLogger(Main.class).info(
+          "no {} given: commands run in the new empty directory {} (left in place on exit)", WORKSPACE, dir);
+      return dir;
+    } catch (IOException e) {
+      throw new UsageException("no " + WORKSPACE + " given and cannot create a temporary one: " + e.getMessage());
+    }
+  }
+
+  private static void inheritEnv(AgentConfig.Builder b, String value) {
+    java.util.List<String> names = new java.util.ArrayList<>();
+    for (String name : value.split(",", -1)) {
+      String refusal = dev.sandboxsdk.agent.process.CommandEnvironment.refusal(name.trim(), TOKEN_ENV);
+      if (refusal != null) {
+        throw new UsageException(INHERIT_ENV + ": " + refusal);
+      }
+      names.add(name.trim());
+    }
+    b.inheritEnv(names);
+  }
+
+  /**
+   * Parses the command line.
+   *
+   * @param defaultWorkspace called for the workspace when {@code --workspace} is not given
+   */
+  static AgentConfig parse(String[] args, String envToken, PrintStream out,
+      java.util.function.Supplier<Path> defaultWorkspace) {
     AgentConfig.Builder b = AgentConfig.builder();
+    boolean workspaceGiven = false;
     String tokenFile = null;
     boolean insecure = false;
     for (int i = 0; i < args.length; i++) {
@@ -189,6 +229,7 @@ public final class Main {
             }
             value = args[++i];
           }
+          workspaceGiven |= arg.equals(WORKSPACE);
           if (arg.equals(TOKEN_FILE)) {
             tokenFile = value; // read once all options are known
           } else {
@@ -215,6 +256,9 @@ public final class Main {
     }
     if (token != null && insecure) {
       throw new UsageException("--insecure-no-auth conflicts with the token that was given; drop one of them");
+    }
+    if (!workspaceGiven) {
+      b.workspace(defaultWorkspace.get());
     }
     return b.token(token).insecureNoAuth(insecure).build();
   }

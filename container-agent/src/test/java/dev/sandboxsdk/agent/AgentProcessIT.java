@@ -109,7 +109,7 @@ class AgentProcessIT {
   @Test
   void leavesNoZombieChildrenWhileRunning() throws Exception {
     Files.writeString(dir.resolve("token"), TOKEN + "\n");
-    Process agent = launch(Map.of(), "--port", "0", "--bind", "127.0.0.1", "--token-file", "token");
+    Process agent = launch(Map.of(), "--port", "0", "--bind", "127.0.0.1", "--token-file", "token", "--workspace", "ws");
     URI url = URI.create(awaitReady(agent).get("url").asText());
     for (int i = 0; i < 20; i++) {
       call("POST", url.resolve("/api/execute"), "{\"command\":\"exit " + (i % 3) + "\"}");
@@ -122,7 +122,8 @@ class AgentProcessIT {
   @Test
   void sigtermStopsTheAgentAndLeavesNoChildAlive() throws Exception {
     Files.writeString(dir.resolve("token"), TOKEN);
-    Process agent = launch(Map.of(), "--port", "0", "--bind", "127.0.0.1", "--token-file", "token", "--grace-ms", "1000");
+    Process agent = launch(Map.of(), "--port", "0", "--bind", "127.0.0.1", "--token-file", "token", "--grace-ms", "1000",
+        "--workspace", dir.toString());
     URI url = URI.create(awaitReady(agent).get("url").asText());
     List<Long> groups = new ArrayList<>();
     for (String cmd : List.of("sleep 300", "trap '' TERM; sleep 300", "sleep 300 & sleep 300 & wait")) {
@@ -168,7 +169,7 @@ class AgentProcessIT {
   void withExitOnStdinEofTheAgentStopsEverythingWhenItsParentGoesAway() throws Exception {
     Files.writeString(dir.resolve("token"), TOKEN);
     Process agent = launch(Map.of(), "--port", "0", "--bind", "127.0.0.1", "--token-file", "token", "--grace-ms", "500",
-        "--exit-on-stdin-eof");
+        "--exit-on-stdin-eof", "--workspace", "ws");
     URI url = URI.create(awaitReady(agent).get("url").asText());
     long group = call("POST", url.resolve("/api/process/start"), "{\"command\":\"sleep 300 & sleep 300 & wait\"}")
         .get("pid").asLong();

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.PrintStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.LinkedHashSet;
 import java.util.Set;
 import java.util.regex.Matcher;
@@ -26,13 +27,26 @@ class MainTest {
 
   @TempDir Path tmp;
 
+  /** What the tests' agents get when no --workspace is given (the real one creates a new directory). */
+  private static final Path FRESH = Path.of("/nonexistent/fresh-workspace");
+  private int freshCalls;
+
+  private AgentConfig parse(String[] args, String envToken, PrintStream out) {
+    return Main.parse(args, envToken, out, () -> {
+      freshCalls++;
+      return FRESH;
+    });
+  }
+
   @Test
-  void defaultsArePort3000OnAllInterfacesInTheCurrentDirectory() {
-    AgentConfig config = Main.parse(new String[0], TOKEN, out);
+  void defaultsArePort3000OnAllInterfacesInAFreshWorkspaceNotTheCurrentDirectory() {
+    AgentConfig config = parse(new String[0], TOKEN, out);
 
     assertThat(config.port()).isEqualTo(3000);
     assertThat(config.bind()).isEqualTo("0.0.0.0");
-    assertThat(config.workspace()).isEqualTo(Path.of("").toAbsolutePath());
+    assertThat(config.workspace()).isEqualTo(FRESH);
+    assertThat(freshCalls).isEqualTo(1);
+    assertThat(config.inheritEnv()).isEmpty();
     assertThat(config.token()).isEqualTo(TOKEN);
     assertThat(config.insecureNoAuth()).isFalse();
     assertThat(config.maxProcesses()).isEqualTo(AgentConfig.DEFAULT_MAX_PROCESSES);
@@ -49,19 +63,19 @@ class MainTest {
 
   @Test
   void exitOnStdinEofIsAFlagWithoutValue() {
-    assertThat(Main.parse(args("--exit-on-stdin-eof"), TOKEN, out).exitOnStdinEof()).isTrue();
-    assertThatThrownBy(() -> Main.parse(args("--exit-on-stdin-eof=yes"), TOKEN, out))
+    assertThat(parse(args("--exit-on-stdin-eof"), TOKEN, out).exitOnStdinEof()).isTrue();
+    assertThatThrownBy(() -> parse(args("--exit-on-stdin-eof=yes"), TOKEN, out))
         .hasMessageContaining("takes no value");
   }
 
   @Test
   void portZeroAsksForAFreePort() {
-    assertThat(Main.parse(args("--port", "0"), TOKEN, out).port()).isZero();
+    assertThat(parse(args("--port", "0"), TOKEN, out).port()).isZero();
   }
 
   @Test
   void everyOptionTakesItsValueAsTheNextArgument() {
-    AgentConfig config = Main.parse(args(
+    AgentConfig config = parse(args(
         "--port", "8080", "--bind", "127.0.0.1", "--workspace", tmp.toString(),
         "--max-processes", "7", "--grace-ms", "250", "--keep-alive-ms", "15000",
         "--max-body-bytes", "1024", "--log-window-bytes", "4096", "--max-output-bytes", "99",
@@ -81,7 +95,7 @@ class MainTest {
 
   @Test
   void optionsAlsoTakeTheEqualsForm() {
-    AgentConfig config = Main.parse(args(
+    AgentConfig config = parse(args(
         "--port=4000", "--bind=::1", "--max-processes=3", "--grace-ms=10",
         "--workspace=" + tmp.resolve("a/../b")), TOKEN, out);
 
@@ -93,15 +107,38 @@ class MainTest {
   }
 
   @Test
+  void aGivenWorkspaceCreatesNoFreshOne() {
+    parse(args("--workspace", tmp.toString()), TOKEN, out);
+
+    assertThat(freshCalls).isZero();
+  }
+
+  @Test
+  void inheritEnvIsRepeatableAndCommaSeparated() {
+    AgentConfig config = parse(args("--inherit-env", "JAVA_HOME,USER", "--inherit-env=_X1", "--inherit-env", "USER"),
+        TOKEN, out);
+
+    assertThat(config.inheritEnv()).containsExactly("JAVA_HOME", "USER", "_X1");
+  }
+
+  @Test
+  void inheritEnvRefusesBadNamesAndTheTokenVariable() {
+    for (String bad : List.of("1X", "A-B", "", "A,,B", "A=B", Main.TOKEN_ENV, "SANDBOX_AGENT_RUN")) {
+      assertThatThrownBy(() -> parse(args("--inherit-env", bad), TOKEN, out))
+          .as(bad).isInstanceOf(Main.UsageException.class).hasMessageStartingWith("--inherit-env: ");
+    }
+  }
+
+  @Test
   void relativeWorkspaceBecomesAbsoluteAndNormalized() {
-    AgentConfig config = Main.parse(args("--workspace", "x/./y/../z"), TOKEN, out);
+    AgentConfig config = parse(args("--workspace", "x/./y/../z"), TOKEN, out);
 
     assertThat(config.workspace()).isEqualTo(Path.of("x/z").toAbsolutePath());
   }
 
   @Test
   void tokenFromEnvironmentIsStripped() {
-    AgentConfig config = Main.parse(new String[0], "  " + TOKEN + "\n", out);
+    AgentConfig config = parse(new String[0], "  " + TOKEN + "\n", out);
 
     assertThat(config.token()).isEqualTo(TOKEN);
     assertThat(config.insecureNoAuth()).isFalse();
@@ -111,7 +148,7 @@ class MainTest {
   void tokenFromFileHasSurroundingWhitespaceAndNewlineStripped() throws IOException {
     Path file = Files.writeString(tmp.resolve("token"), "  " + TOKEN + " \r\n\n", UTF_8);
 
-    AgentConfig config = Main.parse(args("--token-file", file.toString()), null, out);
+    AgentConfig config = parse(args("--token-file", file.toString()), null, out);
 
     assertThat(config.token()).isEqualTo(TOKEN);
   }
@@ -120,14 +157,14 @@ class MainTest {
   void tokenFileTakesPrecedenceOverTheEnvironment() throws IOException {
     Path file = Files.writeString(tmp.resolve("token"), TOKEN + "\n", UTF_8);
 
-    AgentConfig config = Main.parse(args("--token-file=" + file), "from-env", out);
+    AgentConfig config = parse(args("--token-file=" + file), "from-env", out);
 
     assertThat(config.token()).isEqualTo(TOKEN);
   }
 
   @Test
   void refusesToStartWithoutATokenOrAnExplicitOptOut() {
-    assertThatThrownBy(() -> Main.parse(new String[0], null, out))
+    assertThatThrownBy(() -> parse(new String[0], null, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageContaining("SANDBOX_AGENT_TOKEN")
         .hasMessageContaining("--token-file")
@@ -136,14 +173,14 @@ class MainTest {
 
   @Test
   void blankEnvironmentTokenCountsAsNoToken() {
-    assertThatThrownBy(() -> Main.parse(new String[0], " \n", out))
+    assertThatThrownBy(() -> parse(new String[0], " \n", out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageContaining("SANDBOX_AGENT_TOKEN");
   }
 
   @Test
   void insecureNoAuthServesWithoutAToken() {
-    AgentConfig config = Main.parse(args("--insecure-no-auth"), null, out);
+    AgentConfig config = parse(args("--insecure-no-auth"), null, out);
 
     assertThat(config.token()).isNull();
     assertThat(config.insecureNoAuth()).isTrue();
@@ -152,7 +189,7 @@ class MainTest {
 
   @Test
   void insecureNoAuthConflictsWithATokenFromTheEnvironment() {
-    assertThatThrownBy(() -> Main.parse(args("--insecure-no-auth"), TOKEN, out))
+    assertThatThrownBy(() -> parse(args("--insecure-no-auth"), TOKEN, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageContaining("--insecure-no-auth")
         .hasMessageNotContaining(TOKEN);
@@ -162,7 +199,7 @@ class MainTest {
   void insecureNoAuthConflictsWithATokenFile() throws IOException {
     Path file = Files.writeString(tmp.resolve("token"), TOKEN, UTF_8);
 
-    assertThatThrownBy(() -> Main.parse(args("--token-file", file.toString(), "--insecure-no-auth"), null, out))
+    assertThatThrownBy(() -> parse(args("--token-file", file.toString(), "--insecure-no-auth"), null, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageContaining("--insecure-no-auth")
         .hasMessageNotContaining(TOKEN);
@@ -172,7 +209,7 @@ class MainTest {
   void emptyTokenFileIsRefused() throws IOException {
     Path file = Files.writeString(tmp.resolve("token"), " \n\t\n", UTF_8);
 
-    assertThatThrownBy(() -> Main.parse(args("--token-file", file.toString()), TOKEN, out))
+    assertThatThrownBy(() -> parse(args("--token-file", file.toString()), TOKEN, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageContaining("--token-file")
         .hasMessageContaining("empty");
@@ -182,7 +219,7 @@ class MainTest {
   void unreadableTokenFileIsRefused() {
     Path missing = tmp.resolve("no-such-file");
 
-    assertThatThrownBy(() -> Main.parse(args("--token-file", missing.toString()), TOKEN, out))
+    assertThatThrownBy(() -> parse(args("--token-file", missing.toString()), TOKEN, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageContaining("cannot read --token-file")
         .hasMessageContaining(missing.toString());
@@ -190,7 +227,7 @@ class MainTest {
 
   @Test
   void unknownOptionIsRefused() {
-    assertThatThrownBy(() -> Main.parse(args("--frobnicate", "1"), TOKEN, out))
+    assertThatThrownBy(() -> parse(args("--frobnicate", "1"), TOKEN, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessage("unknown option --frobnicate");
   }
@@ -198,21 +235,21 @@ class MainTest {
   @Test
   void unknownOptionIsRefusedAsUnknownEvenWhenItIsTheLastArgument() {
     // A typo such as "--insecure-noauth" must be reported as unknown, not as lacking a value.
-    assertThatThrownBy(() -> Main.parse(args("--insecure-noauth"), null, out))
+    assertThatThrownBy(() -> parse(args("--insecure-noauth"), null, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageContaining("unknown option --insecure-noauth");
   }
 
   @Test
   void positionalArgumentIsRefused() {
-    assertThatThrownBy(() -> Main.parse(args("serve"), TOKEN, out))
+    assertThatThrownBy(() -> parse(args("serve"), TOKEN, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessage("unknown argument 'serve'");
   }
 
   @Test
   void optionWithoutItsValueIsRefused() {
-    assertThatThrownBy(() -> Main.parse(args("--bind", "127.0.0.1", "--port"), TOKEN, out))
+    assertThatThrownBy(() -> parse(args("--bind", "127.0.0.1", "--port"), TOKEN, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessage("option --port needs a value");
   }
@@ -239,19 +276,19 @@ class MainTest {
       "--auto-cleanup-delay-ms, 99999999999999999999",
   })
   void numbersOutsideTheirRangeAreRefused(String option, String value) {
-    assertThatThrownBy(() -> Main.parse(args(option, value), TOKEN, out))
+    assertThatThrownBy(() -> parse(args(option, value), TOKEN, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageStartingWith(option + " must be an integer from ")
         .hasMessageEndingWith("got '" + value + "'");
     // The equals form goes through the same check.
-    assertThatThrownBy(() -> Main.parse(args(option + "=" + value), TOKEN, out))
+    assertThatThrownBy(() -> parse(args(option + "=" + value), TOKEN, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageStartingWith(option + " must be an integer from ");
   }
 
   @Test
   void numbersAtTheEdgesOfTheirRangesAreAccepted() {
-    AgentConfig config = Main.parse(args(
+    AgentConfig config = parse(args(
         "--port", "65535", "--max-processes", "1000000", "--grace-ms", "3600000",
         "--keep-alive-ms", "1", "--max-body-bytes", "1024", "--log-window-bytes", "1073741824",
         "--max-output-bytes", "268435456", "--auto-cleanup-delay-ms", "0"), TOKEN, out);
@@ -263,7 +300,7 @@ class MainTest {
 
   @Test
   void helpPrintsUsageAndAsksForAQuietExit() {
-    assertThatThrownBy(() -> Main.parse(args("--port", "1", "--help"), null, out))
+    assertThatThrownBy(() -> parse(args("--port", "1", "--help"), null, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessage(null);
 
@@ -272,7 +309,7 @@ class MainTest {
 
   @Test
   void shortHelpFlagPrintsTheSameUsage() {
-    assertThatThrownBy(() -> Main.parse(args("-h"), null, out))
+    assertThatThrownBy(() -> parse(args("-h"), null, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessage(null);
 
@@ -289,7 +326,7 @@ class MainTest {
     assertThat(accepted).as("options found in Main.java")
         .contains("--port", "--token-file", "--help", "--auto-cleanup-delay-ms", "--exit-on-stdin-eof");
 
-    assertThatThrownBy(() -> Main.parse(args("--help"), null, out)).isInstanceOf(Main.UsageException.class);
+    assertThatThrownBy(() -> parse(args("--help"), null, out)).isInstanceOf(Main.UsageException.class);
     String help = stdout.toString(UTF_8);
 
     for (String option : accepted) {
@@ -299,7 +336,7 @@ class MainTest {
 
   @Test
   void everyOptionInTheHelpIsKnownToTheParser() {
-    assertThatThrownBy(() -> Main.parse(args("--help"), null, out)).isInstanceOf(Main.UsageException.class);
+    assertThatThrownBy(() -> parse(args("--help"), null, out)).isInstanceOf(Main.UsageException.class);
     Set<String> documented = new LinkedHashSet<>();
     Matcher m = Pattern.compile("^\\s+(--[a-z-]+)", Pattern.MULTILINE).matcher(stdout.toString(UTF_8));
     while (m.find()) {
@@ -310,7 +347,7 @@ class MainTest {
     for (String option : documented) {
       PrintStream discard = new PrintStream(new ByteArrayOutputStream(), true, UTF_8);
       try {
-        Main.parse(args(option + "=1"), TOKEN, discard);
+        parse(args(option + "=1"), TOKEN, discard);
       } catch (Main.UsageException e) {
         // --help and --version end parsing with a null message; any other message must be about the value.
         if (e.getMessage() != null) {
@@ -322,7 +359,7 @@ class MainTest {
 
   @Test
   void versionPrintsOneLineAndAsksForAQuietExit() {
-    assertThatThrownBy(() -> Main.parse(args("--version"), null, out))
+    assertThatThrownBy(() -> parse(args("--version"), null, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessage(null);
 
@@ -333,8 +370,8 @@ class MainTest {
   void configToStringNeverContainsTheToken() throws IOException {
     Path file = Files.writeString(tmp.resolve("token"), TOKEN, UTF_8);
 
-    AgentConfig fromFile = Main.parse(args("--token-file", file.toString()), null, out);
-    AgentConfig fromEnv = Main.parse(new String[0], TOKEN, out);
+    AgentConfig fromFile = parse(args("--token-file", file.toString()), null, out);
+    AgentConfig fromEnv = parse(new String[0], TOKEN, out);
     AgentConfig built = AgentConfig.builder().token(TOKEN).build();
 
     for (AgentConfig config : new AgentConfig[] {fromFile, fromEnv, built}) {

@@ -129,8 +129,7 @@ public final class AgentLauncher {
         "--exit-on-stdin-eof"));
     cmd.addAll(agentArgs);
     ProcessBuilder pb = new ProcessBuilder(cmd).directory(workspace.toFile());
-    pb.environment().put("SANDBOX_AGENT_TOKEN", token);
-    pb.environment().remove(JAR_ENV);
+    agentEnvironment(pb.environment(), System.getenv(), agentArgs, token);
     Process process;
     try {
       process = pb.start();
@@ -180,6 +179,63 @@ public final class AgentLauncher {
     }
     log.debug("local agent pid {} ready at {}", process.pid(), url);
     return new Agent(process, url, token);
+  }
+
+  // ---- the agent's environment
+
+  /**
+   * What the agent's JVM gets of this JVM's environment besides the names given to
+   * {@code --inherit-env}: what commands get by default (the agent passes these on), plus the
+   * locale, which also sets how the agent's JVM encodes file names and arguments.
+   */
+  static final List<String> AGENT_ENV = List.of("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TMPDIR");
+  static final String TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
+  private static final String INHERIT_ENV = "--inherit-env";
+
+  /**
+   * Replaces {@code target} (the agent's environment) with {@link #AGENT_ENV}, the names given to
+   * {@code --inherit-env} in {@code agentArgs} that {@code source} has, and the token. Nothing else
+   * of this JVM's environment reaches the agent, so nothing else can reach a command even if the
+   * agent had a bug. Not passed on purpose: {@code JAVA_HOME} (the agent's java is named
+   * explicitly), and {@code JAVA_TOOL_OPTIONS}, {@code _JAVA_OPTIONS}, {@code JDK_JAVA_OPTIONS}
+   * (they would load this application's debug or coverage agents and options into the agent's
+   * JVM; use {@code LocalSandbox.Builder.jvmArgument} for the agent's JVM).
+   */
+  static void agentEnvironment(java.util.Map<String, String> target, java.util.Map<String, String> source,
+      List<String> agentArgs, String token) {
+    Set<String> names = new LinkedHashSet<>(AGENT_ENV);
+    names.addAll(inheritedNames(agentArgs));
+    names.remove(TOKEN_ENV);
+    target.clear();
+    for (String name : names) {
+      String value = source.get(name);
+      if (value != null) {
+        target.put(name, value);
+      }
+    }
+    target.put(TOKEN_ENV, token);
+  }
+
+  /** The names given to {@code --inherit-env} (as {@code --inherit-env A,B} or {@code --inherit-env=A,B}). */
+  static List<String> inheritedNames(List<String> agentArgs) {
+    List<String> names = new ArrayList<>();
+    for (int i = 0; i < agentArgs.size(); i++) {
+      String arg = agentArgs.get(i);
+      String value = null;
+      if (arg.equals(INHERIT_ENV) && i + 1 < agentArgs.size()) {
+        value = agentArgs.get(++i);
+      } else if (arg.startsWith(INHERIT_ENV + "=")) {
+        value = arg.substring(INHERIT_ENV.length() + 1);
+      }
+      if (value != null) {
+        for (String name : value.split(",")) {
+          if (!name.isBlank()) {
+            names.add(name.trim());
+          }
+        }
+      }
+    }
+    return names;
   }
 
   // ---- finding java and the agent

@@ -12,7 +12,8 @@ import java.util.regex.Pattern;
  *
  * @param shellCommand the shell string, or null when {@code argv} is given
  * @param argv the argument vector, or null when {@code shellCommand} is given
- * @param env variables to set (a null value removes the variable from the inherited environment)
+ * @param env variables to set over the start environment of {@link CommandEnvironment} (a null value
+ *     removes the variable)
  * @param cwd working directory, relative to the workspace unless absolute; null for the workspace
  * @param timeoutMs agent-enforced limit, or null for none
  * @param stdinData text fed to a synchronous exec's stdin, or null for an empty stdin

@@ -90,6 +90,8 @@ public final class ManagedProcess {
   private volatile boolean killRequested;
   private volatile boolean timedOut;
   private volatile Signal lastSignalSent;
+  /** This command's {@link CommandEnvironment#RUN_VAR} value, shared by everything it starts. */
+  private volatile String mark;
 
   ManagedProcess(String id, Kind kind, ExecSpec spec, Process process, OutputPump stdoutPump,
       OutputPump stderrPump, ProcessManager manager, int logWindow) {
@@ -113,6 +115,15 @@ public final class ManagedProcess {
 
   public long pid() {
     return pid;
+  }
+
+  /** This command's {@link CommandEnvironment#RUN_VAR} value. */
+  String mark() {
+    return mark;
+  }
+
+  void mark(String value) {
+    this.mark = value;
   }
 
   public Kind kind() {
@@ -176,19 +187,19 @@ public final class ManagedProcess {
    */
   void terminate(Signal signal, long graceMs, KillReason reason) {
     noteSignalled(signal, reason);
-    manager.groups().signal(List.of(pid), signal);
+    manager.signalTree(this, signal, true);
     if (signal != Signal.SIGKILL) {
       manager.scheduler().schedule(this::escalate, graceMs, TimeUnit.MILLISECONDS);
     }
   }
 
   private void escalate() {
-    if (!finished.isDone() || ProcessGroups.liveGroups().contains(pid)) {
-      if (!finished.isDone()) {
-        lastSignalSent = Signal.SIGKILL;
-      }
-      log.debug("process {} (pgid {}) outlived its grace period: SIGKILL", id, pid);
-      manager.groups().signal(List.of(pid), Signal.SIGKILL);
+    boolean groupAlive = !finished.isDone() || ProcessGroups.liveGroups().contains(pid);
+    if (!finished.isDone()) {
+      lastSignalSent = Signal.SIGKILL;
+    }
+    if (manager.signalTree(this, Signal.SIGKILL, groupAlive)) {
+      log.debug("process {} (pgid {}) or what it started outlived the grace period: SIGKILL", id, pid);
     }
   }
 

@@ -32,7 +32,24 @@ final class ProcessGroups {
 
   /** Sends {@code signal} to every group in {@code pgids}; groups that are already gone are ignored. */
   void signal(Collection<Long> pgids, Signal signal) {
-    List<String> cmd = killCommand(killBinary, pgids, signal);
+    run(killCommand(killBinary, pgids, signal), signal);
+  }
+
+  /** Sends {@code signal} to single processes (not their groups); pids already gone are ignored. */
+  void signalProcesses(Collection<Long> pids, Signal signal) {
+    List<String> cmd = new ArrayList<>(pids.size() + 3);
+    cmd.add(killBinary);
+    cmd.add("-" + signal.shortName());
+    cmd.add("--");
+    for (long pid : pids) {
+      if (pid > 1) {
+        cmd.add(Long.toString(pid));
+      }
+    }
+    run(cmd.size() == 3 ? List.of() : cmd, signal);
+  }
+
+  private void run(List<String> cmd, Signal signal) {
     if (cmd.isEmpty()) {
       return;
     }
@@ -106,6 +123,89 @@ final class ProcessGroups {
       log.warn("cannot scan /proc: {}", e.toString());
     }
     return groups;
+  }
+
+  /** A live process that carries a run marker: its pid, its process group and its marker value. */
+  record Marked(long pid, long pgid, String mark) {}
+
+  /**
+   * Every live (not zombie) process whose environment holds {@code name=prefix...}, found in
+   * {@code /proc/<pid>/environ} (readable for the agent's own user's processes).
+   */
+  static List<Marked> marked(String name, String prefix) {
+    byte[] needle = (name + "=" + prefix).getBytes(StandardCharsets.ISO_8859_1);
+    List<Marked> found = new ArrayList<>();
+    long self = ProcessHandle.current().pid();
+    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(PROC)) {
+      for (Path dir : dirs) {
+        String pidText = dir.getFileName().toString();
+        if (pidText.isEmpty() || !Character.isDigit(pidText.charAt(0))) {
+          continue;
+        }
+        byte[] environ;
+        try {
+          environ = Files.readAllBytes(dir.resolve("environ"));
+        } catch (IOException | RuntimeException unreadable) {
+          continue; // another user's process, or it exited while we looked
+        }
+        String mark = find(environ, needle, name.length() + 1);
+        if (mark == null) {
+          continue;
+        }
+        long pid;
+        try {
+          pid = Long.parseLong(pidText);
+        } catch (NumberFormatException e) {
+          continue;
+        }
+        long pgid = liveGroupOf(dir);
+        if (pid != self && pgid > 0) {
+          found.add(new Marked(pid, pgid, mark));
+        }
+      }
+    } catch (IOException e) {
+      log.warn("cannot scan /proc: {}", e.toString());
+    }
+    return found;
+  }
+
+  /** The value of the variable whose {@code name=} prefix plus value prefix is {@code needle}, or null. */
+  private static String find(byte[] environ, byte[] needle, int valueAt) {
+    int start = 0;
+    while (start < environ.length) {
+      int end = start;
+      while (end < environ.length && environ[end] != 0) {
+        end++;
+      }
+      if (end - start >= needle.length && java.util.Arrays.equals(environ, start, start + needle.length, needle, 0, needle.length)) {
+        return new String(environ, start + valueAt, end - start - valueAt, StandardCharsets.ISO_8859_1);
+      }
+      start = end + 1;
+    }
+    return null;
+  }
+
+  /** The process group of {@code /proc/<pid>}, or -1 if it is gone or a zombie. */
+  private static long liveGroupOf(Path dir) {
+    String stat;
+    try {
+      stat = Files.readString(dir.resolve("stat"), StandardCharsets.ISO_8859_1);
+    } catch (IOException | RuntimeException gone) {
+      return -1;
+    }
+    int close = stat.lastIndexOf(')');
+    if (close < 0 || close + 2 >= stat.length()) {
+      return -1;
+    }
+    String[] f = stat.substring(close + 2).split(" ", 4);
+    if (f.length < 3 || f[0].equals("Z") || f[0].equals("X")) {
+      return -1;
+    }
+    try {
+      return Long.parseLong(f[2]);
+    } catch (NumberFormatException e) {
+      return -1;
+    }
   }
 
   /** The SigIgn mask of this process (bit N-1 set when signal N is ignored), or 0 if unknown. */

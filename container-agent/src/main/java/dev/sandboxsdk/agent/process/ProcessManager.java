@@ -9,6 +9,7 @@ import java.nio.file.Files;
 import java.nio.file.InvalidPathException;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
@@ -23,6 +24,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Predicate;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,7 +37,7 @@ public final class ProcessManager implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(ProcessManager.class);
   private static final Pattern PROCESS_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
   private static final Set<String> RESERVED_IDS = Set.of("list", "start", "kill-all", "cleanup");
-  /** Removed from every child's environment so a sandboxed command cannot read the agent's secret. */
+  /** Never passed to a command, so a sandboxed command cannot read the agent's secret. */
   public static final String TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
   private static final File DEV_NULL = new File("/dev/null");
 
@@ -51,6 +53,11 @@ public final class ProcessManager implements AutoCloseable {
   private final Set<ManagedProcess> live = ConcurrentHashMap.newKeySet();
   private final AtomicInteger running = new AtomicInteger();
   private final AtomicLong idSequence = new AtomicLong();
+  /** Numbers the commands of this run for their {@link CommandEnvironment#RUN_VAR} marker. */
+  private final AtomicLong spawnSerial = new AtomicLong();
+  private final CommandEnvironment environment;
+  /** Stops this run's processes if the agent dies without doing so; null if it could not start. */
+  private final Watchdog watchdog;
   /**
    * Every process group this agent started whose members may still live, including groups of
    * finished or cleaned-up processes: their leftover children are ours to stop too.
@@ -71,6 +78,8 @@ public final class ProcessManager implements AutoCloseable {
           + (setsid == null ? "setsid " : "") + (kill == null ? "kill" : ""));
     }
     this.groups = new ProcessGroups(kill);
+    String runId = randomRunId();
+    this.environment = new CommandEnvironment(System.getenv(), config.inheritEnv(), config.workspace(), runId, TOKEN_ENV);
     this.launcher = launcher(setsid, ProcessGroups.which("env", path));
     String mkfifo = ProcessGroups.which("mkfifo", path);
     if (mkfifo == null) {
@@ -85,6 +94,7 @@ public final class ProcessManager implements AutoCloseable {
     ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, daemonThreads("agent-timer"));
     timers.setRemoveOnCancelPolicy(true);
     this.scheduler = timers;
+    this.watchdog = Watchdog.start(setsid, runId, path);
     // A group number is free for reuse once its last member dies; forget dead groups promptly so
     // kill-all and shutdown never signal a stranger that inherited the number.
     timers.scheduleWithFixedDelay(this::pruneStartedGroups, 5, 5, TimeUnit.SECONDS);
@@ -119,6 +129,26 @@ public final class ProcessManager implements AutoCloseable {
     log.warn("the agent was started with ignored signals (mask {}) and env(1) cannot reset them;"
         + " commands inherit them", Long.toHexString(ignored));
     return List.of(setsid);
+  }
+
+  private static String randomRunId() {
+    byte[] b = new byte[8];
+    new java.security.SecureRandom().nextBytes(b);
+    StringBuilder sb = new StringBuilder(16);
+    for (byte x : b) {
+      sb.append(Character.forDigit((x >> 4) & 0xF, 16)).append(Character.forDigit(x & 0xF, 16));
+    }
+    return sb.toString();
+  }
+
+  /** The environment commands start from (before their request's own variables). */
+  CommandEnvironment environment() {
+    return environment;
+  }
+
+  /** The watchdog's pid, or -1 if there is none. */
+  long watchdogPid() {
+    return watchdog == null ? -1 : watchdog.pid();
   }
 
   static ThreadFactory daemonThreads(String prefix) {
@@ -200,14 +230,8 @@ public final class ProcessManager implements AutoCloseable {
     Path cwd = resolveCwd(spec.cwd());
     ProcessBuilder pb = new ProcessBuilder();
     Map<String, String> env = pb.environment();
-    env.remove(TOKEN_ENV);
-    spec.env().forEach((k, v) -> {
-      if (v == null) {
-        env.remove(k);
-      } else {
-        env.put(k, v);
-      }
-    });
+    String mark = environment.mark(spawnSerial.incrementAndGet());
+    environment.fill(env, spec.env(), mark);
     List<String> cmd = new ArrayList<>();
     cmd.addAll(launcher); // new session and process group; setsid execs in place, so pid == pgid
     if (spec.argv() != null) {
@@ -259,8 +283,12 @@ public final class ProcessManager implements AutoCloseable {
       throw new AgentException(ErrorCode.INTERNAL_ERROR, "cannot open the output pipe of the new process: " + e.getMessage());
     }
     ManagedProcess p = new ManagedProcess(id, kind, spec, process, out, err, this, config.logWindowBytes());
+    p.mark(mark);
     live.add(p);
     startedGroups.add(p.pid());
+    if (watchdog != null) {
+      watchdog.register(p.pid());
+    }
     if (spec.timeoutMs() != null) {
       scheduler.schedule(() -> {
         if (!p.isFinished()) {
@@ -390,9 +418,9 @@ public final class ProcessManager implements AutoCloseable {
 
   /**
    * Kills every running background process and whatever finished processes of any kind left
-   * behind in their groups (SIGTERM, then SIGKILL after the grace period), and waits until they
-   * are gone. Running execs belong to their HTTP calls and are left alone. Returns how many
-   * background processes were running.
+   * behind, in their groups or escaped from them (SIGTERM, then SIGKILL after the grace period),
+   * and waits until they are gone. Running execs belong to their HTTP calls and are left alone,
+   * with whatever they started. Returns how many background processes were running.
    */
   public int killAll() {
     List<ManagedProcess> targets = new ArrayList<>();
@@ -401,8 +429,47 @@ public final class ProcessManager implements AutoCloseable {
         targets.add(p);
       }
     }
-    terminateAll(targets, finishedGroups(), ManagedProcess.KillReason.REQUEST);
+    Set<String> spared = new HashSet<>();
+    for (ManagedProcess p : live) {
+      if (p.kind() != ManagedProcess.Kind.BACKGROUND) {
+        spared.add(p.mark());
+      }
+    }
+    terminateAll(targets, finishedGroups(), mark -> !spared.contains(mark), ManagedProcess.KillReason.REQUEST);
     return targets.size();
+  }
+
+  /**
+   * Signals a process's group and the processes it started that left the group (found by its
+   * {@link CommandEnvironment#RUN_VAR} marker); returns whether anything was signalled.
+   */
+  boolean signalTree(ManagedProcess p, Signal signal, boolean groupAlive) {
+    if (groupAlive) {
+      groups.signal(List.of(p.pid()), signal);
+    }
+    List<Long> escaped = new ArrayList<>();
+    for (ProcessGroups.Marked m : ProcessGroups.marked(CommandEnvironment.RUN_VAR, p.mark())) {
+      if (m.mark().equals(p.mark()) && m.pgid() != p.pid()) {
+        escaped.add(m.pid());
+      }
+    }
+    if (!escaped.isEmpty()) {
+      log.debug("process {}: {} process(es) that left its group get {}", p.id(), escaped.size(), signal);
+      groups.signalProcesses(escaped, signal);
+    }
+    return groupAlive || !escaped.isEmpty();
+  }
+
+  /** This run's marked processes outside {@code pgids} whose marker {@code include} accepts. */
+  private List<Long> escapees(Collection<Long> pgids, Predicate<String> include) {
+    Set<Long> inGroups = new HashSet<>(pgids);
+    List<Long> pids = new ArrayList<>();
+    for (ProcessGroups.Marked m : ProcessGroups.marked(CommandEnvironment.RUN_VAR, environment.runId() + ".")) {
+      if (!inGroups.contains(m.pgid()) && include.test(m.mark())) {
+        pids.add(m.pid());
+      }
+    }
+    return pids;
   }
 
   /** Groups whose leader finished (whatever its kind, listed or not): children may linger. */
@@ -443,13 +510,14 @@ public final class ProcessManager implements AutoCloseable {
     }
     Set<Long> alive = ProcessGroups.liveGroups();
     for (Long pgid : finished) {
-      if (!alive.contains(pgid)) {
-        startedGroups.remove(pgid);
+      if (!alive.contains(pgid) && startedGroups.remove(pgid) && watchdog != null) {
+        watchdog.forget(pgid);
       }
     }
   }
 
-  private void terminateAll(List<ManagedProcess> targets, List<Long> lingering, ManagedProcess.KillReason reason) {
+  private void terminateAll(List<ManagedProcess> targets, List<Long> lingering, Predicate<String> escapeesToo,
+      ManagedProcess.KillReason reason) {
     List<Long> pgids = new ArrayList<>();
     for (ManagedProcess p : targets) {
       p.noteSignalled(Signal.SIGTERM, reason);
@@ -463,14 +531,25 @@ public final class ProcessManager implements AutoCloseable {
         }
       }
     }
-    if (pgids.isEmpty()) {
+    List<Long> escaped = escapees(pgids, escapeesToo);
+    if (pgids.isEmpty() && escaped.isEmpty()) {
       return;
     }
     groups.signal(pgids, Signal.SIGTERM);
+    if (!escaped.isEmpty()) {
+      log.info("{} process(es) that left their process group: SIGTERM", escaped.size());
+      groups.signalProcesses(escaped, Signal.SIGTERM);
+    }
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.graceMs());
     awaitFinished(targets, deadline);
     // Anything left after the grace period, including children of leaders that already exited.
     List<Long> leftovers = awaitGroupsGone(pgids, deadline);
+    // Escapees still there, and any started meanwhile by a process that had not yet been signalled.
+    List<Long> escapedLeft = awaitEscapeesGone(pgids, escapeesToo, escaped.isEmpty() ? System.nanoTime() : deadline);
+    if (!escapedLeft.isEmpty()) {
+      log.info("{} process(es) outside their group outlived the grace period: SIGKILL", escapedLeft.size());
+      groups.signalProcesses(escapedLeft, Signal.SIGKILL);
+    }
     if (!leftovers.isEmpty()) {
       for (ManagedProcess p : targets) {
         if (!p.isFinished()) {
@@ -483,6 +562,22 @@ public final class ProcessManager implements AutoCloseable {
       awaitGroupsGone(leftovers, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
     }
     pruneStartedGroups();
+  }
+
+  /** Polls until no escapee is left or the deadline passes; returns those still there. */
+  private List<Long> awaitEscapeesGone(List<Long> pgids, Predicate<String> include, long deadlineNanos) {
+    while (true) {
+      List<Long> left = escapees(pgids, include);
+      if (left.isEmpty() || System.nanoTime() >= deadlineNanos) {
+        return left;
+      }
+      try {
+        Thread.sleep(50);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return left;
+      }
+    }
   }
 
   /** Polls until none of {@code pgids} has a live member or the deadline passes; returns the survivors. */
@@ -553,7 +648,10 @@ public final class ProcessManager implements AutoCloseable {
     if (!targets.isEmpty()) {
       log.info("stopping {} process(es)", targets.size());
     }
-    terminateAll(targets, finishedGroups(), ManagedProcess.KillReason.SHUTDOWN);
+    terminateAll(targets, finishedGroups(), mark -> true, ManagedProcess.KillReason.SHUTDOWN);
+    if (watchdog != null) {
+      watchdog.close(); // everything is stopped: it can go without a sweep
+    }
     scheduler.shutdownNow();
     io.shutdownNow();
     fifos.close();
