@@ -320,7 +320,96 @@ class LocalSandboxIT {
     }
   }
 
+  @Test
+  void cleanupStaleWorkspacesDeletesTheWorkspaceOfAKilledJvmButNoLiveOrSuppliedOne() throws Exception {
+    Path supplied = tmp.resolve("supplied-workspace");
+    Child dead = startOrphanMain("kill");
+    Child deadWithSupplied = startOrphanMain("kill", supplied);
+    Child live = startOrphanMain("kill");
+    try {
+      killAndAwaitItsAgent(dead);
+      killAndAwaitItsAgent(deadWithSupplied);
+      assertThat(dead.workspace).as("a killed JVM leaves its workspace behind").isDirectory();
+      Files.writeString(supplied.resolve("mine.txt"), "keep me");
+
+      List<Path> deleted = LocalSandbox.cleanupStaleWorkspaces();
+
+      assertThat(deleted).contains(dead.workspace).doesNotContain(live.workspace, supplied);
+      assertThat(dead.workspace).doesNotExist();
+      assertThat(dead.workspace.resolveSibling(dead.workspace.getFileName() + ".owner"))
+          .as("the ownership marker goes with it").doesNotExist();
+      assertThat(live.workspace).as("the workspace of a running sandbox in another JVM").isDirectory();
+      assertThat(supplied.resolve("mine.txt")).as("a workspace the caller supplied").hasContent("keep me");
+      assertThat(live.process.isAlive()).isTrue();
+    } finally {
+      dead.cleanUp();
+      deadWithSupplied.cleanUp();
+      live.cleanUp();
+    }
+  }
+
+  @Test
+  void theNextStartDeletesTheWorkspaceOfASandboxWhoseJvmWasKilled() throws Exception {
+    Child dead = startOrphanMain("kill");
+    try {
+      killAndAwaitItsAgent(dead);
+      assertThat(dead.workspace).isDirectory();
+
+      try (LocalSandbox next = fast().keepAlive(true).start()) {
+        assertThat(ItProcs.await(WAIT, () -> !Files.exists(dead.workspace)))
+            .as("starting a sandbox deletes the stale workspace %s", dead.workspace)
+            .isTrue();
+        assertThat(next.workspace()).as("and not its own").isDirectory();
+        assertThat(next.exec("pwd").stdout().strip()).isEqualTo(next.workspace().toString());
+      }
+    } finally {
+      dead.cleanUp();
+    }
+  }
+
+  @Test
+  void aWorkspaceIsStaleOnlyIfItsMarkerNamesAnOwnerThatIsGone() throws Exception {
+    ProcessHandle me = ProcessHandle.current();
+    long myStart = me.info().startInstant().orElseThrow().toEpochMilli();
+    Path tmpDir = Path.of(System.getProperty("java.io.tmpdir"));
+    Path reused = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path mine = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path liveAgent = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path unreadable = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path unmarked = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    try {
+      // a pid now used by another process (this JVM, started later than the marker says): gone
+      marker(reused, "pid=" + me.pid() + "\nstart=" + (myStart - 3_600_000) + "\n");
+      marker(mine, "pid=" + me.pid() + "\nstart=" + myStart + "\n");
+      marker(liveAgent, "pid=999999999\nstart=1\nagentPid=" + me.pid() + "\nagentStart=" + myStart + "\n");
+      marker(unreadable, "pid=not-a-number\n");
+
+      List<Path> deleted = LocalSandbox.cleanupStaleWorkspaces();
+
+      assertThat(deleted).contains(reused).doesNotContain(mine, liveAgent, unreadable, unmarked);
+      assertThat(reused).doesNotExist();
+      assertThat(List.of(mine, liveAgent, unreadable, unmarked)).allSatisfy(p -> assertThat(p).isDirectory());
+    } finally {
+      for (Path p : List.of(reused, mine, liveAgent, unreadable, unmarked)) {
+        Files.deleteIfExists(p.resolveSibling(p.getFileName() + ".owner"));
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
   // ---- helpers
+
+  private static void marker(Path workspace, String text) throws IOException {
+    Files.writeString(workspace.resolveSibling(workspace.getFileName() + ".owner"), text);
+  }
+
+  /** SIGKILLs the child JVM (no shutdown hook runs) and waits until its agent has stopped by itself. */
+  private static void killAndAwaitItsAgent(Child child) throws Exception {
+    child.process.destroyForcibly();
+    assertThat(child.process.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(ItProcs.await(WAIT, () -> !ItProcs.alive(child.agentPid)))
+        .as("the agent of the killed JVM stops; child stderr:%n%s", child.stderr()).isTrue();
+  }
 
   private static LocalSandbox.Builder fast() {
     return LocalSandbox.builder().gracePeriod(Duration.ofMillis(500));
@@ -337,10 +426,14 @@ class LocalSandboxIT {
     }
   }
 
-  private Child startOrphanMain(String mode) throws Exception {
-    Path stderr = tmp.resolve("child-" + mode + ".err");
-    Process p = new ProcessBuilder(ItAgent.currentJava().toString(), "-cp", System.getProperty("java.class.path"),
-        ItOrphanMain.class.getName(), mode)
+  private Child startOrphanMain(String mode, Path... workspace) throws Exception {
+    Path stderr = Files.createTempFile(tmp, "child-" + mode + "-", ".err");
+    List<String> cmd = new ArrayList<>(List.of(ItAgent.currentJava().toString(), "-cp",
+        System.getProperty("java.class.path"), ItOrphanMain.class.getName(), mode));
+    for (Path w : workspace) {
+      cmd.add(w.toString());
+    }
+    Process p = new ProcessBuilder(cmd)
         .redirectError(stderr.toFile())
         .start();
     BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
@@ -405,6 +498,7 @@ class LocalSandboxIT {
           files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
         }
       }
+      Files.deleteIfExists(workspace.resolveSibling(workspace.getFileName() + ".owner"));
     }
   }
 

@@ -68,6 +68,10 @@ public final class AgentLauncher {
       return process.pid();
     }
 
+    public ProcessHandle handle() {
+      return process.toHandle();
+    }
+
     /**
      * Stops the agent: SIGTERM, on which it stops every process it started within its grace
      * period; SIGKILL if it is still there after {@code wait}.
