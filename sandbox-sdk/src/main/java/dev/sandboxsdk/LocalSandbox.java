@@ -360,7 +360,10 @@ public final class LocalSandbox implements Sandbox {
       return this;
     }
 
-    /** Extra JVM options for the agent, e.g. {@code -Xmx256m}. */
+    /**
+     * Extra JVM options for the agent, e.g. {@code -Xmx2g}. They follow the SDK's own
+     * ({@code -XX:+UseSerialGC -Xss512k -Xmx512m}), so an option given here wins.
+     */
     public Builder jvmArgument(String argument) {
       jvmArguments.add(Objects.requireNonNull(argument, "argument == null"));
       return this;

@@ -397,7 +397,28 @@ class LocalSandboxIT {
     }
   }
 
+  @Test
+  void theAgentGetsA512MiBHeapUnlessAnXmxJvmArgumentSaysOtherwise() throws Exception {
+    Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+    org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(jcmd), "needs jcmd to read the agent's heap size");
+    try (LocalSandbox byDefault = fast().keepAlive(true).start();
+        LocalSandbox overridden = fast().keepAlive(true).jvmArgument("-Xmx200m").start()) {
+      assertThat(maxHeapBytes(jcmd, byDefault.agentPid())).isEqualTo(512L << 20);
+      assertThat(maxHeapBytes(jcmd, overridden.agentPid())).as("the caller's -Xmx wins").isEqualTo(200L << 20);
+    }
+  }
+
   // ---- helpers
+
+  /** The MaxHeapSize a running JVM really uses, as jcmd reports it. */
+  private static long maxHeapBytes(Path jcmd, long pid) throws Exception {
+    Process p = new ProcessBuilder(jcmd.toString(), Long.toString(pid), "VM.flags").redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    Matcher m = Pattern.compile("-XX:MaxHeapSize=(\\d+)").matcher(out);
+    assertThat(m.find()).as("jcmd VM.flags output:%n%s", out).isTrue();
+    return Long.parseLong(m.group(1));
+  }
 
   private static void marker(Path workspace, String text) throws IOException {
     Files.writeString(workspace.resolveSibling(workspace.getFileName() + ".owner"), text);

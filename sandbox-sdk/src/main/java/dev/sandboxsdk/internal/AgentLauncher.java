@@ -41,6 +41,14 @@ public final class AgentLauncher {
   private static final String JAR_PROPERTY = "sandbox.agent.jar";
   private static final String JAR_ENV = "SANDBOX_AGENT_JAR";
   private static final int STDERR_TAIL_LINES = 40;
+  /**
+   * The agent's heap unless the caller passes its own {@code -Xmx}. Without it the JVM takes a
+   * quarter of the machine's memory (6 GiB on a 24 GiB machine) and the agent, whose buffers for
+   * command output are budgeted from its maximum heap, would plan on that much. 512 MiB is the
+   * full default output windows (1 MiB per stream) of about 250 processes, far above what a
+   * development or test sandbox needs, while the agent idles at about 50 MiB RSS.
+   */
+  static final String DEFAULT_MAX_HEAP = "-Xmx512m";
 
   private AgentLauncher() {}
 
@@ -125,6 +133,7 @@ public final class AgentLauncher {
     cmd.add(javaExe.toString());
     cmd.add("-XX:+UseSerialGC");
     cmd.add("-Xss512k");
+    cmd.add(DEFAULT_MAX_HEAP); // before the caller's options: a later -Xmx wins
     cmd.addAll(jvmArgs);
     cmd.add("-cp");
     cmd.add(classpath);
