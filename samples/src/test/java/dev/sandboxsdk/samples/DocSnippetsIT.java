@@ -24,7 +24,8 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The Java snippets of README.md and docs/user-guide.md, as a new user would meet them: every one
+ * The Java snippets of README.md, docs/user-guide.md and docs/migration-from-cloudflare.md, as a
+ * new user would meet them: every one
  * compiles against the SDK (with javax.tools, in this JVM), and every runnable one runs against a
  * real local sandbox in a child JVM whose environment lacks {@code PYTHONUNBUFFERED} (which this
  * machine happens to set; Python block-buffers stdout on a pipe without it). How blocks are marked
@@ -38,10 +39,11 @@ class DocSnippetsIT {
   Path tmp;
 
   @Test
-  void everyJavaSnippetOfTheReadmeAndTheUserGuideCompilesAndTheRunnableOnesRunInACleanEnvironment()
+  void everyJavaSnippetOfTheReadmeAndTheGuidesCompilesAndTheRunnableOnesRunInACleanEnvironment()
       throws Exception {
     List<Snippet> snippets = new ArrayList<>(DocSnippets.extract(ROOT.resolve("README.md"), "README"));
     snippets.addAll(DocSnippets.extract(ROOT.resolve("docs/user-guide.md"), "UserGuide"));
+    snippets.addAll(DocSnippets.extract(ROOT.resolve("docs/migration-from-cloudflare.md"), "Migration"));
     assertThat(snippets).as("snippets found").hasSizeGreaterThanOrEqualTo(20);
     Path classes = compile(snippets);
     List<String> runnable = snippets.stream().filter(Snippet::run).map(Snippet::className).toList();
