@@ -88,6 +88,24 @@ class HostileAgentTest {
     }
   }
 
+  @Test
+  void anHonestAnswerWithMoreThanTwentyMillionCharactersOfOutputIsReadWhole() throws Exception {
+    String stdout = "x".repeat(24_000_000); // Jackson refuses strings over 20,000,000 chars by default
+    String answer = "{\"success\":true,\"exitCode\":0,\"stdout\":\"" + stdout + "\",\"stderr\":\"\","
+        + "\"command\":\"yes\",\"duration\":5,\"timedOut\":false,\"truncated\":false,\"pid\":7,"
+        + "\"timestamp\":\"2026-11-22T01:10:17.681185958Z\"}";
+    try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
+          exchange.respond(200, "application/json; charset=utf-8", answer);
+          return false;
+        });
+        Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t").build()) {
+
+      ExecResult r = client.exec("yes", ExecOptions.builder().maxOutputBytes(32 << 20).build());
+
+      assertThat(r.stdout()).hasSize(stdout.length());
+    }
+  }
+
   /**
    * Writes {@code unit} repeated, 1 MiB at a time (as HTTP chunks if {@code chunked}), until
    * {@code total} bytes or until a write fails because the client hung up; counts what it wrote.
