@@ -282,6 +282,20 @@ class LocalSandboxIT {
   }
 
   @Test
+  void aLineOf20MillionCharsFromTheAgentIsCutInsteadOfHeldWhole() throws Exception {
+    Path java = tmp.resolve("java-writing-a-long-line");
+    Files.writeString(java, "#!/bin/sh\nhead -c 20000000 /dev/zero | tr '\\0' x >&2\necho >&2\necho last words >&2\nexit 3\n");
+    assertThat(java.toFile().setExecutable(true)).isTrue();
+
+    assertThatThrownBy(() -> fast().javaExecutable(java).start())
+        .isInstanceOf(SandboxException.class)
+        .hasMessageContaining("exited during startup with status 3")
+        .hasMessageContaining("[line cut at ")
+        .hasMessageContaining("last words")
+        .satisfies(e -> assertThat(e.getMessage().length()).as("the error message's length").isLessThan(100_000));
+  }
+
+  @Test
   void theAgentAndItsProcessesDieWhenTheParentJvmIsKilled() throws Exception {
     Child child = startOrphanMain("kill");
     try {
