@@ -382,7 +382,8 @@ class LocalSandboxIT {
   }
 
   @Test
-  void aWorkspaceIsStaleOnlyIfItsMarkerNamesAnOwnerThatIsGone() throws Exception {
+  void aWorkspaceIsStaleOnlyIfItsMarkerNamesAnOwnerThatIsGoneFromThisMachinesBootAndPidNamespace()
+      throws Exception {
     ProcessHandle me = ProcessHandle.current();
     long myStart = me.info().startInstant().orElseThrow().toEpochMilli();
     Path tmpDir = Path.of(System.getProperty("java.io.tmpdir"));
@@ -391,20 +392,25 @@ class LocalSandboxIT {
     Path liveAgent = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
     Path unreadable = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
     Path unmarked = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path elsewhere = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
     try {
       // a pid now used by another process (this JVM, started later than the marker says): gone
-      marker(reused, "pid=" + me.pid() + "\nstart=" + (myStart - 3_600_000) + "\n");
-      marker(mine, "pid=" + me.pid() + "\nstart=" + myStart + "\n");
-      marker(liveAgent, "pid=999999999\nstart=1\nagentPid=" + me.pid() + "\nagentStart=" + myStart + "\n");
-      marker(unreadable, "pid=not-a-number\n");
+      String where = "where=" + Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).strip() + "/"
+          + Files.readSymbolicLink(Path.of("/proc/self/ns/pid")) + "\n";
+      marker(reused, where + "pid=" + me.pid() + "\nstart=" + (myStart - 3_600_000) + "\n");
+      marker(mine, where + "pid=" + me.pid() + "\nstart=" + myStart + "\n");
+      marker(liveAgent, where + "pid=999999999\nstart=1\nagentPid=" + me.pid() + "\nagentStart=" + myStart + "\n");
+      marker(unreadable, where + "pid=not-a-number\n");
+      marker(elsewhere, "where=another-boot/pid:[1]\npid=999999999\nstart=1\n");
 
       List<Path> deleted = LocalSandbox.cleanupStaleWorkspaces();
 
-      assertThat(deleted).contains(reused).doesNotContain(mine, liveAgent, unreadable, unmarked);
+      assertThat(deleted).contains(reused).doesNotContain(mine, liveAgent, unreadable, unmarked, elsewhere);
       assertThat(reused).doesNotExist();
-      assertThat(List.of(mine, liveAgent, unreadable, unmarked)).allSatisfy(p -> assertThat(p).isDirectory());
+      assertThat(List.of(mine, liveAgent, unreadable, unmarked, elsewhere))
+          .allSatisfy(p -> assertThat(p).isDirectory());
     } finally {
-      for (Path p : List.of(reused, mine, liveAgent, unreadable, unmarked)) {
+      for (Path p : List.of(reused, mine, liveAgent, unreadable, unmarked, elsewhere)) {
         Files.deleteIfExists(p.resolveSibling(p.getFileName() + ".owner"));
         Files.deleteIfExists(p);
       }

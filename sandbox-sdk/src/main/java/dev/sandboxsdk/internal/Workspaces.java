@@ -30,7 +30,8 @@ import org.slf4j.LoggerFactory;
  * alive any more (a pid reused by another process does not count: its start time differs).
  * Only directories with such a marker, owned by this OS user, are ever deleted: never a workspace
  * the caller supplied, never one whose owner or agent still runs, never one whose marker cannot
- * be read. Not API.
+ * be read, and never one made on another machine, after a reboot or in another PID namespace (a
+ * container sharing the temporary directory), where its pids mean nothing here. Not API.
  */
 public final class Workspaces {
   private static final Logger log = LoggerFactory.getLogger("dev.sandboxsdk.LocalSandbox");
@@ -39,6 +40,8 @@ public final class Workspaces {
   /** Start times read twice for the same process agree to the millisecond; allow slack, never delete wrongly. */
   private static final long START_SLACK_MILLIS = 2_000;
   private static final AtomicBoolean BACKGROUND_RUNNING = new AtomicBoolean();
+  /** This boot of this machine and this PID namespace: where the pids in a marker mean something. */
+  private static final String WHERE = where();
 
   private Workspaces() {}
 
@@ -142,6 +145,7 @@ public final class Workspaces {
     StringBuilder s = new StringBuilder()
         .append("# ownership marker of the local sandbox workspace ").append(ws.getFileName())
         .append(": deleted as stale once both processes below are gone\n")
+        .append("where=").append(WHERE).append('\n')
         .append("pid=").append(me.pid()).append('\n')
         .append("start=").append(startMillis(me)).append('\n');
     if (agent != null) {
@@ -157,9 +161,14 @@ public final class Workspaces {
   /** Stale: the owner is named and gone, and the agent, if named, is gone too. Unreadable counts as live. */
   static boolean isStale(String marker) {
     Map<String, Long> v = new HashMap<>();
+    String where = null;
     for (String line : marker.split("\n")) {
       int eq = line.indexOf('=');
       if (line.startsWith("#") || eq < 0) {
+        continue;
+      }
+      if (line.startsWith("where=")) {
+        where = line.substring(eq + 1).strip();
         continue;
       }
       try {
@@ -169,7 +178,7 @@ public final class Workspaces {
       }
     }
     Long pid = v.get("pid");
-    if (pid == null || v.get("start") == null || isRunning(pid, v.get("start"))) {
+    if (!WHERE.equals(where) || pid == null || v.get("start") == null || isRunning(pid, v.get("start"))) {
       return false;
     }
     Long agentPid = v.get("agentPid");
@@ -204,6 +213,26 @@ public final class Workspaces {
       return state == 'Z' || state == 'X';
     } catch (IOException | RuntimeException e) {
       return false; // no /proc, or the process is gone: ProcessHandle's answer stands
+    }
+  }
+
+  private static String where() {
+    return read("/proc/sys/kernel/random/boot_id") + "/" + link("/proc/self/ns/pid");
+  }
+
+  private static String read(String file) {
+    try {
+      return Files.readString(Path.of(file), StandardCharsets.UTF_8).strip();
+    } catch (IOException | RuntimeException e) {
+      return "";
+    }
+  }
+
+  private static String link(String file) {
+    try {
+      return Files.readSymbolicLink(Path.of(file)).toString();
+    } catch (IOException | RuntimeException e) {
+      return "";
     }
   }
 
