@@ -5,14 +5,11 @@ import dev.sandboxsdk.internal.AgentLauncher;
 import dev.sandboxsdk.internal.Checks;
 import dev.sandboxsdk.internal.RealSandbox;
 import dev.sandboxsdk.internal.SdkTimer;
+import dev.sandboxsdk.internal.Workspaces;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.net.URI;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -48,7 +45,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Lifecycle.</b> {@link #close()} stops the agent and every process it started (SIGTERM,
  * then SIGKILL after the grace period) and deletes the workspace if the SDK created it; it also
  * runs when the JVM exits normally. If the JVM is killed, the agent notices its closed standard
- * input and stops by itself. {@link #destroy()} does the same and always deletes the workspace.
+ * input and stops by itself; the temporary workspace it leaves is deleted by the next
+ * {@link #start()} (in any JVM of the same OS user) or by {@link #cleanupStaleWorkspaces()}.
+ * {@link #destroy()} does the same and always deletes the workspace.
  * Unless {@link Builder#keepAlive(boolean) kept alive}, a sandbox that has had no call or open
  * stream for its {@link Builder#idleTimeout idle timeout} (default 10 minutes) is destroyed; later
  * calls then throw {@link IllegalStateException} saying so. Running background processes do not
@@ -74,7 +73,7 @@ public final class LocalSandbox implements Sandbox {
     boolean owns = ws == null;
     try {
       if (ws == null) {
-        ws = Files.createTempDirectory("sandbox-workspace-");
+        ws = Workspaces.createOwned();
       } else {
         Files.createDirectories(ws);
       }
@@ -97,10 +96,14 @@ public final class LocalSandbox implements Sandbox {
           b.startupTimeout);
     } catch (RuntimeException e) {
       if (owns) {
-        deleteTree(workspace);
+        Workspaces.deleteOwned(workspace);
       }
       throw e;
     }
+    if (owns) {
+      Workspaces.recordAgent(workspace, agent.handle());
+    }
+    Workspaces.cleanupStaleInBackground();
     Activity activity = new Activity();
     this.client = new RealSandbox(agent.url(), agent.token(), Duration.ofSeconds(5), Duration.ofSeconds(30),
         b.execTimeout, b.streamIdleTimeout, null, activity);
@@ -231,6 +234,20 @@ public final class LocalSandbox implements Sandbox {
 
   // ---- lifecycle
 
+  /**
+   * Deletes the workspaces that local sandboxes of this OS user left behind in {@code java.io.tmpdir}
+   * when their JVM was killed ({@code kill -9}, a crash, the OOM killer): the temporary
+   * {@code sandbox-workspace-*} directories the SDK created whose owning JVM and agent are both
+   * gone. Never touches a workspace you supplied with {@link Builder#workspace(Path)}, nor one whose
+   * JVM or agent still runs, whoever started it. Every {@link #start()} also does this, in the
+   * background; call it yourself to clean up at a time of your choosing.
+   *
+   * @return the workspaces deleted
+   */
+  public static List<Path> cleanupStaleWorkspaces() {
+    return Workspaces.cleanupStale();
+  }
+
   /** Stops the agent and all its processes and deletes the workspace, even one you supplied. Idempotent. */
   @Override
   public void destroy() {
@@ -258,8 +275,10 @@ public final class LocalSandbox implements Sandbox {
     }
     client.closeWith(reason);
     agent.stop(stopWait); // SIGTERM: the agent stops every process group it started
-    if (deleteWorkspace) {
-      deleteTree(workspace);
+    if (deleteWorkspace && ownsWorkspace) {
+      Workspaces.deleteOwned(workspace);
+    } else if (deleteWorkspace) {
+      Workspaces.deleteTree(workspace);
     }
     try {
       Runtime.getRuntime().removeShutdownHook(shutdownHook);
@@ -273,29 +292,6 @@ public final class LocalSandbox implements Sandbox {
       stop("the JVM is shutting down", ownsWorkspace);
     } catch (RuntimeException e) {
       log.warn("could not stop the local sandbox cleanly", e);
-    }
-  }
-
-  private static void deleteTree(Path root) {
-    if (!Files.exists(root)) {
-      return;
-    }
-    try {
-      Files.walkFileTree(root, new SimpleFileVisitor<>() {
-        @Override
-        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-          Files.deleteIfExists(file);
-          return FileVisitResult.CONTINUE;
-        }
-
-        @Override
-        public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
-          Files.deleteIfExists(dir);
-          return FileVisitResult.CONTINUE;
-        }
-      });
-    } catch (IOException | UncheckedIOException e) {
-      log.warn("could not delete the sandbox workspace {}: {}", root, e.toString());
     }
   }
 
@@ -404,7 +400,10 @@ public final class LocalSandbox implements Sandbox {
       return this;
     }
 
-    /** Extra JVM options for the agent, e.g. {@code -Xmx256m}. */
+    /**
+     * Extra JVM options for the agent, e.g. {@code -Xmx2g}. They follow the SDK's own
+     * ({@code -XX:+UseSerialGC -Xss512k -Xmx512m}), so an option given here wins.
+     */
     public Builder jvmArgument(String argument) {
       jvmArguments.add(Objects.requireNonNull(argument, "argument == null"));
       return this;

@@ -282,6 +282,20 @@ class LocalSandboxIT {
   }
 
   @Test
+  void aLineOf20MillionCharsFromTheAgentIsCutInsteadOfHeldWhole() throws Exception {
+    Path java = tmp.resolve("java-writing-a-long-line");
+    Files.writeString(java, "#!/bin/sh\nhead -c 20000000 /dev/zero | tr '\\0' x >&2\necho >&2\necho last words >&2\nexit 3\n");
+    assertThat(java.toFile().setExecutable(true)).isTrue();
+
+    assertThatThrownBy(() -> fast().javaExecutable(java).start())
+        .isInstanceOf(SandboxException.class)
+        .hasMessageContaining("exited during startup with status 3")
+        .hasMessageContaining("[line cut at ")
+        .hasMessageContaining("last words")
+        .satisfies(e -> assertThat(e.getMessage().length()).as("the error message's length").isLessThan(100_000));
+  }
+
+  @Test
   void theAgentAndItsProcessesDieWhenTheParentJvmIsKilled() throws Exception {
     Child child = startOrphanMain("kill");
     try {
@@ -320,7 +334,123 @@ class LocalSandboxIT {
     }
   }
 
+  @Test
+  void cleanupStaleWorkspacesDeletesTheWorkspaceOfAKilledJvmButNoLiveOrSuppliedOne() throws Exception {
+    Path supplied = tmp.resolve("supplied-workspace");
+    Child dead = startOrphanMain("kill");
+    Child deadWithSupplied = startOrphanMain("kill", supplied);
+    Child live = startOrphanMain("kill");
+    try {
+      killAndAwaitItsAgent(dead);
+      killAndAwaitItsAgent(deadWithSupplied);
+      assertThat(dead.workspace).as("a killed JVM leaves its workspace behind").isDirectory();
+      Files.writeString(supplied.resolve("mine.txt"), "keep me");
+
+      List<Path> deleted = LocalSandbox.cleanupStaleWorkspaces();
+
+      assertThat(deleted).contains(dead.workspace).doesNotContain(live.workspace, supplied);
+      assertThat(dead.workspace).doesNotExist();
+      assertThat(dead.workspace.resolveSibling(dead.workspace.getFileName() + ".owner"))
+          .as("the ownership marker goes with it").doesNotExist();
+      assertThat(live.workspace).as("the workspace of a running sandbox in another JVM").isDirectory();
+      assertThat(supplied.resolve("mine.txt")).as("a workspace the caller supplied").hasContent("keep me");
+      assertThat(live.process.isAlive()).isTrue();
+    } finally {
+      dead.cleanUp();
+      deadWithSupplied.cleanUp();
+      live.cleanUp();
+    }
+  }
+
+  @Test
+  void theNextStartDeletesTheWorkspaceOfASandboxWhoseJvmWasKilled() throws Exception {
+    Child dead = startOrphanMain("kill");
+    try {
+      killAndAwaitItsAgent(dead);
+      assertThat(dead.workspace).isDirectory();
+
+      try (LocalSandbox next = fast().keepAlive(true).start()) {
+        assertThat(ItProcs.await(WAIT, () -> !Files.exists(dead.workspace)))
+            .as("starting a sandbox deletes the stale workspace %s", dead.workspace)
+            .isTrue();
+        assertThat(next.workspace()).as("and not its own").isDirectory();
+        assertThat(next.exec("pwd").stdout().strip()).isEqualTo(next.workspace().toString());
+      }
+    } finally {
+      dead.cleanUp();
+    }
+  }
+
+  @Test
+  void aWorkspaceIsStaleOnlyIfItsMarkerNamesAnOwnerThatIsGoneFromThisMachinesBootAndPidNamespace()
+      throws Exception {
+    ProcessHandle me = ProcessHandle.current();
+    long myStart = me.info().startInstant().orElseThrow().toEpochMilli();
+    Path tmpDir = Path.of(System.getProperty("java.io.tmpdir"));
+    Path reused = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path mine = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path liveAgent = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path unreadable = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path unmarked = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    Path elsewhere = Files.createTempDirectory(tmpDir, "sandbox-workspace-");
+    try {
+      // a pid now used by another process (this JVM, started later than the marker says): gone
+      String where = "where=" + Files.readString(Path.of("/proc/sys/kernel/random/boot_id")).strip() + "/"
+          + Files.readSymbolicLink(Path.of("/proc/self/ns/pid")) + "\n";
+      marker(reused, where + "pid=" + me.pid() + "\nstart=" + (myStart - 3_600_000) + "\n");
+      marker(mine, where + "pid=" + me.pid() + "\nstart=" + myStart + "\n");
+      marker(liveAgent, where + "pid=999999999\nstart=1\nagentPid=" + me.pid() + "\nagentStart=" + myStart + "\n");
+      marker(unreadable, where + "pid=not-a-number\n");
+      marker(elsewhere, "where=another-boot/pid:[1]\npid=999999999\nstart=1\n");
+
+      List<Path> deleted = LocalSandbox.cleanupStaleWorkspaces();
+
+      assertThat(deleted).contains(reused).doesNotContain(mine, liveAgent, unreadable, unmarked, elsewhere);
+      assertThat(reused).doesNotExist();
+      assertThat(List.of(mine, liveAgent, unreadable, unmarked, elsewhere))
+          .allSatisfy(p -> assertThat(p).isDirectory());
+    } finally {
+      for (Path p : List.of(reused, mine, liveAgent, unreadable, unmarked, elsewhere)) {
+        Files.deleteIfExists(p.resolveSibling(p.getFileName() + ".owner"));
+        Files.deleteIfExists(p);
+      }
+    }
+  }
+
+  @Test
+  void theAgentGetsA512MiBHeapUnlessAnXmxJvmArgumentSaysOtherwise() throws Exception {
+    Path jcmd = Path.of(System.getProperty("java.home"), "bin", "jcmd");
+    org.junit.jupiter.api.Assumptions.assumeTrue(Files.isExecutable(jcmd), "needs jcmd to read the agent's heap size");
+    try (LocalSandbox byDefault = fast().keepAlive(true).start();
+        LocalSandbox overridden = fast().keepAlive(true).jvmArgument("-Xmx200m").start()) {
+      assertThat(maxHeapBytes(jcmd, byDefault.agentPid())).isEqualTo(512L << 20);
+      assertThat(maxHeapBytes(jcmd, overridden.agentPid())).as("the caller's -Xmx wins").isEqualTo(200L << 20);
+    }
+  }
+
   // ---- helpers
+
+  /** The MaxHeapSize a running JVM really uses, as jcmd reports it. */
+  private static long maxHeapBytes(Path jcmd, long pid) throws Exception {
+    Process p = new ProcessBuilder(jcmd.toString(), Long.toString(pid), "VM.flags").redirectErrorStream(true).start();
+    String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+    assertThat(p.waitFor(30, TimeUnit.SECONDS)).isTrue();
+    Matcher m = Pattern.compile("-XX:MaxHeapSize=(\\d+)").matcher(out);
+    assertThat(m.find()).as("jcmd VM.flags output:%n%s", out).isTrue();
+    return Long.parseLong(m.group(1));
+  }
+
+  private static void marker(Path workspace, String text) throws IOException {
+    Files.writeString(workspace.resolveSibling(workspace.getFileName() + ".owner"), text);
+  }
+
+  /** SIGKILLs the child JVM (no shutdown hook runs) and waits until its agent has stopped by itself. */
+  private static void killAndAwaitItsAgent(Child child) throws Exception {
+    child.process.destroyForcibly();
+    assertThat(child.process.waitFor(10, TimeUnit.SECONDS)).isTrue();
+    assertThat(ItProcs.await(WAIT, () -> !ItProcs.alive(child.agentPid)))
+        .as("the agent of the killed JVM stops; child stderr:%n%s", child.stderr()).isTrue();
+  }
 
   private static LocalSandbox.Builder fast() {
     return LocalSandbox.builder().gracePeriod(Duration.ofMillis(500));
@@ -337,10 +467,14 @@ class LocalSandboxIT {
     }
   }
 
-  private Child startOrphanMain(String mode) throws Exception {
-    Path stderr = tmp.resolve("child-" + mode + ".err");
-    Process p = new ProcessBuilder(ItAgent.currentJava().toString(), "-cp", System.getProperty("java.class.path"),
-        ItOrphanMain.class.getName(), mode)
+  private Child startOrphanMain(String mode, Path... workspace) throws Exception {
+    Path stderr = Files.createTempFile(tmp, "child-" + mode + "-", ".err");
+    List<String> cmd = new ArrayList<>(List.of(ItAgent.currentJava().toString(), "-cp",
+        System.getProperty("java.class.path"), ItOrphanMain.class.getName(), mode));
+    for (Path w : workspace) {
+      cmd.add(w.toString());
+    }
+    Process p = new ProcessBuilder(cmd)
         .redirectError(stderr.toFile())
         .start();
     BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
@@ -405,6 +539,7 @@ class LocalSandboxIT {
           files.sorted(Comparator.reverseOrder()).forEach(f -> f.toFile().delete());
         }
       }
+      Files.deleteIfExists(workspace.resolveSibling(workspace.getFileName() + ".owner"));
     }
   }
 

@@ -52,6 +52,11 @@ final class RawHttpServer implements AutoCloseable {
       this.out = out;
     }
 
+    void writeBytes(byte[] bytes) throws IOException {
+      out.write(bytes);
+      out.flush();
+    }
+
     void write(String text) throws IOException {
       out.write(text.getBytes(UTF_8));
       out.flush();

@@ -38,7 +38,7 @@ public final class BackgroundWebServer {
           ProcessOptions.builder()
               .processId("web")                   // a fixed id: any client can find it as "web"
               .cwd("site")                        // relative to the sandbox workspace
-              .env("PYTHONUNBUFFERED", "1")       // older Pythons hold back stdout written to a pipe
+              .env("PYTHONUNBUFFERED", "1")       // else Python holds back stdout written to a pipe
               .build());
       System.out.printf("started process '%s' (pid %d): %s%n", web.id(), web.pid(), web.command());
 

@@ -2,10 +2,10 @@ package dev.sandboxsdk.internal;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sandboxsdk.SandboxException;
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
+import java.io.Reader;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.URL;
@@ -41,6 +41,15 @@ public final class AgentLauncher {
   private static final String JAR_PROPERTY = "sandbox.agent.jar";
   private static final String JAR_ENV = "SANDBOX_AGENT_JAR";
   private static final int STDERR_TAIL_LINES = 40;
+  private static final int MAX_LINE_CHARS = 8 << 10;
+  /**
+   * The agent's heap unless the caller passes its own {@code -Xmx}. Without it the JVM takes a
+   * quarter of the machine's memory (6 GiB on a 24 GiB machine) and the agent, whose buffers for
+   * command output are budgeted from its maximum heap, would plan on that much. 512 MiB is the
+   * full default output windows (1 MiB per stream) of about 250 processes, far above what a
+   * development or test sandbox needs, while the agent idles at about 50 MiB RSS.
+   */
+  static final String DEFAULT_MAX_HEAP = "-Xmx512m";
 
   private AgentLauncher() {}
 
@@ -66,6 +75,10 @@ public final class AgentLauncher {
 
     public long pid() {
       return process.pid();
+    }
+
+    public ProcessHandle handle() {
+      return process.toHandle();
     }
 
     /**
@@ -121,6 +134,7 @@ public final class AgentLauncher {
     cmd.add(javaExe.toString());
     cmd.add("-XX:+UseSerialGC");
     cmd.add("-Xss512k");
+    cmd.add(DEFAULT_MAX_HEAP); // before the caller's options: a later -Xmx wins
     cmd.addAll(jvmArgs);
     cmd.add("-cp");
     cmd.add(classpath);
@@ -371,12 +385,33 @@ public final class AgentLauncher {
     return Base64.getUrlEncoder().withoutPadding().encodeToString(b);
   }
 
+  /**
+   * Reads lines on a daemon thread until the stream ends. A line longer than
+   * {@link #MAX_LINE_CHARS} is cut there (the rest up to its newline is dropped), so a child that
+   * writes without newlines cannot grow this JVM's memory.
+   */
   private static void drain(InputStream in, String name, java.util.function.Consumer<String> lines) {
     Thread t = new Thread(() -> {
-      try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
-        String line;
-        while ((line = r.readLine()) != null) {
-          lines.accept(line);
+      try (Reader r = new InputStreamReader(in, StandardCharsets.UTF_8)) {
+        StringBuilder line = new StringBuilder();
+        boolean cut = false;
+        char[] buf = new char[8192];
+        for (int n; (n = r.read(buf)) != -1; ) {
+          for (int i = 0; i < n; i++) {
+            char c = buf[i];
+            if (c == '\n') {
+              lines.accept(finish(line, cut));
+              line.setLength(0);
+              cut = false;
+            } else if (line.length() < MAX_LINE_CHARS) {
+              line.append(c);
+            } else {
+              cut = true;
+            }
+          }
+        }
+        if (line.length() > 0) {
+          lines.accept(finish(line, cut));
         }
       } catch (IOException ignored) {
         // the agent is gone
@@ -384,6 +419,11 @@ public final class AgentLauncher {
     }, name);
     t.setDaemon(true);
     t.start();
+  }
+
+  private static String finish(StringBuilder line, boolean cut) {
+    int end = line.length() > 0 && line.charAt(line.length() - 1) == '\r' ? line.length() - 1 : line.length();
+    return line.substring(0, end) + (cut ? " [line cut at " + MAX_LINE_CHARS + " chars]" : "");
   }
 
   private static void waitQuietly(Process p) {

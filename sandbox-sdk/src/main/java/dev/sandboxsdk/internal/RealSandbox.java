@@ -59,6 +59,13 @@ public final class RealSandbox implements Sandbox {
   private static final MediaType JSON = MediaType.get("application/json; charset=utf-8");
   private static final long MAX_EVENT_LINE_BYTES = 8L << 20;
   private static final long MAX_ERROR_BODY_BYTES = 64 << 10;
+  /** The most a JSON answer may be that carries no command output (a process list, a kill, the version). */
+  private static final long MAX_ANSWER_BYTES = 64L << 20;
+  /** JSON text of one output byte at worst: a control character becomes six (backslash, u, four hex digits). */
+  private static final long JSON_BYTES_PER_OUTPUT_BYTE = 6;
+  /** The agent's documented defaults, for when its published limits were not fetched. */
+  private static final long AGENT_DEFAULT_MAX_OUTPUT_BYTES = 16L << 20;
+  private static final long AGENT_DEFAULT_LOG_WINDOW_BYTES = 1L << 20;
   private static final int LOG_STREAM_RETRIES = 5;
   private static final AtomicInteger CLIENT_IDS = new AtomicInteger();
 
@@ -142,7 +149,7 @@ public final class RealSandbox implements Sandbox {
     try {
       Duration timeout = timeoutOf(options);
       Call call = execCall(command, options, timeout);
-      return Wire.execResult(execute(call, "exec " + command.display()));
+      return Wire.execResult(execute(call, "exec " + command.display(), execAnswerLimit(options)));
     } finally {
       activity.end();
     }
@@ -189,7 +196,7 @@ public final class RealSandbox implements Sandbox {
       @Override
       public void onResponse(Call c, Response response) {
         try (response) {
-          future.complete(Wire.execResult(readJson(response, what)));
+          future.complete(Wire.execResult(readJson(response, what, execAnswerLimit(options))));
         } catch (IOException e) {
           future.completeExceptionally(ErrorMapper.fromIo(e, what));
         } catch (Throwable t) {
@@ -364,7 +371,9 @@ public final class RealSandbox implements Sandbox {
     if (range.maxBytes() > 0) {
       url.addQueryParameter("maxBytes", Integer.toString(range.maxBytes()));
     }
-    return Wire.processLogs(call(get(url.build()), "getProcessLogs " + processId));
+    long perStream = range.maxBytes() > 0 ? range.maxBytes()
+        : publishedLimit("logWindowBytes", AGENT_DEFAULT_LOG_WINDOW_BYTES);
+    return Wire.processLogs(call(client, get(url.build()), "getProcessLogs " + processId, answerLimit(perStream)));
   }
 
   @Override
@@ -544,20 +553,47 @@ public final class RealSandbox implements Sandbox {
   }
 
   private JsonNode call(OkHttpClient c, Request request, String what) {
+    return call(c, request, what, MAX_ANSWER_BYTES);
+  }
+
+  private JsonNode call(OkHttpClient c, Request request, String what, long maxAnswerBytes) {
     ensureOpen();
     activity.begin();
     try {
-      return execute(c.newCall(request), what);
+      return execute(c.newCall(request), what, maxAnswerBytes);
     } finally {
       activity.end();
     }
   }
 
+  /**
+   * The most an exec answer can be: both streams at the output limit, every byte a control
+   * character. The limit is the call's {@code maxOutputBytes}, else the agent's published default
+   * if it was fetched, else its documented default.
+   */
+  private long execAnswerLimit(ExecOptions options) {
+    return answerLimit(options.maxOutputBytes() > 0 ? options.maxOutputBytes()
+        : publishedLimit("defaultMaxOutputBytes", AGENT_DEFAULT_MAX_OUTPUT_BYTES));
+  }
+
+  /** A limit the agent published in /api/version if this client fetched it already (never fetched here). */
+  private long publishedLimit(String name, long documentedDefault) {
+    JsonNode l = limits;
+    long v = l == null ? 0 : l.path(name).asLong(0);
+    return v > 0 ? v : documentedDefault;
+  }
+
+  /** The most a JSON answer with up to {@code perStreamBytes} of each output stream can be. */
+  static long answerLimit(long perStreamBytes) {
+    long output = 2 * JSON_BYTES_PER_OUTPUT_BYTE * perStreamBytes;
+    return Math.min(Integer.MAX_VALUE - 16, Math.max(MAX_ANSWER_BYTES, output + (1 << 20)));
+  }
+
   /** Runs a call on this thread and returns its JSON body, mapping every failure. */
-  private JsonNode execute(Call call, String what) {
+  private JsonNode execute(Call call, String what, long maxAnswerBytes) {
     calls.add(call);
     try (Response response = call.execute()) {
-      return readJson(response, what);
+      return readJson(response, what, maxAnswerBytes);
     } catch (InterruptedIOException e) {
       boolean timeout = e instanceof java.net.SocketTimeoutException || "timeout".equals(e.getMessage());
       if (closedReason != null && !timeout) {
@@ -574,12 +610,27 @@ public final class RealSandbox implements Sandbox {
     }
   }
 
-  private static JsonNode readJson(Response response, String what) throws IOException {
+  private static JsonNode readJson(Response response, String what, long maxAnswerBytes) throws IOException {
     ResponseBody body = response.body();
     if (!response.isSuccessful()) {
       throw ErrorMapper.fromResponse(response.code(), boundedBytes(body));
     }
-    return Wire.parse(body.bytes(), "answer to " + what);
+    return Wire.parse(bodyAtMost(body, maxAnswerBytes, what), "answer to " + what);
+  }
+
+  /**
+   * The whole body, unless it is longer than {@code max}: then it stops reading (what is read
+   * stays below {@code max} plus one buffer) and throws, instead of holding whatever a broken or
+   * hostile agent sends.
+   */
+  private static byte[] bodyAtMost(ResponseBody body, long max, String what) throws IOException {
+    long declared = body.contentLength();
+    okio.BufferedSource source = body.source();
+    if (declared > max || source.request(max + 1)) {
+      throw new SandboxException("the answer to " + what + " is longer than " + max + " bytes, more than the"
+          + " output limits allow; stopped reading it to keep memory bounded", null);
+    }
+    return source.getBuffer().readByteArray();
   }
 
   private static byte[] boundedBytes(ResponseBody body) throws IOException {
@@ -695,10 +746,13 @@ public final class RealSandbox implements Sandbox {
       this.max = max;
     }
 
-    void add(String chunk, long chunkBytes) {
+    void add(String chunk, long agentBytes) {
       if (truncated) {
         return;
       }
+      // Honest text never has more chars than the raw bytes it came from; an agent that says
+      // otherwise is held to the text it really sent.
+      long chunkBytes = Math.max(agentBytes, chunk.length());
       if (bytes + chunkBytes <= max) {
         text.append(chunk);
         bytes += chunkBytes;

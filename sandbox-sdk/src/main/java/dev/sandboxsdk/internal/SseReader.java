@@ -14,8 +14,8 @@ import okio.ByteString;
  *
  * <p>Lines starting with {@code :} (the agent's keep-alives) are skipped; {@code event:},
  * {@code id:} and {@code retry:} fields are ignored (the agent puts the type in the JSON).
- * A line longer than {@code maxLineBytes} ends the stream with an error instead of growing the
- * buffer without bound.
+ * A line longer than {@code maxLineBytes}, or an event whose data lines add up to more, ends the
+ * stream with an error instead of growing the buffer without bound.
  */
 final class SseReader {
   private static final ByteString DATA_PREFIX = ByteString.encodeUtf8("data: ");
@@ -76,6 +76,10 @@ final class SseReader {
       String value = colon < 0 ? "" : line.substring(colon + 1);
       if (value.startsWith(" ")) {
         value = value.substring(1);
+      }
+      if ((data != null ? data.length() : single != null ? single.length : 0) + value.length() + 1 > maxLineBytes) {
+        throw new SandboxException("the agent sent an event longer than " + maxLineBytes
+            + " bytes; the stream was stopped to keep memory bounded", null);
       }
       if (data == null) {
         data = new StringBuilder();

@@ -1,6 +1,8 @@
 package dev.sandboxsdk.internal;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
@@ -30,7 +32,14 @@ import java.util.Map;
  * strict about what it needs (a missing required field is a {@link SandboxException}).
  */
 public final class Wire {
-  static final ObjectMapper MAPPER = new ObjectMapper();
+  /**
+   * Jackson refuses strings longer than 20,000,000 chars by default, but an exec answer's stdout
+   * may legitimately be up to 256 MiB. What the SDK reads is bounded before Jackson sees it
+   * (RealSandbox: answers by the output limits, events at 8 MiB), so strings need no second limit.
+   */
+  static final ObjectMapper MAPPER = new ObjectMapper(JsonFactory.builder()
+      .streamReadConstraints(StreamReadConstraints.builder().maxStringLength(Integer.MAX_VALUE).build())
+      .build());
 
   private Wire() {}
 
