@@ -14,6 +14,11 @@ import org.junit.jupiter.params.provider.CsvSource;
 class HttpLimitsTest {
   private final PrintStream out = new PrintStream(new ByteArrayOutputStream(), true, UTF_8);
 
+  /** Parses with a fixed workspace, so no temporary directory is made. */
+  private AgentConfig parse(String[] args) {
+    return Main.parse(args, "t", out, () -> java.nio.file.Path.of("/tmp/unused-workspace"));
+  }
+
   @ParameterizedTest(name = "open-file limit {0} -> {1} connections")
   @CsvSource({"50, 16", "256, 96", "1024, 480", "2112, 1024", "20000, 1024", "1048576, 1024", "9223372036854775807, 1024"})
   void theDefaultCapLeavesHalfOfTheDescriptorsToProcesses(long openFileLimit, int cap) {
@@ -22,13 +27,13 @@ class HttpLimitsTest {
 
   @Test
   void theCapFollowsThisProcesssOpenFileLimitUnlessSet() {
-    AgentConfig derived = Main.parse(new String[0], "t", out);
+    AgentConfig derived = parse(new String[0]);
     assertThat(derived.maxConnections()).isZero();
     assertThat(derived.effectiveMaxConnections()).isEqualTo(AgentConfig.derivedMaxConnections(AgentConfig.openFileLimit()));
     assertThat(AgentConfig.openFileLimit()).as("read from /proc/self/limits").isPositive().isLessThan(Long.MAX_VALUE);
     assertThat(derived.requestTimeoutSeconds()).isEqualTo(AgentConfig.DEFAULT_REQUEST_TIMEOUT_SECONDS);
 
-    AgentConfig set = Main.parse(new String[] {"--max-connections", "5000", "--request-timeout-seconds=7"}, "t", out);
+    AgentConfig set = parse(new String[] {"--max-connections", "5000", "--request-timeout-seconds=7"});
     assertThat(set.effectiveMaxConnections()).isEqualTo(5000);
     assertThat(set.requestTimeoutSeconds()).isEqualTo(7);
   }
@@ -37,7 +42,7 @@ class HttpLimitsTest {
   @CsvSource({"--max-connections, 0", "--max-connections, -1", "--request-timeout-seconds, 0", "--request-timeout-seconds, 3601",
       "--request-timeout-seconds, 1.5"})
   void outOfRangeValuesAreRefused(String option, String value) {
-    assertThatThrownBy(() -> Main.parse(new String[] {option, value}, "t", out))
+    assertThatThrownBy(() -> parse(new String[] {option, value}))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageContaining(option);
   }
