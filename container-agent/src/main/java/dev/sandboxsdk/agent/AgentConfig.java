@@ -22,7 +22,8 @@ public record AgentConfig(
     int logWindowBytes,
     int defaultMaxOutputBytes,
     long autoCleanupDelayMs,
-    boolean exitOnStdinEof) {
+    boolean exitOnStdinEof,
+    long outputBudgetBytes) {
 
   public static final int DEFAULT_PORT = 3000;
   public static final String DEFAULT_BIND = "0.0.0.0";
@@ -34,7 +35,10 @@ public record AgentConfig(
   public static final int DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
   public static final int DEFAULT_LOG_WINDOW_BYTES = 1024 * 1024;
   public static final int DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
-  /** The largest maxOutputBytes a request may ask for, so one call cannot exhaust the heap. */
+  /**
+   * The largest maxOutputBytes a request may ask for on any agent; an agent whose output budget
+   * is smaller allows less (see {@link #maxOutputBytesLimit()}).
+   */
   public static final int MAX_OUTPUT_BYTES_LIMIT = 256 * 1024 * 1024;
   public static final long DEFAULT_AUTO_CLEANUP_DELAY_MS = 60_000;
 
@@ -61,6 +65,30 @@ public record AgentConfig(
     if (autoCleanupDelayMs < 0) {
       throw new IllegalArgumentException("autoCleanupDelayMs must be >= 0: " + autoCleanupDelayMs);
     }
+    if (outputBudgetBytes < 0) {
+      throw new IllegalArgumentException("outputBudgetBytes must be >= 0 (0: derive from the heap): " + outputBudgetBytes);
+    }
+  }
+
+  /**
+   * The total budget for buffered output: {@code outputBudgetBytes}, or when that is 0 a share
+   * of the JVM's maximum heap ({@link dev.sandboxsdk.agent.process.OutputBudget#DEFAULT_HEAP_PERCENT}).
+   */
+  public long outputBudget() {
+    return dev.sandboxsdk.agent.process.OutputBudget.resolve(outputBudgetBytes);
+  }
+
+  /**
+   * The largest {@code maxOutputBytes} a request may ask for here: {@link #MAX_OUTPUT_BYTES_LIMIT},
+   * or less so that both streams of one exec fit in the output budget.
+   */
+  public int maxOutputBytesLimit() {
+    return (int) Math.max(1, Math.min(MAX_OUTPUT_BYTES_LIMIT, outputBudget() / 2));
+  }
+
+  /** {@link #defaultMaxOutputBytes()}, lowered to {@link #maxOutputBytesLimit()} if the budget is smaller. */
+  public int effectiveDefaultMaxOutputBytes() {
+    return Math.min(defaultMaxOutputBytes, maxOutputBytesLimit());
   }
 
   private static void positive(String name, long value) {
@@ -79,7 +107,8 @@ public record AgentConfig(
         + ", auth=" + (token != null ? "token" : "DISABLED") + ", maxProcesses=" + maxProcesses
         + ", graceMs=" + graceMs + ", keepAliveMs=" + keepAliveMs + ", maxBodyBytes=" + maxBodyBytes
         + ", logWindowBytes=" + logWindowBytes + ", defaultMaxOutputBytes=" + defaultMaxOutputBytes
-        + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof + "]";
+        + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof
+        + ", outputBudgetBytes=" + (outputBudgetBytes > 0 ? outputBudgetBytes : "auto(" + outputBudget() + ")") + "]";
   }
 
   /** Mutable builder with the documented defaults. */
@@ -97,6 +126,7 @@ public record AgentConfig(
     private int defaultMaxOutputBytes = DEFAULT_MAX_OUTPUT_BYTES;
     private long autoCleanupDelayMs = DEFAULT_AUTO_CLEANUP_DELAY_MS;
     private boolean exitOnStdinEof;
+    private long outputBudgetBytes;
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -111,10 +141,13 @@ public record AgentConfig(
     public Builder defaultMaxOutputBytes(int bytes) { this.defaultMaxOutputBytes = bytes; return this; }
     public Builder autoCleanupDelayMs(long ms) { this.autoCleanupDelayMs = ms; return this; }
     public Builder exitOnStdinEof(boolean exit) { this.exitOnStdinEof = exit; return this; }
+    /** Total buffered output across all processes; 0 (the default) derives it from the max heap. */
+    public Builder outputBudgetBytes(long bytes) { this.outputBudgetBytes = bytes; return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
-          keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof);
+          keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof,
+          outputBudgetBytes);
     }
   }
 }

@@ -43,6 +43,9 @@ public final class Main {
       "                           (default 1048576)",
       "  --max-output-bytes N     default per-stream output cap of POST /api/execute",
       "                           (default 16777216; requests may set maxOutputBytes)",
+      "  --output-budget-bytes N  total output the agent buffers for all processes (execute",
+      "                           results and background windows); 0 = 25% of the max heap",
+      "                           (default 0; see docs/protocol.md, \"Memory\")",
       "  --auto-cleanup-delay-ms N  how long a finished process started with autoCleanup",
       "                           stays listed (default 60000)",
       "  --exit-on-stdin-eof      stop (like SIGTERM) when standard input reaches end of file;",
@@ -69,7 +72,8 @@ public final class Main {
       Map.entry("--log-window-bytes", (b, v) -> b.logWindowBytes((int) number("--log-window-bytes", v, 1, 1 << 30))),
       Map.entry("--max-output-bytes",
           (b, v) -> b.defaultMaxOutputBytes((int) number("--max-output-bytes", v, 1, AgentConfig.MAX_OUTPUT_BYTES_LIMIT))),
-      Map.entry("--auto-cleanup-delay-ms", (b, v) -> b.autoCleanupDelayMs(number("--auto-cleanup-delay-ms", v, 0, Long.MAX_VALUE))));
+      Map.entry("--auto-cleanup-delay-ms", (b, v) -> b.autoCleanupDelayMs(number("--auto-cleanup-delay-ms", v, 0, Long.MAX_VALUE))),
+      Map.entry("--output-budget-bytes", (b, v) -> b.outputBudgetBytes(number("--output-budget-bytes", v, 0, Long.MAX_VALUE))));
 
   private Main() {}
 

@@ -82,9 +82,10 @@ final class ExecRequests {
     } else {
       stdinData = body.string("stdin");
     }
-    int maxOutput = config.defaultMaxOutputBytes();
+    int maxOutput = config.effectiveDefaultMaxOutputBytes();
     if (kind == Kind.EXECUTE) {
-      Long m = body.integer("maxOutputBytes", 1, AgentConfig.MAX_OUTPUT_BYTES_LIMIT);
+      // At most half the output budget (both streams must fit), and never over 256 MiB.
+      Long m = body.integer("maxOutputBytes", 1, config.maxOutputBytesLimit());
       if (m != null) {
         maxOutput = m.intValue();
       }
