@@ -46,9 +46,16 @@ public final class OutputBudget {
     this.limit = limit;
   }
 
-  /** The budget for a configured value, or {@value #DEFAULT_HEAP_PERCENT}% of the JVM's max heap when 0. */
+  /**
+   * The budget for a configured value, or when 0 {@value #DEFAULT_HEAP_PERCENT}% of the JVM's max
+   * heap, rounded down to whole MiB (at least 1 MiB).
+   */
   public static long resolve(long configured) {
-    return configured > 0 ? configured : Runtime.getRuntime().maxMemory() / 100 * DEFAULT_HEAP_PERCENT;
+    if (configured > 0) {
+      return configured;
+    }
+    long share = Runtime.getRuntime().maxMemory() / 100 * DEFAULT_HEAP_PERCENT;
+    return Math.max(1 << 20, share >> 20 << 20);
   }
 
   public long limit() {

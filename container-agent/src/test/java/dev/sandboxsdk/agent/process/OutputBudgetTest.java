@@ -117,7 +117,7 @@ class OutputBudgetTest {
 
   @Test
   void theDefaultIsAQuarterOfTheMaxHeap() {
-    assertThat(OutputBudget.resolve(0)).isEqualTo(Runtime.getRuntime().maxMemory() / 100 * 25);
+    assertThat(OutputBudget.resolve(0)).isEqualTo(Runtime.getRuntime().maxMemory() / 100 * 25 >> 20 << 20);
     assertThat(OutputBudget.resolve(12345)).isEqualTo(12345);
     assertThatThrownBy(() -> new OutputBudget(0)).isInstanceOf(IllegalArgumentException.class);
   }
