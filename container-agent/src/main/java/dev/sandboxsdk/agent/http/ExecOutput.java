@@ -154,7 +154,9 @@ final class ExecOutput implements ManagedProcess.OutputSink {
     frame.clear();
     frame.append((byte) '"');
     if (encoding == ExecSpec.Encoding.BASE64) {
-      writeBase64(out, frame);
+      frame.writeTo(out);
+      frame.clear();
+      writeBase64(out);
     } else {
       Utf8Sanitizer sanitizer = new Utf8Sanitizer();
       ByteBuf valid = new ByteBuf(SLICE * 3 + 16);
@@ -171,22 +173,33 @@ final class ExecOutput implements ManagedProcess.OutputSink {
     frame.clear();
   }
 
-  private void writeBase64(OutputStream out, ByteBuf frame) throws IOException {
+  private void writeBase64(OutputStream out) throws IOException {
+    // Whole groups of 3 bytes are encoded as they fill, into one reused array: no garbage per frame.
     Base64.Encoder encoder = Base64.getEncoder();
-    byte[] group = new byte[SLICE + 2]; // a multiple of 3 is encoded per frame; the rest carries over
+    byte[] group = new byte[B64_GROUP];
+    byte[] encoded = new byte[B64_GROUP / 3 * 4];
     int[] held = {0};
     forEachSliceIo((block, off, len, last) -> {
-      System.arraycopy(block, off, group, held[0], len);
-      int n = held[0] + len;
-      int whole = last ? n : n / 3 * 3;
-      java.nio.ByteBuffer b64 = encoder.encode(java.nio.ByteBuffer.wrap(group, 0, whole));
-      frame.append(b64.array(), b64.arrayOffset() + b64.position(), b64.remaining());
-      frame.writeTo(out);
-      frame.clear();
-      System.arraycopy(group, whole, group, 0, n - whole);
-      held[0] = n - whole;
+      while (len > 0) {
+        int n = Math.min(len, B64_GROUP - held[0]);
+        System.arraycopy(block, off, group, held[0], n);
+        held[0] += n;
+        off += n;
+        len -= n;
+        if (held[0] == B64_GROUP) {
+          int m = encoder.encode(group, encoded);
+          out.write(encoded, 0, m);
+          held[0] = 0;
+        }
+      }
+      if (last && held[0] > 0) {
+        out.write(encoder.encode(java.util.Arrays.copyOf(group, held[0])));
+      }
     });
   }
+
+  /** Bytes base64-encoded at a time: a multiple of 3, so no padding until the very end. */
+  private static final int B64_GROUP = 3 * 5461;
 
   /** A slice of the kept bytes; {@code last} is true for the final one (also when empty). */
   private interface SliceConsumer {

@@ -207,16 +207,6 @@ public final class ManagedProcess {
     }
   }
 
-  /** Bytes of window buffer this background process holds (0 for other kinds). */
-  long windowBytes() {
-    lock.lock();
-    try {
-      return stdoutLog == null ? 0 : (long) stdoutLog.allocated() + stderrLog.allocated();
-    } finally {
-      lock.unlock();
-    }
-  }
-
   /**
    * Signals the process group, then SIGKILLs whatever is left of it after {@code graceMs}. Safe to
    * call again; a finished process only has leftover group members (its background children)
