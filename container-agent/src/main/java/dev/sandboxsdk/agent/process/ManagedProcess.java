@@ -177,7 +177,9 @@ public final class ManagedProcess {
    * right now (the budget then tries another process; it must never wait for a lock).
    */
   private long tryEvictWindows() {
-    if (!lock.tryLock()) {
+    // Held by this very thread: it is appending to one of these windows (a lingering child of a
+    // finished process writes) and must not have the buffer taken from under it.
+    if (lock.isHeldByCurrentThread() || !lock.tryLock()) {
       return -1;
     }
     try {
