@@ -31,7 +31,8 @@ public record AgentConfig(
     boolean exitOnStdinEof,
     int maxConnections,
     int requestTimeoutSeconds,
-    java.util.List<String> inheritEnv) {
+    java.util.List<String> inheritEnv,
+    long outputBudgetBytes) {
 
   public static final int DEFAULT_PORT = 3000;
   public static final String DEFAULT_BIND = "0.0.0.0";
@@ -43,7 +44,10 @@ public record AgentConfig(
   public static final int DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024;
   public static final int DEFAULT_LOG_WINDOW_BYTES = 1024 * 1024;
   public static final int DEFAULT_MAX_OUTPUT_BYTES = 16 * 1024 * 1024;
-  /** The largest maxOutputBytes a request may ask for, so one call cannot exhaust the heap. */
+  /**
+   * The largest maxOutputBytes a request may ask for on any agent; an agent whose output budget
+   * is smaller allows less (see {@link #maxOutputBytesLimit()}).
+   */
   public static final int MAX_OUTPUT_BYTES_LIMIT = 256 * 1024 * 1024;
   public static final long DEFAULT_AUTO_CLEANUP_DELAY_MS = 60_000;
   /** The default request deadline: headers and body must arrive within it. */
@@ -84,6 +88,9 @@ public record AgentConfig(
     if (requestTimeoutSeconds <= 0 || requestTimeoutSeconds > MAX_REQUEST_TIMEOUT_SECONDS) {
       throw new IllegalArgumentException("requestTimeoutSeconds must be 1.." + MAX_REQUEST_TIMEOUT_SECONDS + ": " + requestTimeoutSeconds);
     }
+    if (outputBudgetBytes < 0) {
+      throw new IllegalArgumentException("outputBudgetBytes must be >= 0 (0: derive from the heap): " + outputBudgetBytes);
+    }
   }
 
   /**
@@ -118,6 +125,27 @@ public record AgentConfig(
     return Long.MAX_VALUE;
   }
 
+  /**
+   * The total budget for buffered output: {@code outputBudgetBytes}, or when that is 0 a share
+   * of the JVM's maximum heap ({@link dev.sandboxsdk.agent.process.OutputBudget#DEFAULT_HEAP_PERCENT}).
+   */
+  public long outputBudget() {
+    return dev.sandboxsdk.agent.process.OutputBudget.resolve(outputBudgetBytes);
+  }
+
+  /**
+   * The largest {@code maxOutputBytes} a request may ask for here: {@link #MAX_OUTPUT_BYTES_LIMIT},
+   * or less so that both streams of one exec fit in the output budget.
+   */
+  public int maxOutputBytesLimit() {
+    return (int) Math.max(1, Math.min(MAX_OUTPUT_BYTES_LIMIT, outputBudget() / 2));
+  }
+
+  /** {@link #defaultMaxOutputBytes()}, lowered to {@link #maxOutputBytesLimit()} if the budget is smaller. */
+  public int effectiveDefaultMaxOutputBytes() {
+    return Math.min(defaultMaxOutputBytes, maxOutputBytesLimit());
+  }
+
   private static void positive(String name, long value) {
     if (value <= 0) {
       throw new IllegalArgumentException(name + " must be positive: " + value);
@@ -136,7 +164,8 @@ public record AgentConfig(
         + ", logWindowBytes=" + logWindowBytes + ", defaultMaxOutputBytes=" + defaultMaxOutputBytes
         + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof
         + ", maxConnections=" + maxConnections + ", requestTimeoutSeconds=" + requestTimeoutSeconds
-        + ", inheritEnv=" + inheritEnv + "]";
+        + ", inheritEnv=" + inheritEnv
+        + ", outputBudgetBytes=" + (outputBudgetBytes > 0 ? outputBudgetBytes : "auto(" + outputBudget() + ")") + "]";
   }
 
   /** Mutable builder with the documented defaults. */
@@ -157,6 +186,7 @@ public record AgentConfig(
     private int maxConnections;
     private int requestTimeoutSeconds = DEFAULT_REQUEST_TIMEOUT_SECONDS;
     private final java.util.Set<String> inheritEnv = new java.util.LinkedHashSet<>();
+    private long outputBudgetBytes;
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -175,12 +205,15 @@ public record AgentConfig(
     public Builder requestTimeoutSeconds(int seconds) { this.requestTimeoutSeconds = seconds; return this; }
     /** Adds names of the agent's environment variables that commands also get. */
     public Builder inheritEnv(java.util.Collection<String> names) { this.inheritEnv.addAll(names); return this; }
+    /** Total buffered output across all processes; 0 (the default) derives it from the max heap. */
+    public Builder outputBudgetBytes(long bytes) { this.outputBudgetBytes = bytes; return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
           keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof,
           maxConnections, requestTimeoutSeconds,
-          java.util.List.copyOf(inheritEnv));
+          java.util.List.copyOf(inheritEnv),
+          outputBudgetBytes);
     }
   }
 }

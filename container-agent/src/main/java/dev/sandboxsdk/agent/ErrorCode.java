@@ -14,6 +14,8 @@ public enum ErrorCode {
   PAYLOAD_TOO_LARGE(413),
   TOO_MANY_PROCESSES(429),
   INTERNAL_ERROR(500),
+  /** The agent's output budget is in use; retry later (docs/protocol.md, "Memory"). */
+  OUTPUT_BUDGET_EXHAUSTED(503),
   SHUTTING_DOWN(503);
 
   private final int httpStatus;

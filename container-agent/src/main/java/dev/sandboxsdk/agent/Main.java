@@ -44,6 +44,9 @@ public final class Main {
       "                           (default 1048576)",
       "  --max-output-bytes N     default per-stream output cap of POST /api/execute",
       "                           (default 16777216; requests may set maxOutputBytes)",
+      "  --output-budget-bytes N  total output the agent buffers for all processes (execute",
+      "                           results and background windows); 0 = 25% of the max heap",
+      "                           (default 0; see docs/protocol.md, \"Memory\")",
       "  --auto-cleanup-delay-ms N  how long a finished process started with autoCleanup",
       "                           stays listed (default 60000)",
       "  --max-connections N      most HTTP connections open at once; more are closed right",
@@ -87,7 +90,8 @@ public final class Main {
       Map.entry("--auto-cleanup-delay-ms", (b, v) -> b.autoCleanupDelayMs(number("--auto-cleanup-delay-ms", v, 0, Long.MAX_VALUE))),
       Map.entry("--max-connections", (b, v) -> b.maxConnections((int) number("--max-connections", v, 1, 1_000_000))),
       Map.entry("--request-timeout-seconds", (b, v) -> b.requestTimeoutSeconds(
-          (int) number("--request-timeout-seconds", v, 1, AgentConfig.MAX_REQUEST_TIMEOUT_SECONDS))));
+          (int) number("--request-timeout-seconds", v, 1, AgentConfig.MAX_REQUEST_TIMEOUT_SECONDS))),
+      Map.entry("--output-budget-bytes", (b, v) -> b.outputBudgetBytes(number("--output-budget-bytes", v, 0, Long.MAX_VALUE))));
 
   private Main() {}
 

@@ -287,6 +287,20 @@ class MainTest {
   }
 
   @Test
+  void outputBudgetDefaultsToAShareOfTheHeapAndCanBeSet() {
+    AgentConfig derived = parse(args(), TOKEN, out);
+    AgentConfig set = parse(args("--output-budget-bytes", "10485760"), TOKEN, out);
+
+    assertThat(derived.outputBudgetBytes()).isZero();
+    assertThat(derived.outputBudget()).isEqualTo(Runtime.getRuntime().maxMemory() / 100 * 25 >> 20 << 20);
+    assertThat(set.outputBudget()).isEqualTo(10L << 20);
+    assertThat(set.maxOutputBytesLimit()).isEqualTo(5 << 20);
+    assertThat(set.effectiveDefaultMaxOutputBytes()).isEqualTo(5 << 20); // 16 MiB would not fit
+    assertThatThrownBy(() -> parse(args("--output-budget-bytes", "-1"), TOKEN, out))
+        .hasMessageContaining("--output-budget-bytes");
+  }
+
+  @Test
   void numbersAtTheEdgesOfTheirRangesAreAccepted() {
     AgentConfig config = parse(args(
         "--port", "65535", "--max-processes", "1000000", "--grace-ms", "3600000",

@@ -234,8 +234,7 @@ public final class ApiHandler implements HttpHandler {
         limits.put("maxProcesses", config.maxProcesses());
         limits.put("maxBodyBytes", config.maxBodyBytes());
         limits.put("logWindowBytes", config.logWindowBytes());
-        limits.put("defaultMaxOutputBytes", config.defaultMaxOutputBytes());
-        limits.put("maxOutputBytes", AgentConfig.MAX_OUTPUT_BYTES_LIMIT);
+        exec.describeOutput(body, limits);
         Responses.ok(exchange, body);
         return;
       }

@@ -3,15 +3,15 @@ package dev.sandboxsdk.agent.http;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
+import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.process.ExecSpec;
 import dev.sandboxsdk.agent.process.ManagedProcess;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import dev.sandboxsdk.agent.text.ByteBuf;
-import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.Base64;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
@@ -30,35 +30,136 @@ final class ExecEndpoints {
     this.config = processes.config();
   }
 
+  /**
+   * The output limits of GET /api/version, and the live figures of the output budget: bytes
+   * buffered now (exec results and background windows) and evicted so far.
+   */
+  void describeOutput(ObjectNode body, ObjectNode limits) {
+    limits.put("defaultMaxOutputBytes", config.effectiveDefaultMaxOutputBytes());
+    limits.put("maxOutputBytes", config.maxOutputBytesLimit());
+    limits.put("outputBudgetBytes", processes.outputBudget().limit());
+    ObjectNode output = body.putObject("output");
+    output.put("bufferedBytes", processes.outputBudget().used());
+    output.put("evictedBytes", processes.outputBudget().evictedBytes());
+  }
+
   void execute(HttpExchange exchange) throws IOException {
     ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes()), ExecRequests.Kind.EXECUTE, config);
-    ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.EXEC);
-    BoundedCollector stdout = new BoundedCollector(spec.maxOutputBytes());
-    BoundedCollector stderr = new BoundedCollector(spec.maxOutputBytes());
-    p.startPumps(stdout, stderr);
-    OutputStream heartbeat = awaitWithHeartbeats(exchange, p);
-    ManagedProcess.Snapshot s = p.snapshot();
-    ObjectNode body = Json.object();
-    body.put("success", s.exitCode() == 0);
-    body.put("exitCode", s.exitCode());
-    body.put("stdout", stdout.text(spec.encoding()));
-    body.put("stderr", stderr.text(spec.encoding()));
-    body.put("command", s.command());
-    body.put("duration", s.durationMs());
-    body.put("timedOut", s.timedOut());
-    body.put("truncated", stdout.truncated() || stderr.truncated());
-    if (s.signal() != null) {
-      body.put("signal", s.signal().name());
+    ExecOutput[] buffers = ExecOutput.open(spec.maxOutputBytes(), processes.outputBudget()); // or 503
+    ExecOutput stdout = buffers[0];
+    ExecOutput stderr = buffers[1];
+    try {
+      ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.EXEC);
+      p.startPumps(stdout, stderr);
+      OutputStream heartbeat = awaitWithHeartbeats(exchange, p);
+      if (heartbeat == null) {
+        respond(exchange, spec, p, stdout, stderr);
+      } else {
+        respondAfterHeartbeats(heartbeat, spec, p, stdout, stderr);
+      }
+    } finally {
+      stdout.release();
+      stderr.release();
     }
-    body.put("pid", s.pid());
-    if (spec.encoding() == ExecSpec.Encoding.BASE64) {
-      body.put("encoding", "base64");
+  }
+
+  /**
+   * Writes the result with a {@code Content-Length} measured first. Anything that fails before the
+   * headers (an OutOfMemoryError included) becomes an error response; a failure after them leaves
+   * the body short of its length, and the server then closes the connection, so the client sees
+   * a broken response, never a complete-looking one.
+   */
+  private void respond(HttpExchange exchange, ExecSpec spec, ManagedProcess p, ExecOutput stdout, ExecOutput stderr)
+      throws IOException {
+    ResultFrame result = new ResultFrame(spec, p, stdout, stderr);
+    long length = result.length();
+    ByteBuf frame = new ByteBuf(FRAME_BYTES);
+    exchange.getResponseHeaders().set("Content-Type", Responses.JSON_CONTENT_TYPE);
+    exchange.sendResponseHeaders(200, length);
+    OutputStream body = exchange.getResponseBody();
+    result.writeTo(body, frame);
+    body.close();
+  }
+
+  /**
+   * The headers (200, chunked) and some spaces are out. If the result cannot be produced, what
+   * follows the spaces is the protocol's error object instead, which is still valid JSON; a
+   * failure once the result has started leaves the body cut short (invalid JSON).
+   */
+  private void respondAfterHeartbeats(OutputStream body, ExecSpec spec, ManagedProcess p, ExecOutput stdout,
+      ExecOutput stderr) throws IOException {
+    ResultFrame result;
+    ByteBuf frame;
+    try {
+      result = new ResultFrame(spec, p, stdout, stderr);
+      frame = new ByteBuf(FRAME_BYTES);
+    } catch (RuntimeException | OutOfMemoryError e) {
+      log.error("cannot build the result of {}", p.id(), e);
+      body.write(Json.MAPPER.writeValueAsBytes(Responses.errorBody(new AgentException(ErrorCode.INTERNAL_ERROR,
+          "internal error: " + e.getClass().getSimpleName() + " while writing the result"))));
+      body.close();
+      return;
     }
-    if (heartbeat == null) {
-      Responses.ok(exchange, body);
-    } else {
-      heartbeat.write(Json.MAPPER.writeValueAsBytes(Responses.stamp(body)));
-      heartbeat.close();
+    result.writeTo(body, frame);
+    body.close();
+  }
+
+  /** Initial size of the frame output is escaped into; it grows to at most about 100 KiB. */
+  private static final int FRAME_BYTES = 32 * 1024;
+
+  /**
+   * The result object of an exec, written in place: {@code {"success":..,"exitCode":..,"stdout":}
+   * from the buffers, {@code "stderr"} likewise, then the small fields, serialized by Jackson.
+   */
+  private static final class ResultFrame {
+    private final ExecSpec.Encoding encoding;
+    private final ExecOutput stdout;
+    private final ExecOutput stderr;
+    private final byte[] head;
+    private final byte[] middle = ",\"stderr\":".getBytes(StandardCharsets.US_ASCII);
+    private final byte[] tail;
+
+    ResultFrame(ExecSpec spec, ManagedProcess p, ExecOutput stdout, ExecOutput stderr) throws IOException {
+      this.encoding = spec.encoding();
+      this.stdout = stdout;
+      this.stderr = stderr;
+      ManagedProcess.Snapshot s = p.snapshot();
+      this.head = ("{\"success\":" + (s.exitCode() == 0) + ",\"exitCode\":" + s.exitCode() + ",\"stdout\":")
+          .getBytes(StandardCharsets.US_ASCII);
+      ObjectNode rest = Json.object();
+      rest.put("command", s.command());
+      rest.put("duration", s.durationMs());
+      rest.put("timedOut", s.timedOut());
+      boolean truncated = stdout.truncated() || stderr.truncated();
+      rest.put("truncated", truncated);
+      if (truncated) {
+        // Why: the request's own cap, or the agent's memory budget (then less than maxOutputBytes was kept).
+        rest.put("truncatedReason", stdout.budgetExhausted() || stderr.budgetExhausted() ? "outputBudget" : "maxOutputBytes");
+      }
+      if (s.signal() != null) {
+        rest.put("signal", s.signal().name());
+      }
+      rest.put("pid", s.pid());
+      if (encoding == ExecSpec.Encoding.BASE64) {
+        rest.put("encoding", "base64");
+      }
+      Responses.stamp(rest);
+      rest.remove("success"); // stamp's default; the real one is in the head
+      byte[] json = Json.MAPPER.writeValueAsBytes(rest);
+      json[0] = ','; // {"command":...} continues the object the head opened
+      this.tail = json;
+    }
+
+    long length() {
+      return head.length + stdout.jsonLength(encoding) + middle.length + stderr.jsonLength(encoding) + tail.length;
+    }
+
+    void writeTo(OutputStream out, ByteBuf frame) throws IOException {
+      out.write(head);
+      stdout.writeJson(encoding, out, frame);
+      out.write(middle);
+      stderr.writeJson(encoding, out, frame);
+      out.write(tail);
     }
   }
 
@@ -231,40 +332,6 @@ final class ExecEndpoints {
       if (events.flush(frame)) {
         sse.send(frame);
       }
-    }
-  }
-
-  /** Keeps up to {@code limit} bytes of a stream and counts the rest; never blocks the process. */
-  private static final class BoundedCollector implements ManagedProcess.OutputSink {
-    private final int limit;
-    private final ByteArrayOutputStream bytes = new ByteArrayOutputStream();
-    private boolean truncated;
-
-    BoundedCollector(int limit) {
-      this.limit = limit;
-    }
-
-    @Override
-    public synchronized void write(byte[] b, int off, int len) {
-      int room = limit - bytes.size();
-      if (len > room) {
-        truncated = true;
-      }
-      if (room > 0) {
-        bytes.write(b, off, Math.min(room, len));
-      }
-    }
-
-    synchronized boolean truncated() {
-      return truncated;
-    }
-
-    synchronized String text(ExecSpec.Encoding encoding) {
-      byte[] data = bytes.toByteArray();
-      // new String(UTF_8) replaces malformed input with U+FFFD, as the streams do.
-      return encoding == ExecSpec.Encoding.BASE64
-          ? Base64.getEncoder().encodeToString(data)
-          : new String(data, StandardCharsets.UTF_8);
     }
   }
 }

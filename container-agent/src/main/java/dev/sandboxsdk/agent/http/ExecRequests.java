@@ -82,9 +82,15 @@ final class ExecRequests {
     } else {
       stdinData = body.string("stdin");
     }
-    int maxOutput = config.defaultMaxOutputBytes();
+    int maxOutput = config.effectiveDefaultMaxOutputBytes();
     if (kind == Kind.EXECUTE) {
       Long m = body.integer("maxOutputBytes", 1, AgentConfig.MAX_OUTPUT_BYTES_LIMIT);
+      if (m != null && m > config.maxOutputBytesLimit()) {
+        // Both streams of one exec must fit in the agent's output budget.
+        throw AgentException.invalid("maxOutputBytes", "'maxOutputBytes' is " + m + ", but this agent keeps at most "
+            + config.maxOutputBytesLimit() + " bytes per stream: half its output budget of " + config.outputBudget()
+            + " bytes (see limits in GET /api/version; use POST /api/execute/stream for more)");
+      }
       if (m != null) {
         maxOutput = m.intValue();
       }

@@ -103,8 +103,8 @@ public final class ManagedProcess {
     this.manager = manager;
     this.stdin = spec.stdinPipe() ? process.getOutputStream() : null;
     boolean logged = kind == Kind.BACKGROUND;
-    this.stdoutLog = logged ? new OutputLog(logWindow) : null;
-    this.stderrLog = logged ? new OutputLog(logWindow) : null;
+    this.stdoutLog = logged ? new OutputLog(logWindow, manager.outputBudget()) : null;
+    this.stderrLog = logged ? new OutputLog(logWindow, manager.outputBudget()) : null;
     this.stdoutPump = stdoutPump;
     this.stderrPump = stderrPump;
   }
@@ -178,6 +178,46 @@ public final class ManagedProcess {
         lock.unlock();
       }
     };
+  }
+
+  /** How the output budget evicts this process's windows once it has finished (identity matters). */
+  private final OutputBudget.Evictable evictable = this::tryEvictWindows;
+
+  /**
+   * Drops the retained windows under memory pressure, unless a reader or writer holds the lock
+   * right now (the budget then tries another process; it must never wait for a lock).
+   */
+  private long tryEvictWindows() {
+    // Held by this very thread: it is appending to one of these windows (a lingering child of a
+    // finished process writes) and must not have the buffer taken from under it.
+    if (lock.isHeldByCurrentThread() || !lock.tryLock()) {
+      return -1;
+    }
+    try {
+      return evictWindowsLocked();
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  private long evictWindowsLocked() {
+    long freed = (stdoutLog.isEvicted() ? 0 : stdoutLog.evict()) + (stderrLog.isEvicted() ? 0 : stderrLog.evict());
+    changed.signalAll();
+    return freed;
+  }
+
+  /** The record was dropped (cleanup, autoCleanup): give the windows' memory back at once. */
+  void releaseOutput() {
+    if (stdoutLog == null) {
+      return;
+    }
+    manager.outputBudget().removeEvictable(evictable);
+    lock.lock();
+    try {
+      evictWindowsLocked();
+    } finally {
+      lock.unlock();
+    }
   }
 
   /**
@@ -372,6 +412,9 @@ public final class ManagedProcess {
       lock.unlock();
     }
     closeQuietly(stdin);
+    if (stdoutLog != null) {
+      manager.outputBudget().addEvictable(evictable);
+    }
     manager.onFinished(this);
     finished.complete(this);
   }

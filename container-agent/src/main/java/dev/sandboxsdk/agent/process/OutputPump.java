@@ -129,7 +129,8 @@ final class OutputPump {
         if (target != null) {
           try {
             target.write(buf, 0, n);
-          } catch (IOException | RuntimeException e) {
+          } catch (IOException | RuntimeException | OutOfMemoryError e) {
+            // Even out of memory, keep draining: a dead pump would leave the process unfinished.
             log.debug("output sink of {} failed: {}", name, e.toString());
             target = null;
           }

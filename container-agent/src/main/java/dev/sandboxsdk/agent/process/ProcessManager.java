@@ -48,6 +48,7 @@ public final class ProcessManager implements AutoCloseable {
   private final FifoPool fifos;
   private final ExecutorService io;
   private final ScheduledExecutorService scheduler;
+  private final OutputBudget outputBudget;
   private final Map<String, ManagedProcess> background = new ConcurrentHashMap<>();
   private final Set<String> reservedIds = ConcurrentHashMap.newKeySet();
   private final Set<ManagedProcess> live = ConcurrentHashMap.newKeySet();
@@ -69,6 +70,7 @@ public final class ProcessManager implements AutoCloseable {
 
   public ProcessManager(AgentConfig config) {
     this.config = config;
+    this.outputBudget = new OutputBudget(config.outputBudget());
     String path = System.getenv("PATH");
     String setsid = ProcessGroups.which("setsid", path);
     String kill = ProcessGroups.which("kill", path);
@@ -171,6 +173,11 @@ public final class ProcessManager implements AutoCloseable {
 
   public AgentConfig config() {
     return config;
+  }
+
+  /** The budget every output buffer (exec results, background windows) is charged to. */
+  public OutputBudget outputBudget() {
+    return outputBudget;
   }
 
   /**
@@ -330,7 +337,11 @@ public final class ProcessManager implements AutoCloseable {
     live.remove(p);
     running.decrementAndGet();
     if (p.kind() == ManagedProcess.Kind.BACKGROUND && p.spec().autoCleanup()) {
-      scheduler.schedule(() -> background.remove(p.id(), p), config.autoCleanupDelayMs(), TimeUnit.MILLISECONDS);
+      scheduler.schedule(() -> {
+        if (background.remove(p.id(), p)) {
+          p.releaseOutput();
+        }
+      }, config.autoCleanupDelayMs(), TimeUnit.MILLISECONDS);
     }
   }
 
@@ -626,6 +637,7 @@ public final class ProcessManager implements AutoCloseable {
     int n = 0;
     for (ManagedProcess p : background.values()) {
       if (p.isFinished() && background.remove(p.id(), p)) {
+        p.releaseOutput();
         n++;
       }
     }

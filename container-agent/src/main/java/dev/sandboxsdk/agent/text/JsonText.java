@@ -13,6 +13,30 @@ public final class JsonText {
   public static void appendQuoted(byte[] utf8, int off, int len, ByteBuf out) {
     out.ensureSpare(len + 2);
     out.append((byte) '"');
+    appendEscaped(utf8, off, len, out);
+    out.append((byte) '"');
+  }
+
+  /**
+   * The length {@link #appendEscaped} gives {@code utf8[off, off+len)}, without writing it: so a
+   * body can be measured (for its {@code Content-Length}) before it is written.
+   */
+  public static long escapedLength(byte[] utf8, int off, int len) {
+    long n = len;
+    int end = off + len;
+    for (int i = off; i < end; i++) {
+      int b = utf8[i] & 0xFF;
+      if (b >= 0x20 && b != '"' && b != '\\') {
+        continue;
+      }
+      n += b == '"' || b == '\\' || b == '\n' || b == '\r' || b == '\t' ? 1 : 5;
+    }
+    return n;
+  }
+
+  /** Appends the JSON-escaped form of valid UTF-8 {@code utf8[off, off+len)}, without quotes. */
+  public static void appendEscaped(byte[] utf8, int off, int len, ByteBuf out) {
+    out.ensureSpare(len);
     int end = off + len;
     int runStart = off;
     for (int i = off; i < end; i++) {
@@ -44,7 +68,6 @@ public final class JsonText {
       }
     }
     out.append(utf8, runStart, end - runStart);
-    out.append((byte) '"');
   }
 
   /** Appends a JSON string literal for ASCII-only text such as ids, names and timestamps. */

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class OutputLogTest {
   @Test
   void emptyLogStartsAndEndsAtZero() {
-    OutputLog log = new OutputLog(8);
+    OutputLog log = new OutputLog(8, new OutputBudget(Long.MAX_VALUE));
 
     assertThat(log.end()).isZero();
     assertThat(log.oldest()).isZero();
@@ -21,7 +21,7 @@ class OutputLogTest {
 
   @Test
   void retainsEverythingWhileWithinCapacity() {
-    OutputLog log = new OutputLog(8);
+    OutputLog log = new OutputLog(8, new OutputBudget(Long.MAX_VALUE));
 
     append(log, "abc");
     append(log, "def");
@@ -33,7 +33,7 @@ class OutputLogTest {
 
   @Test
   void wrapsAroundAndKeepsTheLastCapacityBytes() {
-    OutputLog log = new OutputLog(8);
+    OutputLog log = new OutputLog(8, new OutputBudget(Long.MAX_VALUE));
 
     append(log, "abcde");
     append(log, "fghij");
@@ -47,7 +47,7 @@ class OutputLogTest {
 
   @Test
   void appendLargerThanCapacityKeepsItsLastCapacityBytes() {
-    OutputLog log = new OutputLog(4);
+    OutputLog log = new OutputLog(4, new OutputBudget(Long.MAX_VALUE));
     append(log, "ab");
 
     append(log, "0123456789");
@@ -59,7 +59,7 @@ class OutputLogTest {
 
   @Test
   void appendOfExactlyCapacityReplacesTheWholeWindow() {
-    OutputLog log = new OutputLog(4);
+    OutputLog log = new OutputLog(4, new OutputBudget(Long.MAX_VALUE));
     append(log, "xyz");
 
     append(log, "abcd");
@@ -70,7 +70,7 @@ class OutputLogTest {
 
   @Test
   void appendUsesOnlyTheGivenRangeOfTheSource() {
-    OutputLog log = new OutputLog(8);
+    OutputLog log = new OutputLog(8, new OutputBudget(Long.MAX_VALUE));
     byte[] src = "--abc--".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
     log.append(src, 2, 3);
@@ -80,7 +80,7 @@ class OutputLogTest {
 
   @Test
   void readCopiesAtMostMaxBytesToTheRequestedPlace() {
-    OutputLog log = new OutputLog(8);
+    OutputLog log = new OutputLog(8, new OutputBudget(Long.MAX_VALUE));
     append(log, "abcdefghij");
     byte[] dst = "..........".getBytes(java.nio.charset.StandardCharsets.US_ASCII);
 
@@ -92,7 +92,7 @@ class OutputLogTest {
 
   @Test
   void readAtTheEndReturnsNothing() {
-    OutputLog log = new OutputLog(8);
+    OutputLog log = new OutputLog(8, new OutputBudget(Long.MAX_VALUE));
     append(log, "abcdefghij");
 
     assertThat(log.read(log.end(), new byte[8], 0, 8)).isZero();
@@ -100,7 +100,7 @@ class OutputLogTest {
 
   @Test
   void readOutsideTheWindowIsRejected() {
-    OutputLog log = new OutputLog(4);
+    OutputLog log = new OutputLog(4, new OutputBudget(Long.MAX_VALUE));
     append(log, "abcdefgh");
 
     assertThatThrownBy(() -> log.read(3, new byte[8], 0, 8))
@@ -115,7 +115,7 @@ class OutputLogTest {
   @Test
   void growsLazilySoAnIdleLogCostsLittleMemory() throws Exception {
     // The class promises lazy growth but exposes no size; the backing array is the only witness.
-    OutputLog log = new OutputLog(1 << 20);
+    OutputLog log = new OutputLog(1 << 20, new OutputBudget(Long.MAX_VALUE));
     assertThat(backingArray(log)).hasSizeLessThanOrEqualTo(4096);
 
     append(log, "a short line\n");
@@ -127,7 +127,7 @@ class OutputLogTest {
 
   @Test
   void neverGrowsBeyondCapacity() throws Exception {
-    OutputLog log = new OutputLog(5000);
+    OutputLog log = new OutputLog(5000, new OutputBudget(Long.MAX_VALUE));
 
     for (int i = 0; i < 10; i++) {
       log.append(new byte[3000], 0, 3000);
@@ -138,7 +138,7 @@ class OutputLogTest {
 
   @Test
   void keepsContentIntactWhileGrowingPastTheInitialAllocation() {
-    OutputLog log = new OutputLog(10_000);
+    OutputLog log = new OutputLog(10_000, new OutputBudget(Long.MAX_VALUE));
     ByteArrayOutputStream all = new ByteArrayOutputStream();
     byte[] chunk = new byte[1500];
     for (int i = 0; i < 20; i++) {
@@ -157,7 +157,7 @@ class OutputLogTest {
     for (long seed = 0; seed < 300; seed++) {
       Random random = new Random(seed);
       int capacity = random.nextBoolean() ? 1 + random.nextInt(64) : 1 + random.nextInt(12_000);
-      OutputLog log = new OutputLog(capacity);
+      OutputLog log = new OutputLog(capacity, new OutputBudget(Long.MAX_VALUE));
       ByteArrayOutputStream all = new ByteArrayOutputStream();
 
       int appends = random.nextInt(40);
