@@ -38,7 +38,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The runnable jar over stdio, as an MCP client starts it: a child {@code java -jar sandbox-mcp.jar
- * --stdio}. Only protocol messages reach stdout (STYLE.md §13), sandbox output that looks like
+ * --stdio}. Only protocol messages reach stdout, sandbox output that looks like
  * JSON-RPC stays inside results, and the process exits by itself when stdin closes. Also the exit
  * status and messages of command-line mistakes.
  */
