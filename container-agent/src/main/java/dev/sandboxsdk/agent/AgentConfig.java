@@ -57,6 +57,8 @@ public record AgentConfig(
   public static final int MAX_DERIVED_CONNECTIONS = 1024;
   /** Open files the derived connection cap leaves to the JVM, before halving the rest. */
   static final int RESERVED_FDS = 64;
+  /** Descriptors a running process holds in the agent: its stdout and stderr FIFOs and a stdin pipe. */
+  static final int FDS_PER_PROCESS = 3;
 
   public AgentConfig {
     Objects.requireNonNull(bind, "bind == null");
@@ -70,7 +72,9 @@ public record AgentConfig(
     if (token != null && token.isEmpty()) {
       throw new IllegalArgumentException("token is empty");
     }
-    positive("maxProcesses", maxProcesses);
+    if (maxProcesses < 0) {
+      throw new IllegalArgumentException("maxProcesses must be >= 0 (0 derives it): " + maxProcesses);
+    }
     positive("graceMs", graceMs);
     positive("maxBodyBytes", maxBodyBytes);
     positive("logWindowBytes", logWindowBytes);
@@ -103,6 +107,24 @@ public record AgentConfig(
       return maxConnections;
     }
     return derivedMaxConnections(openFileLimit());
+  }
+
+  /**
+   * The process cap in force: {@link #maxProcesses()} if set, else {@value #DEFAULT_MAX_PROCESSES}
+   * or fewer, so that running processes fit in the half of the open-file limit that
+   * {@link #effectiveMaxConnections()} leaves them. Without this a low limit let processes use up
+   * every descriptor, and the JDK server then spins on a failing accept.
+   */
+  public int effectiveMaxProcesses() {
+    if (maxProcesses > 0) {
+      return maxProcesses;
+    }
+    return derivedMaxProcesses(openFileLimit());
+  }
+
+  static int derivedMaxProcesses(long openFileLimit) {
+    long share = (openFileLimit - RESERVED_FDS) / 2 / FDS_PER_PROCESS;
+    return (int) Math.max(8, Math.min(DEFAULT_MAX_PROCESSES, share));
   }
 
   static int derivedMaxConnections(long openFileLimit) {
@@ -175,7 +197,7 @@ public record AgentConfig(
     private Path workspace = Path.of("").toAbsolutePath();
     private String token;
     private boolean insecureNoAuth;
-    private int maxProcesses = DEFAULT_MAX_PROCESSES;
+    private int maxProcesses; // 0: derived from the open-file limit
     private long graceMs = DEFAULT_GRACE_MS;
     private long keepAliveMs = DEFAULT_KEEP_ALIVE_MS;
     private int maxBodyBytes = DEFAULT_MAX_BODY_BYTES;

@@ -229,6 +229,34 @@ class HostileClientsIT {
   }
 
   @Test
+  void processesCannotUseUpTheDescriptorsTheServerNeedsUnderALowFileLimit() throws Exception {
+    assumeThat(Files.isExecutable(Path.of("/usr/bin/prlimit")) || Files.isExecutable(Path.of("/bin/prlimit")))
+        .as("prlimit (util-linux) is installed").isTrue();
+    ChildAgent agent = agent(List.of("prlimit", "--nofile=256:256"));
+    int started = 0;
+    int refused = 0;
+    for (int i = 0; i < 150; i++) {
+      String response = agent.call(ChildAgent.request("POST", "/api/process/start", "{\"command\":\"sleep 30\"}"), 10_000);
+      if (response.startsWith("HTTP/1.1 200")) {
+        started++;
+      } else {
+        assertThat(response).as("start %d", i).startsWith("HTTP/1.1 429").contains("TOO_MANY_PROCESSES");
+        refused++;
+      }
+    }
+    int fdsAtCap = agent.fds();
+    // Before the cap followed the limit, 150 processes took 2 descriptors each and the server,
+    // out of descriptors, stopped answering; now the cap leaves it room to serve.
+    String ping = agent.call(ChildAgent.request("GET", "/api/ping", null), 10_000);
+    agent.call("DELETE", "/api/process/kill-all", null);
+    System.out.printf("prlimit 256: %d processes started, %d refused with 429; agent fds %d%n", started, refused, fdsAtCap);
+    assertThat(started).isEqualTo(AgentConfig.derivedMaxProcesses(256));
+    assertThat(refused).isEqualTo(150 - started);
+    assertThat(fdsAtCap).isLessThan(256 - 64);
+    assertThat(ping).startsWith("HTTP/1.1 200").contains("healthy");
+  }
+
+  @Test
   void normalClientsAreServedWhileHundredsOfSlowOnesAreConnectedAndTheSlowOnesAreCutAtTheDeadline() throws Exception {
     ChildAgent agent = agent(List.of(), "--request-timeout-seconds", "3");
     agent.call("GET", "/api/ping", null);

@@ -19,6 +19,19 @@ class HttpLimitsTest {
     return Main.parse(args, "t", out, () -> java.nio.file.Path.of("/tmp/unused-workspace"));
   }
 
+  @ParameterizedTest(name = "open-file limit {0} -> {1} processes")
+  @CsvSource({"256, 32", "1024, 160", "20000, 1024", "64, 8", "9223372036854775807, 1024"})
+  void theProcessCapLeavesEachRunningProcessItsDescriptors(long openFileLimit, int cap) {
+    assertThat(AgentConfig.derivedMaxProcesses(openFileLimit)).isEqualTo(cap);
+  }
+
+  @Test
+  void aSetProcessCapWinsOverTheDerivedOne() {
+    assertThat(parse(new String[] {"--max-processes", "5000"}).effectiveMaxProcesses()).isEqualTo(5000);
+    assertThat(parse(new String[0]).effectiveMaxProcesses())
+        .isEqualTo(AgentConfig.derivedMaxProcesses(AgentConfig.openFileLimit()));
+  }
+
   @ParameterizedTest(name = "open-file limit {0} -> {1} connections")
   @CsvSource({"50, 16", "256, 96", "1024, 480", "2112, 1024", "20000, 1024", "1048576, 1024", "9223372036854775807, 1024"})
   void theDefaultCapLeavesHalfOfTheDescriptorsToProcesses(long openFileLimit, int cap) {

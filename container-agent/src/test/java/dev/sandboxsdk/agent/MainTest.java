@@ -49,7 +49,7 @@ class MainTest {
     assertThat(config.inheritEnv()).isEmpty();
     assertThat(config.token()).isEqualTo(TOKEN);
     assertThat(config.insecureNoAuth()).isFalse();
-    assertThat(config.maxProcesses()).isEqualTo(AgentConfig.DEFAULT_MAX_PROCESSES);
+    assertThat(config.effectiveMaxProcesses()).isEqualTo(AgentConfig.DEFAULT_MAX_PROCESSES);
     assertThat(config.graceMs()).isEqualTo(AgentConfig.DEFAULT_GRACE_MS);
     assertThat(config.keepAliveMs()).isEqualTo(AgentConfig.DEFAULT_KEEP_ALIVE_MS);
     assertThat(config.maxBodyBytes()).isEqualTo(AgentConfig.DEFAULT_MAX_BODY_BYTES);

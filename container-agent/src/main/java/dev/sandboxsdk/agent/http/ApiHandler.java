@@ -231,7 +231,7 @@ public final class ApiHandler implements HttpHandler {
         ObjectNode limits = body.putObject("limits");
         limits.put("keepAliveMs", config.keepAliveMs());
         limits.put("graceMs", config.graceMs());
-        limits.put("maxProcesses", config.maxProcesses());
+        limits.put("maxProcesses", config.effectiveMaxProcesses());
         limits.put("maxBodyBytes", config.maxBodyBytes());
         limits.put("logWindowBytes", config.logWindowBytes());
         exec.describeOutput(body, limits);

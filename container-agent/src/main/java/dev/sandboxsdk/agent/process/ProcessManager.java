@@ -253,12 +253,12 @@ public final class ProcessManager implements AutoCloseable {
     if (!spec.stdinPipe() && spec.stdinData() == null) {
       pb.redirectInput(ProcessBuilder.Redirect.from(DEV_NULL));
     }
-    if (running.incrementAndGet() > config.maxProcesses()) {
+    if (running.incrementAndGet() > config.effectiveMaxProcesses()) {
       running.decrementAndGet();
       throw new AgentException(ErrorCode.TOO_MANY_PROCESSES,
-          "the agent already runs " + config.maxProcesses()
+          "the agent already runs " + config.effectiveMaxProcesses()
               + " processes (its --max-processes limit); wait for some to finish or kill them",
-          Map.of("limit", config.maxProcesses()));
+          Map.of("limit", config.effectiveMaxProcesses()));
     }
     OutputPump out = null;
     OutputPump err = null;
