@@ -577,23 +577,12 @@ public final class ProcessManager implements AutoCloseable {
 
   /** Polls until no escapee is left or the deadline passes; returns those still there. */
   private List<Long> awaitEscapeesGone(List<Long> pgids, Predicate<String> include, long deadlineNanos) {
-    while (true) {
-      List<Long> left = escapees(pgids, include);
-      if (left.isEmpty() || System.nanoTime() >= deadlineNanos) {
-        return left;
-      }
-      try {
-        Thread.sleep(50);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return left;
-      }
-    }
+    return pollUntilEmpty(() -> escapees(pgids, include), deadlineNanos);
   }
 
   /** Polls until none of {@code pgids} has a live member or the deadline passes; returns the survivors. */
   private static List<Long> awaitGroupsGone(List<Long> pgids, long deadlineNanos) {
-    while (true) {
+    return pollUntilEmpty(() -> {
       Set<Long> alive = ProcessGroups.liveGroups();
       List<Long> left = new ArrayList<>();
       for (Long pgid : pgids) {
@@ -601,6 +590,14 @@ public final class ProcessManager implements AutoCloseable {
           left.add(pgid);
         }
       }
+      return left;
+    }, deadlineNanos);
+  }
+
+  /** Asks {@code remaining} every 50 ms until it is empty or the deadline passes; returns its last answer. */
+  private static List<Long> pollUntilEmpty(java.util.function.Supplier<List<Long>> remaining, long deadlineNanos) {
+    while (true) {
+      List<Long> left = remaining.get();
       if (left.isEmpty() || System.nanoTime() >= deadlineNanos) {
         return left;
       }
