@@ -31,6 +31,8 @@ public final class McpServer implements AutoCloseable {
   private final SandboxTools tools;
   private final Sandboxes sandboxes;
   private final ExecutorService workers;
+  /** Tool calls running now, across sessions: each holds output buffers, so their number is the memory bound. */
+  private final AtomicInteger running = new AtomicInteger();
 
   public McpServer(AdapterConfig config) {
     this.config = config;
@@ -205,10 +207,17 @@ public final class McpServer implements AutoCloseable {
     }
     List<String> problems = SchemaValidator.validate(tool.get("inputSchema"), arguments);
     CompletableFuture<ToolOutcome> outcome;
+    boolean counted = false;
     if (!problems.isEmpty()) {
       outcome = CompletableFuture.completedFuture(ToolOutcome.error("Invalid arguments for " + name.asText() + ": "
           + String.join("; ", problems) + ". The inputSchema in tools/list describes every argument."));
+    } else if (running.incrementAndGet() > config.maxConcurrentCalls()) {
+      running.decrementAndGet();
+      outcome = CompletableFuture.completedFuture(ToolOutcome.error("The server is busy: "
+          + config.maxConcurrentCalls() + " tool calls are already running (the limit bounds the memory their"
+          + " output takes). Wait for one to finish, then try again."));
     } else {
+      counted = true;
       outcome = new CompletableFuture<>();
       CompletableFuture<ToolOutcome> target = outcome;
       // A cancelled stream sends no further signal, so the call ends here (its hooks stop the work).
@@ -232,7 +241,11 @@ public final class McpServer implements AutoCloseable {
             + " tool calls are already starting. Try again in a moment."));
       }
     }
+    boolean release = counted;
     outcome.whenComplete((r, e) -> {
+      if (release) {
+        running.decrementAndGet();
+      }
       session.end(id, ctx);
       if (ctx.isCancelled() || e != null && shuttingDown()) {
         out.finish(); // MCP: no response to a cancelled request; at shutdown, as good as cancelled

@@ -99,6 +99,7 @@ final class SseStream {
     } catch (IOException e) {
       closed = true;
       exchange.close();
+      HttpTransport.finished(exchange, false); // the handler throws, so the JDK closes the connection
       return false;
     }
   }
@@ -124,11 +125,14 @@ final class SseStream {
   }
 
   private void closeBody() {
+    boolean complete = false;
     try {
-      body.close();
+      body.close(); // the final chunk
+      complete = true;
     } catch (IOException ignored) {
       // the client is gone already
     }
     exchange.close();
+    HttpTransport.finished(exchange, complete);
   }
 }
