@@ -128,7 +128,7 @@ public final class HttpTransport implements AutoCloseable {
   /** Binds and starts serving; returns the endpoint's URL. */
   public URI start() throws IOException {
     int maxConnections = maxConnections(config);
-    http = HttpServer.create(new InetSocketAddress(config.bind(), config.port()), 64);
+    http = HttpServer.create(new InetSocketAddress(config.bind(), config.port()), maxConnections);
     AtomicInteger n = new AtomicInteger();
     executor = handlerPool(n, maxConnections);
     http.setExecutor(executor);
@@ -188,7 +188,8 @@ public final class HttpTransport implements AutoCloseable {
    * holds its thread until it ends (see {@link #handle}), so every open connection may hold one
    * thread. With fewer, slow senders (held up to the request deadline) would make normal clients
    * wait in line. Beyond that (which cannot happen while the connection cap holds) requests
-   * queue: the JDK's dispatcher must never see a rejection. Threads idle for a minute die.
+   * queue: the JDK's dispatcher must never see a rejection. Threads idle for 5 s end: starting
+   * one costs far less than a burst of hundreds kept for good.
    */
   private static ExecutorService handlerPool(AtomicInteger names, int maxConnections) {
     final class HandOff extends LinkedTransferQueue<Runnable> {
@@ -204,7 +205,7 @@ public final class HttpTransport implements AutoCloseable {
       }
     }
     HandOff queue = new HandOff();
-    ThreadPoolExecutor pool = new ThreadPoolExecutor(0, maxConnections + 8, 60, TimeUnit.SECONDS, queue, r -> {
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(0, maxConnections + 8, 5, TimeUnit.SECONDS, queue, r -> {
       Thread t = new Thread(r, "mcp-http-" + names.incrementAndGet());
       t.setDaemon(true);
       return t;
