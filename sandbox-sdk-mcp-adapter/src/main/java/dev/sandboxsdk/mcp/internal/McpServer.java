@@ -157,7 +157,13 @@ public final class McpServer implements AutoCloseable {
         .put("name", "sandbox-sdk-mcp-adapter")
         .put("title", "Sandbox SDK")
         .put("version", version());
-    result.put("instructions", "Run commands and code in isolated sandboxes. exec runs a command and waits;"
+    String where = config.agentUrl() == null
+        ? "Sandboxes here are local and not isolated from this machine: each is a working directory with its own"
+            + " process group and a minimal environment, but commands run as the host user with the host's files"
+            + " and network."
+        : "Sandboxes here live on a remote agent: commands run in its container, isolated as far as that"
+            + " container is.";
+    result.put("instructions", "Run commands and code in sandboxes. " + where + " exec runs a command and waits;"
         + " runCode runs a snippet; startProcess starts a background process whose output you read with"
         + " getProcessLogs or streamProcessLogs. Tools act on the sandbox \"default\" unless you pass sandboxId;"
         + " create others with getSandbox and remove them with destroy.");

@@ -41,6 +41,17 @@ class McpServerTest {
   }
 
   @Test
+  void instructionsAndGetSandboxSayLocalSandboxesAreNotIsolatedFromTheHost() {
+    String instructions = initialize("2025-06-18").get("result").get("instructions").asText();
+    String getSandbox = ToolCatalog.load().get("getSandbox").get("description").asText();
+
+    assertThat(instructions).doesNotContain("isolated sandboxes")
+        .contains("not isolated from this machine", "host user", "files", "network", "minimal environment");
+    assertThat(getSandbox).doesNotContain("isolated workspace")
+        .contains("not isolated from the host", "host user", "files", "network", "agent's container");
+  }
+
+  @Test
   void everySupportedVersionIsEchoed() {
     for (String v : McpServer.PROTOCOL_VERSIONS) {
       try (McpTestClient c = new McpTestClient(AdapterConfig.defaults())) {
