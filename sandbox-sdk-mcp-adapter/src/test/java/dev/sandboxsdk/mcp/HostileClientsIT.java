@@ -111,6 +111,15 @@ class HostileClientsIT {
         .doesNotContain("HOSTSECRET").doesNotContain(HOST_SECRET);
   }
 
+  @Test
+  @Order(1)
+  void theServersOwnTokenIsRedactedIfACommandPrintsIt() throws Exception {
+    JsonNode result = call("exec", "{\"command\":\"printf '%s' " + TOKEN + "\"}");
+
+    assertThat(result.path("structuredContent").path("stdout").asText()).isEqualTo("[REDACTED:SANDBOX_MCP_TOKEN]");
+    assertThat(result.toString()).doesNotContain(TOKEN);
+  }
+
   // ---- abandoned connections
 
   @Test
