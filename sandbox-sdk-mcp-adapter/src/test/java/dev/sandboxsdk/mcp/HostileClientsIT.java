@@ -2,6 +2,7 @@ package dev.sandboxsdk.mcp;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -60,30 +61,42 @@ class HostileClientsIT {
 
   @BeforeAll
   static void startServer() throws Exception {
+    Path log = tmp.resolve("server.log");
+    child = launch(List.of(), List.of("--keep-alive-seconds", "1", "--max-connections", "900", "--pass-env", "PASSME"),
+        log);
+    port = awaitReady(child, log);
+    session = initialize();
+  }
+
+  /** Starts the jar with a short request deadline, our token, a secret and a variable to pass. */
+  private static Process launch(List<String> wrapper, List<String> options, Path log) throws IOException {
     String jar = System.getProperty("mcp.jar");
     assertThat(jar).as("system property mcp.jar (set by failsafe)").isNotNull();
     String java = ProcessHandle.current().info().command()
         .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    Path stderr = tmp.resolve("server.log");
-    ProcessBuilder pb = new ProcessBuilder(java, "-Dsun.net.httpserver.maxReqTime=" + DEADLINE_SECONDS, "-jar", jar,
-        "--http", "--port", "0", "--keep-alive-seconds", "1", "--max-connections", "900", "--pass-env", "PASSME")
-        .directory(tmp.toFile()).redirectErrorStream(true).redirectOutput(stderr.toFile());
+    List<String> command = new ArrayList<>(wrapper);
+    command.addAll(List.of(java, "-Dsun.net.httpserver.maxReqTime=" + DEADLINE_SECONDS, "-jar", jar,
+        "--http", "--port", "0"));
+    command.addAll(options);
+    ProcessBuilder pb = new ProcessBuilder(command)
+        .directory(tmp.toFile()).redirectErrorStream(true).redirectOutput(log.toFile());
     pb.environment().put("SANDBOX_MCP_TOKEN", TOKEN);
     pb.environment().put("HOSTSECRET", HOST_SECRET);
     pb.environment().put("PASSME", PASSED);
     pb.environment().remove("SANDBOX_AGENT_TOKEN");
-    child = pb.start();
+    return pb.start();
+  }
+
+  private static int awaitReady(Process process, Path log) throws IOException, InterruptedException {
     long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (port == 0 && System.nanoTime() < until && child.isAlive()) {
-      Matcher m = READY.matcher(Files.readString(stderr));
+    while (System.nanoTime() < until && process.isAlive()) {
+      Matcher m = READY.matcher(Files.readString(log));
       if (m.find()) {
-        port = Integer.parseInt(m.group(1));
-      } else {
-        Thread.sleep(50);
+        return Integer.parseInt(m.group(1));
       }
+      Thread.sleep(50);
     }
-    assertThat(port).as("server ready; its log: %s", Files.readString(stderr)).isPositive();
-    session = initialize();
+    throw new AssertionError("server not ready; its log: " + Files.readString(log));
   }
 
   @AfterAll
@@ -226,6 +239,61 @@ class HostileClientsIT {
     }
     await(() -> fds() <= fds, 15);
     assertThat(fds()).as("descriptors after the slow clients (baseline %d)", fds).isLessThanOrEqualTo(fds);
+  }
+
+  @Test
+  @Order(4)
+  void aFloodBeyondTheOpenFileLimitNeitherWedgesTheServerNorLeavesItDeaf() throws Exception {
+    Path prlimit = Path.of("/usr/bin/prlimit");
+    assumeTrue(Files.isExecutable(prlimit), "needs util-linux prlimit to lower the open-file limit");
+    Path log = tmp.resolve("small.log");
+    // 128 descriptors: the derived connection cap is 64, so accepting never meets EMFILE (which
+    // made the JDK's accept loop spin at full CPU, with every later client refused for good).
+    Process small = launch(List.of(prlimit.toString(), "--nofile=128:128"), List.of(), log);
+    try {
+      int p = awaitReady(small, log);
+      List<Socket> flood = new ArrayList<>();
+      try {
+        for (int i = 0; i < 300; i++) {
+          Socket s = new Socket();
+          flood.add(s);
+          try {
+            s.connect(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), p), 2_000);
+            s.getOutputStream().write("POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n".getBytes(StandardCharsets.US_ASCII));
+          } catch (SocketTimeoutException backlogFull) {
+            break; // the server accepts nothing any more: no use going on
+          } catch (IOException closedBeyondTheCap) {
+            // beyond the cap the server closes new connections: expected
+          }
+        }
+      } finally {
+        for (Socket s : flood) {
+          s.close();
+        }
+      }
+      String init = request("POST /mcp", "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+          + "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"after\","
+          + "\"version\":\"1\"}}}", null);
+      String head = "";
+      long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(DEADLINE_SECONDS + 10L);
+      while (!head.startsWith("HTTP/1.1 200") && System.nanoTime() < until) {
+        try (Socket s = new Socket()) {
+          s.connect(new java.net.InetSocketAddress(InetAddress.getLoopbackAddress(), p), 2_000);
+          s.setSoTimeout(2_000);
+          s.getOutputStream().write(init.getBytes(StandardCharsets.UTF_8));
+          head = readHead(s.getInputStream());
+        } catch (IOException notYet) {
+          Thread.sleep(200);
+        }
+      }
+      assertThat(head).as("a normal client after the flood; server log: %s", Files.readString(log))
+          .startsWith("HTTP/1.1 200");
+    } finally {
+      small.destroy();
+      if (!small.waitFor(10, TimeUnit.SECONDS)) {
+        small.destroyForcibly();
+      }
+    }
   }
 
   // ---- helpers
