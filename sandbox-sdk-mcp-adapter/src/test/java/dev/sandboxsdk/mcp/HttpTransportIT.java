@@ -178,6 +178,77 @@ class HttpTransportIT {
     assertThat(r.headers().firstValue("WWW-Authenticate")).isEmpty();
   }
 
+  /**
+   * The token is compared on its exact bytes: anything after it (or an extra space before it) is
+   * another token. Trailing bytes up to 0x20 (NUL, tab, space) never reach the handler: the JDK's
+   * header parser removes them, as RFC 9110 has a field value exclude trailing whitespace (and a
+   * NUL be rejected or read as a space).
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"\u0000x", " x", "\tx", "x", "\u0000\u0000x"})
+  void theTokenFollowedByAnythingIsRefused(String suffix) throws Exception {
+    RawResponse r = rawPost(endpoint.getPort(), "127.0.0.1", "Bearer " + TOKEN + suffix, initialize(1, NEWEST));
+    RawResponse spaced = rawPost(endpoint.getPort(), "127.0.0.1", "Bearer  " + TOKEN, initialize(1, NEWEST));
+
+    assertThat(spaced.status()).as("two spaces before the token").isEqualTo(401);
+    assertThat(r.status()).as("token + %s", suffix.chars().boxed().toList()).isEqualTo(401);
+    assertThat(r.body()).contains("invalid bearer token").doesNotContain("protocolVersion");
+  }
+
+  @Test
+  void theExactTokenOnARawConnectionIsAccepted() throws Exception {
+    assertThat(rawPost(endpoint.getPort(), "127.0.0.1", "Bearer " + TOKEN, initialize(1, NEWEST)).status())
+        .isEqualTo(200);
+  }
+
+  @Test
+  void jsonNestedDeeperThan64IsAParseErrorNotAServerError() throws Exception {
+    String session = openSession();
+    String deep = "[".repeat(65) + "]".repeat(65);
+    String body = "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\",\"params\":{\"x\":" + deep + "}}";
+
+    HttpResponse<String> r = send(post(session, body));
+
+    assertThat(r.statusCode()).isEqualTo(400);
+    assertThat(json(r.body()).path("error").path("code").asInt()).isEqualTo(-32700);
+    assertThat(json(r.body()).path("error").path("message").asText()).contains("nesting depth");
+    String shallow = "{\"jsonrpc\":\"2.0\",\"id\":6,\"method\":\"ping\",\"params\":{\"x\":"
+        + "[".repeat(60) + "]".repeat(60) + "}}";
+    assertThat(send(post(session, shallow)).statusCode()).as("60 levels are fine").isEqualTo(200);
+  }
+
+  // ---- sessions per client
+
+  @Test
+  void aClientWithAThousandIdleSessionsCannotLockOthersOutAndBusySessionsAreKept() throws Exception {
+    String streaming = openSession(); // has a GET stream open: never evicted
+    HttpResponse<InputStream> stream = CLIENT.sendAsync(get(streaming).build(),
+        HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    try (InputStream body = stream.body()) {
+      assertThat(new SseReader(body).next(WAIT).comment()).isEqualTo("keep-alive");
+      String oldestIdle = openSession();
+      List<String> flood = new ArrayList<>();
+      for (int i = 0; i < 1_000; i++) { // the server's whole session budget, never deleted
+        HttpResponse<String> r = send(post(initialize(1, NEWEST)));
+        assertThat(r.statusCode()).as("initialize %d", i).isEqualTo(200);
+        flood.add(r.headers().firstValue("Mcp-Session-Id").orElseThrow());
+      }
+
+      HttpResponse<String> another = send(post(initialize(1, NEWEST)));
+
+      assertThat(another.statusCode()).as("another client's initialize").isEqualTo(200);
+      assertThat(send(post(oldestIdle, request(2, "ping"))).statusCode()).as("the least recently used idle session"
+          + " was evicted").isEqualTo(404);
+      assertThat(send(post(streaming, request(3, "ping"))).statusCode()).as("a session with an open stream stays")
+          .isEqualTo(200);
+      assertThat(send(post(flood.get(flood.size() - 1), request(4, "ping"))).statusCode())
+          .as("recent sessions stay").isEqualTo(200);
+      for (String id : flood) {
+        send(authed().header("Mcp-Session-Id", id).DELETE());
+      }
+    }
+  }
+
   private static void assertInvalidToken(HttpResponse<String> r) {
     assertThat(r.statusCode()).isEqualTo(401);
     assertThat(r.headers().firstValue("WWW-Authenticate")).hasValueSatisfying(h -> assertThat(h)
@@ -812,10 +883,14 @@ class HttpTransportIT {
    * HTTP/1.1 request on a socket, read until the server closes the connection.
    */
   private static RawResponse rawPost(int port, String host, String body) throws IOException {
+    return rawPost(port, host, "Bearer " + TOKEN, body);
+  }
+
+  private static RawResponse rawPost(int port, String host, String authorization, String body) throws IOException {
     byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
     String head = "POST /mcp HTTP/1.1\r\n"
         + "Host: " + host + "\r\n"
-        + "Authorization: Bearer " + TOKEN + "\r\n"
+        + "Authorization: " + authorization + "\r\n"
         + "Accept: application/json, text/event-stream\r\n"
         + "Content-Type: application/json\r\n"
         + "Content-Length: " + bytes.length + "\r\n"
@@ -824,7 +899,7 @@ class HttpTransportIT {
     try (Socket socket = new Socket(InetAddress.getByName(endpoint.getHost()), port)) {
       socket.setSoTimeout((int) WAIT.toMillis());
       OutputStream out = socket.getOutputStream();
-      out.write(head.getBytes(StandardCharsets.US_ASCII));
+      out.write(head.getBytes(StandardCharsets.ISO_8859_1));
       out.write(bytes);
       out.flush();
       String response = new String(socket.getInputStream().readAllBytes(), StandardCharsets.UTF_8);

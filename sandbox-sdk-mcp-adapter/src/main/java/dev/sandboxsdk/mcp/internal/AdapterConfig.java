@@ -30,6 +30,8 @@ import java.util.Map;
  * @param allowedOrigins browser origins accepted besides loopback ones
  * @param maxSandboxes how many sandboxes may exist at once
  * @param keepAlive interval of SSE keep-alive comments
+ * @param maxConnections HTTP connections open at once; 0 derives it from the open-file limit
+ * @param maxConcurrentCalls tool calls running at once across all sessions
  */
 public record AdapterConfig(
     boolean http,
@@ -44,7 +46,9 @@ public record AdapterConfig(
     List<String> allowedHosts,
     List<String> allowedOrigins,
     int maxSandboxes,
-    Duration keepAlive) {
+    Duration keepAlive,
+    int maxConnections,
+    int maxConcurrentCalls) {
 
   public static final String USAGE = String.join("\n",
       "usage: java -jar sandbox-mcp.jar [--stdio | --http [--port 8080] [--bind 127.0.0.1]]",
@@ -67,10 +71,15 @@ public record AdapterConfig(
       "  --allow-host HOST    also accept this Host name (repeatable; IP literals, localhost and",
       "                       the bind address are always accepted)",
       "  --allow-origin O     also accept this Origin (repeatable; origins on accepted hosts always are)",
-      "  --keep-alive-seconds N  SSE keep-alive interval (default 15)");
+      "  --keep-alive-seconds N  SSE keep-alive interval (default 15)",
+      "  --max-connections N  HTTP connections open at once (default: half the open-file limit,",
+      "                       between 32 and 1000); more are closed as they arrive",
+      "  --max-concurrent-calls N  tool calls running at once (default 64); more are refused");
 
   private static final List<String> HTTP_ONLY = List.of("--port", "--bind", "--token-file", "--no-auth",
-      "--allow-host", "--allow-origin", "--keep-alive-seconds");
+      "--allow-host", "--allow-origin", "--keep-alive-seconds", "--max-connections");
+  /** The adapter's own secrets: never passed to sandboxes, whatever --pass-env says. */
+  static final List<String> OWN_SECRETS = List.of("SANDBOX_MCP_TOKEN", "SANDBOX_AGENT_TOKEN");
 
   /** A command-line mistake: the message says what to change. */
   public static final class UsageException extends RuntimeException {
@@ -95,6 +104,8 @@ public record AdapterConfig(
     int maxOutput = 16_384;
     int maxSandboxes = 8;
     int keepAliveSeconds = 15;
+    int maxConnections = 0;
+    int maxCalls = 64;
     List<String> hosts = new ArrayList<>();
     List<String> origins = new ArrayList<>();
     List<String> httpOnly = new ArrayList<>();
@@ -115,6 +126,8 @@ public record AdapterConfig(
         case "--max-output-bytes" -> maxOutput = intValue(a, value(args, ++i, a), 256, 16 * 1024 * 1024);
         case "--max-sandboxes" -> maxSandboxes = intValue(a, value(args, ++i, a), 1, 1_000);
         case "--keep-alive-seconds" -> keepAliveSeconds = intValue(a, value(args, ++i, a), 1, 3_600);
+        case "--max-connections" -> maxConnections = intValue(a, value(args, ++i, a), 8, 100_000);
+        case "--max-concurrent-calls" -> maxCalls = intValue(a, value(args, ++i, a), 1, 10_000);
         case "--allow-host" -> hosts.add(value(args, ++i, a).toLowerCase(java.util.Locale.ROOT));
         case "--allow-origin" -> origins.add(value(args, ++i, a).toLowerCase(java.util.Locale.ROOT));
         case "--pass-env" -> { // one or more names: --pass-env A B, or --pass-env A --pass-env B
@@ -122,6 +135,9 @@ public record AdapterConfig(
             String name = value(args, ++i, a);
             if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
               throw new UsageException("--pass-env takes variable names, got '" + name + "'");
+            }
+            if (OWN_SECRETS.contains(name)) {
+              throw new UsageException("--pass-env " + name + ": the adapter's own token is never passed to sandboxes");
             }
             String v = env.get(name);
             if (v == null) {
@@ -145,7 +161,7 @@ public record AdapterConfig(
       if (tokenFile != null && noAuth) {
         throw new UsageException("choose one of --token-file and --no-auth");
       }
-      httpToken = tokenFile != null ? readToken(tokenFile, "--token-file") : nonEmpty(env.get("SANDBOX_MCP_TOKEN"));
+      httpToken = tokenFile != null ? readToken(tokenFile, "--token-file") : nonEmpty(env.get("SANDBOX_MCP_TOKEN"), "SANDBOX_MCP_TOKEN");
       if (httpToken != null && noAuth) {
         throw new UsageException("--no-auth conflicts with SANDBOX_MCP_TOKEN being set");
       }
@@ -169,7 +185,7 @@ public record AdapterConfig(
         throw new UsageException("--agent-url must be an http(s) URL with a host, got '" + agentUrl + "'");
       }
       agentToken = agentTokenFile != null
-          ? readToken(agentTokenFile, "--agent-token-file") : nonEmpty(env.get("SANDBOX_AGENT_TOKEN"));
+          ? readToken(agentTokenFile, "--agent-token-file") : nonEmpty(env.get("SANDBOX_AGENT_TOKEN"), "SANDBOX_AGENT_TOKEN");
       if (agentToken == null) {
         throw new UsageException("--agent-url needs the agent's token: --agent-token-file F or env SANDBOX_AGENT_TOKEN");
       }
@@ -177,7 +193,8 @@ public record AdapterConfig(
       throw new UsageException("--agent-token-file needs --agent-url");
     }
     return new AdapterConfig(http, port, bind, httpToken, noAuth, agent, agentToken, Map.copyOf(passEnv),
-        maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds));
+        maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds),
+        maxConnections, maxCalls);
   }
 
   /** Settings for an in-process server in tests: stdio, local sandboxes, defaults elsewhere. */
@@ -187,7 +204,7 @@ public record AdapterConfig(
 
   public AdapterConfig withMaxOutputBytes(int bytes) {
     return new AdapterConfig(http, port, bind, httpToken, noAuth, agentUrl, agentToken, passEnv,
-        bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive);
+        bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive, maxConnections, maxConcurrentCalls);
   }
 
   @Override
@@ -226,17 +243,31 @@ public record AdapterConfig(
 
   private static String readToken(String file, String option) {
     try {
-      String t = Files.readString(Path.of(file), StandardCharsets.UTF_8).strip();
+      String t = Files.readString(Path.of(file), StandardCharsets.UTF_8);
+      t = t.endsWith("\r\n") ? t.substring(0, t.length() - 2) : t.endsWith("\n") ? t.substring(0, t.length() - 1) : t;
       if (t.isEmpty()) {
         throw new UsageException(option + " " + file + " is empty");
       }
-      return t;
+      return checkToken(t, option + " " + file);
     } catch (IOException e) {
       throw new UsageException(option + " " + file + " cannot be read: " + e);
     }
   }
 
-  private static String nonEmpty(String s) {
-    return s == null || s.isBlank() ? null : s.strip();
+  private static String nonEmpty(String s, String name) {
+    return s == null || s.isEmpty() ? null : checkToken(s, name);
+  }
+
+  /**
+   * A token is compared byte for byte with what clients send, so it must be something a header
+   * carries unchanged: visible ASCII only (no spaces, tabs or control characters, which HTTP
+   * stacks trim or refuse). A file's one trailing newline is removed before this check.
+   */
+  static String checkToken(String t, String where) {
+    if (!t.chars().allMatch(c -> c > 0x20 && c < 0x7f)) {
+      throw new UsageException(where + ": the token must be visible ASCII characters only (no spaces,"
+          + " tabs, control characters or more than one trailing newline)");
+    }
+    return t;
   }
 }

@@ -17,7 +17,9 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -45,13 +47,22 @@ public final class HttpTransport implements AutoCloseable {
   static final String PATH = "/mcp";
   static final int MAX_BODY = 4 * 1024 * 1024;
   static final int MAX_SESSIONS = 1_000;
+  /**
+   * Sessions one client may hold; a client is a remote address (the token cannot tell clients
+   * apart: every client of a server shares it). Local clients all come from 127.0.0.1, so locally
+   * this bounds them together, and eviction is what keeps the server open to a new client.
+   */
+  static final int MAX_SESSIONS_PER_CLIENT = 100;
   static final long SESSION_IDLE_NANOS = TimeUnit.HOURS.toNanos(1);
+  /**
+   * Each exchange being handled and how its response ended (see {@link #handle}). Not an exchange
+   * attribute: in JDK 17 those belong to the context, shared by every exchange.
+   */
+  private static final Map<HttpExchange, CompletableFuture<Boolean>> OUTCOMES = new ConcurrentHashMap<>();
   private static final Pattern IPV4 = Pattern.compile("\\d{1,3}(\\.\\d{1,3}){3}");
   private static final Pattern IPV6 = Pattern.compile("\\[[0-9a-f:.]*:[0-9a-f:.]*]");
 
   public static final int MAX_REQUEST_SECONDS = 10;
-  /** Handler threads; the JDK server reads each request on one, so slow senders occupy them. */
-  public static final int HANDLER_THREADS = 256;
 
   static {
     // The JDK server reads these once, at its first use.
@@ -86,10 +97,18 @@ public final class HttpTransport implements AutoCloseable {
   /** A session and its GET stream, if one is open. */
   private static final class HttpSession {
     final Session session;
+    final String client;
     final AtomicReference<SseStream> getStream = new AtomicReference<>();
 
-    HttpSession(Session session) {
+    HttpSession(Session session, String client) {
       this.session = session;
+      this.client = client;
+    }
+
+    /** Idle: no call running and no GET stream open; only such a session may be evicted. */
+    boolean evictable() {
+      SseStream s = getStream.get();
+      return session.idleNanos() > 0 && (s == null || s.isClosed());
     }
   }
 
@@ -108,9 +127,10 @@ public final class HttpTransport implements AutoCloseable {
 
   /** Binds and starts serving; returns the endpoint's URL. */
   public URI start() throws IOException {
-    http = HttpServer.create(new InetSocketAddress(config.bind(), config.port()), 64);
+    int maxConnections = maxConnections(config);
+    http = HttpServer.create(new InetSocketAddress(config.bind(), config.port()), maxConnections);
     AtomicInteger n = new AtomicInteger();
-    executor = handlerPool(n);
+    executor = handlerPool(n, maxConnections);
     http.setExecutor(executor);
     http.createContext("/", this::handle);
     http.start();
@@ -122,11 +142,56 @@ public final class HttpTransport implements AutoCloseable {
   }
 
   /**
-   * Reuses idle threads, makes new ones up to {@link #HANDLER_THREADS} only when none is idle,
-   * queues beyond that (the JDK's dispatcher must never see a rejection), and lets threads idle
-   * for a minute die, so a quiet server keeps few.
+   * The connection cap, {@code jdk.httpserver.maxConnections}: the JDK server closes connections
+   * accepted beyond it at once. Set on purpose, below the process's open-file limit, so that
+   * accepting never fails with EMFILE (the JDK's accept loop then spins at full CPU, answering
+   * nobody) and sandboxes keep the other half of the descriptors. The JDK reads the property once,
+   * when its first server starts: a value set before that (-D or an earlier call) wins.
    */
-  private static ExecutorService handlerPool(AtomicInteger names) {
+  static int maxConnections(AdapterConfig config) {
+    String set = System.getProperty("jdk.httpserver.maxConnections");
+    if (set == null) {
+      int cap = config.maxConnections() > 0 ? config.maxConnections() : defaultMaxConnections(openFileLimit());
+      System.setProperty("jdk.httpserver.maxConnections", String.valueOf(cap));
+      return cap;
+    }
+    try {
+      return Integer.parseInt(set.strip());
+    } catch (NumberFormatException e) {
+      return defaultMaxConnections(openFileLimit());
+    }
+  }
+
+  /** Half the open-file limit, between 32 and 1,000 (the other half is for sandboxes and the JVM). */
+  static int defaultMaxConnections(long openFileLimit) {
+    return (int) Math.max(32, Math.min(1_000, openFileLimit / 2));
+  }
+
+  /** The soft limit on open files from /proc/self/limits; 1,024 (a common default) if unknown. */
+  static long openFileLimit() {
+    try {
+      for (String line : java.nio.file.Files.readAllLines(java.nio.file.Path.of("/proc/self/limits"))) {
+        if (line.startsWith("Max open files")) {
+          String soft = line.substring("Max open files".length()).strip().split("\\s+")[0];
+          return soft.equals("unlimited") ? Long.MAX_VALUE : Long.parseLong(soft);
+        }
+      }
+    } catch (IOException | RuntimeException e) {
+      log.debug("cannot read the open-file limit: {}", e.toString());
+    }
+    return 1_024;
+  }
+
+  /**
+   * Reuses idle threads and makes new ones up to one per connection the server accepts: the JDK
+   * server reads a request's line, headers and body on the handler thread, and an SSE response
+   * holds its thread until it ends (see {@link #handle}), so every open connection may hold one
+   * thread. With fewer, slow senders (held up to the request deadline) would make normal clients
+   * wait in line. Beyond that (which cannot happen while the connection cap holds) requests
+   * queue: the JDK's dispatcher must never see a rejection. Threads idle for 5 s end: starting
+   * one costs far less than a burst of hundreds kept for good.
+   */
+  private static ExecutorService handlerPool(AtomicInteger names, int maxConnections) {
     final class HandOff extends LinkedTransferQueue<Runnable> {
       private static final long serialVersionUID = 1L;
 
@@ -140,7 +205,7 @@ public final class HttpTransport implements AutoCloseable {
       }
     }
     HandOff queue = new HandOff();
-    ThreadPoolExecutor pool = new ThreadPoolExecutor(0, HANDLER_THREADS, 60, TimeUnit.SECONDS, queue, r -> {
+    ThreadPoolExecutor pool = new ThreadPoolExecutor(0, maxConnections + 8, 5, TimeUnit.SECONDS, queue, r -> {
       Thread t = new Thread(r, "mcp-http-" + names.incrementAndGet());
       t.setDaemon(true);
       return t;
@@ -148,12 +213,45 @@ public final class HttpTransport implements AutoCloseable {
     return pool;
   }
 
+  /**
+   * Handles one exchange and returns only when its response is complete; throws if the response
+   * failed or was cut short. That is what makes the JDK server close the connection: it does so
+   * only when a handler throws. A handler that returned after a failed write (the client hung up)
+   * would leave the socket open for good, one descriptor per response. So every response, also an
+   * SSE stream written from other threads, reports its outcome here, and the handler thread waits
+   * for it; the pool has a thread per connection for this.
+   */
   private void handle(HttpExchange ex) throws IOException {
+    CompletableFuture<Boolean> outcome = new CompletableFuture<>();
+    OUTCOMES.put(ex, outcome);
+    boolean complete;
     try {
-      route(ex);
-    } catch (RuntimeException e) {
-      log.error("HTTP {} {} failed", ex.getRequestMethod(), ex.getRequestURI(), e);
-      plain(ex, 500, "internal error: " + e);
+      try {
+        route(ex);
+      } catch (RuntimeException e) {
+        log.error("HTTP {} {} failed", ex.getRequestMethod(), ex.getRequestURI(), e);
+        plain(ex, 500, "internal error");
+      }
+      complete = outcome.get();
+    } catch (InterruptedException e) { // shutdown
+      Thread.currentThread().interrupt();
+      complete = false;
+    } catch (ExecutionException e) {
+      complete = false;
+    } finally {
+      OUTCOMES.remove(ex);
+    }
+    if (!complete) {
+      throw new IOException("the response to " + ex.getRequestMethod() + " " + ex.getRequestURI().getPath()
+          + " did not complete (the client went away): closing the connection");
+    }
+  }
+
+  /** Records how an exchange's response ended; the first report counts. */
+  static void finished(HttpExchange ex, boolean complete) {
+    CompletableFuture<Boolean> outcome = OUTCOMES.get(ex);
+    if (outcome != null) {
+      outcome.complete(complete);
     }
   }
 
@@ -248,7 +346,8 @@ public final class HttpTransport implements AutoCloseable {
       rpcError(ex, 401, "authentication required: send Authorization: Bearer <token>");
       return false;
     }
-    byte[] given = auth.substring(7).strip().getBytes(StandardCharsets.UTF_8);
+    // Exact bytes: a token followed by anything (a NUL, a space, a tab) is a different token.
+    byte[] given = auth.substring(7).getBytes(StandardCharsets.ISO_8859_1);
     if (!MessageDigest.isEqual(given, token)) { // constant time for equal lengths
       ex.getResponseHeaders().set("WWW-Authenticate",
           "Bearer realm=\"sandbox-mcp\", error=\"invalid_token\", error_description=\"the token is not valid\"");
@@ -358,19 +457,58 @@ public final class HttpTransport implements AutoCloseable {
     if (!versionAccepted(ex)) {
       return;
     }
-    if (sessions.size() >= MAX_SESSIONS) {
-      rpcError(ex, 503, "too many open sessions; end unused ones with DELETE " + PATH);
-      return;
-    }
+    String client = ex.getRemoteAddress().getAddress().getHostAddress();
     byte[] idBytes = new byte[16];
     random.nextBytes(idBytes);
     String id = HexFormat.of().formatHex(idBytes);
-    HttpSession hs = new HttpSession(server.newSession(id));
-    sessions.put(id, hs); // before the answer goes out: the client may use the id at once
+    HttpSession hs = new HttpSession(server.newSession(id), client);
+    synchronized (sessions) {
+      if (!makeRoom(client)) {
+        rpcError(ex, 503, "too many sessions with calls running or streams open; end unused ones with DELETE "
+            + PATH);
+        return;
+      }
+      sessions.put(id, hs); // before the answer goes out: the client may use the id at once
+    }
     server.handle(hs.session, message, new JsonReply(ex, id, 200));
     if (!hs.session.isInitialized()) { // only a successful initialize opens a session
       sessions.remove(id, hs);
     }
+  }
+
+  /**
+   * Makes room for one more session of {@code client}: at its {@link #MAX_SESSIONS_PER_CLIENT},
+   * or at {@link #MAX_SESSIONS} overall, the least recently used idle session (of that client,
+   * else of anyone) is ended. False if every candidate is busy. Callers hold {@code sessions}.
+   */
+  private boolean makeRoom(String client) {
+    long mine = sessions.values().stream().filter(s -> s.client.equals(client)).count();
+    if (mine >= MAX_SESSIONS_PER_CLIENT && !evictOldest(client)) {
+      return false;
+    }
+    return sessions.size() < MAX_SESSIONS || evictOldest(null);
+  }
+
+  /** Ends the least recently used idle session (of {@code client}, or of anyone if null); false if none is idle. */
+  private boolean evictOldest(String client) {
+    HttpSession oldest = null;
+    long oldestIdle = 0;
+    for (HttpSession s : sessions.values()) {
+      if ((client == null || s.client.equals(client)) && s.evictable()) {
+        long idle = s.session.idleNanos();
+        if (idle > oldestIdle) {
+          oldest = s;
+          oldestIdle = idle;
+        }
+      }
+    }
+    if (oldest == null) {
+      return false;
+    }
+    log.info("session {} of {} evicted: idle for {} s, the least recently used, to make room for a new one",
+        oldest.session.id(), oldest.client, TimeUnit.NANOSECONDS.toSeconds(oldestIdle));
+    end(oldest);
+    return true;
   }
 
   private void get(HttpExchange ex) throws IOException {
@@ -480,7 +618,7 @@ public final class HttpTransport implements AutoCloseable {
       }
       try {
         json(ex, m.has("error") ? errorStatus : 200, m);
-      } catch (IOException e) {
+      } catch (IOException e) { // send() reported the failure: the handler closes the connection
         log.debug("client went away before its response: {}", e.toString());
       }
     }
@@ -490,11 +628,9 @@ public final class HttpTransport implements AutoCloseable {
       if (!done) {
         done = true;
         try {
-          ex.sendResponseHeaders(202, -1);
+          empty(ex, 202);
         } catch (IOException e) {
           log.debug("client went away: {}", e.toString());
-        } finally {
-          ex.close();
         }
       }
     }
@@ -513,22 +649,28 @@ public final class HttpTransport implements AutoCloseable {
   }
 
   private static void empty(HttpExchange ex, int status) throws IOException {
+    boolean complete = false;
     try {
       ex.sendResponseHeaders(status, -1);
+      complete = true;
     } finally {
       ex.close();
+      finished(ex, complete);
     }
   }
 
   private static void send(HttpExchange ex, int status, String type, byte[] bytes) throws IOException {
+    boolean complete = false;
     try {
       ex.getResponseHeaders().set("Content-Type", type);
       ex.sendResponseHeaders(status, bytes.length);
       try (OutputStream os = ex.getResponseBody()) {
         os.write(bytes);
       }
+      complete = true; // the stream's close flushed it: a hung-up client fails there
     } finally {
       ex.close();
+      finished(ex, complete);
     }
   }
 

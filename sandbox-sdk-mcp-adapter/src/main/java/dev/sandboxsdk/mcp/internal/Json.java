@@ -1,6 +1,8 @@
 package dev.sandboxsdk.mcp.internal;
 
+import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -11,7 +13,11 @@ import java.io.UncheckedIOException;
 
 /** The adapter's one Jackson mapper and small tree helpers. */
 public final class Json {
-  public static final ObjectMapper MAPPER = new ObjectMapper()
+  /** Deepest nesting accepted; deeper input is a parse error (no MCP message needs more). */
+  public static final int MAX_DEPTH = 64;
+  public static final ObjectMapper MAPPER = new ObjectMapper(JsonFactory.builder()
+      .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH).build())
+      .build())
       .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
       .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS);
 

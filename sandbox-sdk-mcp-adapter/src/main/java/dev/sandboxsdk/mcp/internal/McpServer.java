@@ -31,6 +31,8 @@ public final class McpServer implements AutoCloseable {
   private final SandboxTools tools;
   private final Sandboxes sandboxes;
   private final ExecutorService workers;
+  /** Tool calls running now, across sessions: each holds output buffers, so their number is the memory bound. */
+  private final AtomicInteger running = new AtomicInteger();
 
   public McpServer(AdapterConfig config) {
     this.config = config;
@@ -155,7 +157,13 @@ public final class McpServer implements AutoCloseable {
         .put("name", "sandbox-sdk-mcp-adapter")
         .put("title", "Sandbox SDK")
         .put("version", version());
-    result.put("instructions", "Run commands and code in isolated sandboxes. exec runs a command and waits;"
+    String where = config.agentUrl() == null
+        ? "Sandboxes here are local and not isolated from this machine: each is a working directory with its own"
+            + " process group and a minimal environment, but commands run as the host user with the host's files"
+            + " and network."
+        : "Sandboxes here live on a remote agent: commands run in its container, isolated as far as that"
+            + " container is.";
+    result.put("instructions", "Run commands and code in sandboxes. " + where + " exec runs a command and waits;"
         + " runCode runs a snippet; startProcess starts a background process whose output you read with"
         + " getProcessLogs or streamProcessLogs. Tools act on the sandbox \"default\" unless you pass sandboxId;"
         + " create others with getSandbox and remove them with destroy.");
@@ -205,10 +213,17 @@ public final class McpServer implements AutoCloseable {
     }
     List<String> problems = SchemaValidator.validate(tool.get("inputSchema"), arguments);
     CompletableFuture<ToolOutcome> outcome;
+    boolean counted = false;
     if (!problems.isEmpty()) {
       outcome = CompletableFuture.completedFuture(ToolOutcome.error("Invalid arguments for " + name.asText() + ": "
           + String.join("; ", problems) + ". The inputSchema in tools/list describes every argument."));
+    } else if (running.incrementAndGet() > config.maxConcurrentCalls()) {
+      running.decrementAndGet();
+      outcome = CompletableFuture.completedFuture(ToolOutcome.error("The server is busy: "
+          + config.maxConcurrentCalls() + " tool calls are already running (the limit bounds the memory their"
+          + " output takes). Wait for one to finish, then try again."));
     } else {
+      counted = true;
       outcome = new CompletableFuture<>();
       CompletableFuture<ToolOutcome> target = outcome;
       // A cancelled stream sends no further signal, so the call ends here (its hooks stop the work).
@@ -232,7 +247,11 @@ public final class McpServer implements AutoCloseable {
             + " tool calls are already starting. Try again in a moment."));
       }
     }
+    boolean release = counted;
     outcome.whenComplete((r, e) -> {
+      if (release) {
+        running.decrementAndGet();
+      }
       session.end(id, ctx);
       if (ctx.isCancelled() || e != null && shuttingDown()) {
         out.finish(); // MCP: no response to a cancelled request; at shutdown, as good as cancelled

@@ -65,10 +65,25 @@ public final class SandboxTools implements AutoCloseable {
     return t;
   });
 
+  /**
+   * What output is redacted for: the passed variables, and the server's own tokens, which are
+   * never passed but which a command could still print (a local one can read a token file).
+   */
+  static Map<String, String> secrets(AdapterConfig config) {
+    Map<String, String> secrets = new java.util.LinkedHashMap<>(config.passEnv());
+    if (config.httpToken() != null && config.httpToken().length() >= Redactor.MIN_LENGTH) {
+      secrets.put("SANDBOX_MCP_TOKEN", config.httpToken());
+    }
+    if (config.agentToken() != null && config.agentToken().length() >= Redactor.MIN_LENGTH) {
+      secrets.put("SANDBOX_AGENT_TOKEN", config.agentToken());
+    }
+    return secrets;
+  }
+
   public SandboxTools(AdapterConfig config, Sandboxes sandboxes) {
     this.config = config;
     this.sandboxes = sandboxes;
-    this.redactor = new Redactor(config.passEnv());
+    this.redactor = new Redactor(secrets(config));
     tools.put("exec", this::exec);
     tools.put("runCode", this::runCode);
     tools.put("startProcess", sync(this::startProcess));

@@ -6,7 +6,9 @@ import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
@@ -22,11 +24,12 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class SseStream {
   /** Runs the writes and closes that may block on a stalled client; daemon threads, grown on demand. */
-  private static final ExecutorService BACKGROUND = Executors.newCachedThreadPool(r -> {
-    Thread t = new Thread(r, "mcp-sse-background");
-    t.setDaemon(true);
-    return t;
-  });
+  private static final ExecutorService BACKGROUND = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 5, TimeUnit.SECONDS,
+      new SynchronousQueue<>(), r -> {
+        Thread t = new Thread(r, "mcp-sse-background");
+        t.setDaemon(true);
+        return t;
+      });
 
   private final HttpExchange exchange;
   private final OutputStream body;
@@ -99,6 +102,7 @@ final class SseStream {
     } catch (IOException e) {
       closed = true;
       exchange.close();
+      HttpTransport.finished(exchange, false); // the handler throws, so the JDK closes the connection
       return false;
     }
   }
@@ -124,11 +128,14 @@ final class SseStream {
   }
 
   private void closeBody() {
+    boolean complete = false;
     try {
-      body.close();
+      body.close(); // the final chunk
+      complete = true;
     } catch (IOException ignored) {
       // the client is gone already
     }
     exchange.close();
+    HttpTransport.finished(exchange, complete);
   }
 }

@@ -41,6 +41,36 @@ class McpServerTest {
   }
 
   @Test
+  void instructionsAndGetSandboxSayLocalSandboxesAreNotIsolatedFromTheHost() {
+    String instructions = initialize("2025-06-18").get("result").get("instructions").asText();
+    String getSandbox = ToolCatalog.load().get("getSandbox").get("description").asText();
+
+    assertThat(instructions).doesNotContain("isolated sandboxes")
+        .contains("not isolated from this machine", "host user", "files", "network", "minimal environment");
+    assertThat(getSandbox).doesNotContain("isolated workspace")
+        .contains("not isolated from the host", "host user", "files", "network", "agent's container");
+  }
+
+  @Test
+  void overStdioJsonNestedDeeperThan64IsAParseErrorAndTheNextLineIsServed() throws Exception {
+    String deep = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\",\"params\":{\"x\":"
+        + "[".repeat(65) + "]".repeat(65) + "}}";
+    String ping = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}";
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream();
+    try (McpServer server = new McpServer(AdapterConfig.defaults())) {
+      new StdioTransport(server, new java.io.ByteArrayInputStream((deep + "\n" + ping + "\n")
+          .getBytes(java.nio.charset.StandardCharsets.UTF_8)), out).run();
+    }
+    String[] lines = out.toString(java.nio.charset.StandardCharsets.UTF_8).split("\n");
+
+    assertThat(lines).hasSize(2);
+    assertThat(Json.parse(lines[0]).path("error").path("code").asInt()).isEqualTo(JsonRpc.PARSE_ERROR);
+    assertThat(Json.parse(lines[0]).path("error").path("message").asText()).contains("nesting depth");
+    assertThat(Json.parse(lines[1]).path("id").asInt()).isEqualTo(2);
+    assertThat(Json.parse(lines[1]).has("result")).isTrue();
+  }
+
+  @Test
   void everySupportedVersionIsEchoed() {
     for (String v : McpServer.PROTOCOL_VERSIONS) {
       try (McpTestClient c = new McpTestClient(AdapterConfig.defaults())) {

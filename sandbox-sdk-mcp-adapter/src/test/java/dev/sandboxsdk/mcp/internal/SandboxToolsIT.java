@@ -157,6 +157,33 @@ class SandboxToolsIT {
   }
 
   @Test
+  void callsBeyondTheConcurrencyCapAreRefusedWithABusyErrorUntilOneEnds() throws Exception {
+    AdapterConfig two = AdapterConfig.parse(new String[] {"--max-concurrent-calls", "2"}, java.util.Map.of());
+    try (McpTestClient capped = McpTestClient.initialized(two)) {
+      List<CompletableFuture<ObjectNode>> running = new java.util.ArrayList<>();
+      for (int i = 0; i < 2; i++) {
+        running.add(capped.sendAsync(McpTestClient.requestMessage("run-" + i, "tools/call", McpTestClient.callParams(
+            "exec", args("command", "echo started; sleep 2"), "run-tok-" + i))));
+      }
+      for (int i = 0; i < 2; i++) {
+        String token = "run-tok-" + i;
+        await("call " + token + " running", 20, () -> !capped.progress(token).isEmpty());
+      }
+
+      JsonNode refused = capped.call("exec", args("command", "echo third"));
+
+      assertThat(refused.path("isError").asBoolean()).isTrue();
+      assertThat(text(refused)).contains("busy", "2 tool calls are already running");
+      for (CompletableFuture<ObjectNode> r : running) {
+        assertThat(r.get(20, TimeUnit.SECONDS).path("result").path("structuredContent").path("stdout").asText())
+            .isEqualTo("started\n");
+      }
+      assertThat(sc(capped.call("exec", args("command", "echo fourth"))).path("stdout").asText())
+          .as("accepted again once they ended").isEqualTo("fourth\n");
+    }
+  }
+
+  @Test
   void concurrentCallsKeepTheirOwnOutputAndProgress() throws Exception {
     List<CompletableFuture<ObjectNode>> answers = new java.util.ArrayList<>();
     for (int i = 0; i < 8; i++) {

@@ -35,9 +35,33 @@ class UnitsTest {
     AdapterConfig c = AdapterConfig.parse(new String[] {"--http", "--token-file", f.toString(), "--port", "0"}, Map.of());
     assertThat(c.httpToken()).isEqualTo("from-file");
     assertThat(c.toString()).doesNotContain("from-file");
-    Files.writeString(f, "  \n");
+    Files.writeString(f, "\n");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--http", "--token-file", f.toString()}, Map.of()))
         .hasMessageContaining("is empty");
+  }
+
+  @Test
+  void aTokenIsTakenExactlyOnlyOneTrailingNewlineOfItsFileIsDropped() throws Exception {
+    Path f = tmp.resolve("token2");
+    Files.writeString(f, "from-file\r\n");
+    assertThat(AdapterConfig.parse(new String[] {"--http", "--token-file", f.toString()}, Map.of()).httpToken())
+        .isEqualTo("from-file");
+    for (String bad : new String[] {"  \n", "tok en\n", "token \n", "token\t", "token\n\n", "tok\u0000\n"}) {
+      Files.writeString(f, bad);
+      assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--http", "--token-file", f.toString()}, Map.of()))
+          .as("%s", bad.chars().boxed().toList()).hasMessageContaining("visible ASCII");
+    }
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--http"}, Map.of("SANDBOX_MCP_TOKEN", "t0k3n ")))
+        .hasMessageContaining("visible ASCII");
+  }
+
+  @Test
+  void passEnvNeverPassesTheAdaptersOwnTokens() {
+    Map<String, String> env = Map.of("SANDBOX_MCP_TOKEN", "t0k3n-value", "SANDBOX_AGENT_TOKEN", "a9ent-value");
+    for (String name : env.keySet()) {
+      assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--http", "--pass-env", name}, env))
+          .hasMessageContaining("never passed");
+    }
   }
 
   @Test
