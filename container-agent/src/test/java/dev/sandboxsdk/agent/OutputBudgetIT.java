@@ -4,6 +4,9 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import java.io.InputStream;
+import java.net.Socket;
+import java.net.URI;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.security.MessageDigest;
@@ -34,6 +37,14 @@ class OutputBudgetIT {
 
   private long buffered() {
     return agent.get("/api/version").body().get("output").get("bufferedBytes").asLong();
+  }
+
+  private void awaitBuffered(long expected) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (buffered() != expected && System.nanoTime() < deadline) {
+      Thread.sleep(20);
+    }
+    assertThat(buffered()).as("buffered output").isEqualTo(expected);
   }
 
   private void awaitFinished(List<String> ids) throws InterruptedException {
@@ -129,7 +140,7 @@ class OutputBudgetIT {
     String stdout = r.text("stdout");
     assertThat(stdout.length()).isLessThan(2 * MIB).isGreaterThan(MIB / 2);
     assertThat(stdout).matches("y+");
-    assertThat(buffered()).as("the exec's buffers are released").isEqualTo(held);
+    awaitBuffered(held); // the agent releases the buffers just after the body is out
 
     // Within maxOutputBytes the reason is the request's own cap.
     TestAgent.Response capped = agent.post("/api/execute", obj("command", "seq 1 1000", "maxOutputBytes", 10));
@@ -200,7 +211,7 @@ class OutputBudgetIT {
 
     TestAgent.Response empty = agent.post("/api/execute", obj("command", "true", "encoding", "base64"));
     assertThat(empty.text("stdout")).isEmpty();
-    assertThat(buffered()).isZero();
+    awaitBuffered(0);
   }
 
   private static byte[] randomBytes(int n) {
@@ -217,5 +228,43 @@ class OutputBudgetIT {
 
   private static String sha(byte[] b) throws Exception {
     return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(b));
+  }
+
+  @Test
+  @org.junit.jupiter.api.Timeout(60) // before the 3 s linger cap this exec never finished
+  void aChildThatOutlivesTheCommandCannotChangeTheResultWhileASlowClientReadsIt() throws Exception {
+    agent = TestAgent.start(b -> b.keepAliveMs(15_000)); // no heartbeats: the result goes out with a Content-Length
+    // The command exits after 3 MB of stdout; the loop it leaves behind writes to stderr every
+    // 50 ms while the response goes out. Before the buffers were sealed, those bytes were counted
+    // into the body after its Content-Length was sent, and the connection was cut short.
+    String body = "{\"command\":\"head -c 3000000 /dev/zero | tr '\\\\0' a;"
+        + " (trap 'exit 0' TERM; while :; do sleep 0.05; echo late >&2; done) &\"}";
+    URI uri = agent.uri("/api/execute");
+    try (Socket s = new Socket(uri.getHost(), uri.getPort())) {
+      s.setSoTimeout(30_000);
+      String request = "POST /api/execute HTTP/1.1\r\nHost: agent\r\nAuthorization: Bearer " + TestAgent.TOKEN
+          + "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: "
+          + body.getBytes(StandardCharsets.UTF_8).length + "\r\n\r\n" + body;
+      s.getOutputStream().write(request.getBytes(StandardCharsets.UTF_8));
+      InputStream in = s.getInputStream();
+      java.io.ByteArrayOutputStream got = new java.io.ByteArrayOutputStream();
+      byte[] buf = new byte[64 * 1024];
+      int n;
+      while ((n = in.read(buf)) >= 0) {
+        got.write(buf, 0, n);
+        Thread.sleep(20); // a slow client: about 3 MB/s, so the response takes a second or more
+      }
+      String response = got.toString(StandardCharsets.ISO_8859_1);
+      int headerEnd = response.indexOf("\r\n\r\n");
+      assertThat(response).startsWith("HTTP/1.1 200");
+      java.util.regex.Matcher length = java.util.regex.Pattern.compile("(?i)content-length: (\\d+)").matcher(response);
+      assertThat(length.find()).as("a Content-Length header").isTrue();
+      String json = response.substring(headerEnd + 4);
+      assertThat((long) json.length()).as("body bytes against Content-Length").isEqualTo(Long.parseLong(length.group(1)));
+      JsonNode result = new com.fasterxml.jackson.databind.ObjectMapper().readTree(json);
+      assertThat(result.get("stdout").asText()).hasSize(3_000_000);
+    } finally {
+      agent.delete("/api/process/kill-all");
+    }
   }
 }

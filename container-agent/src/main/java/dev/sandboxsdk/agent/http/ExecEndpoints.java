@@ -52,6 +52,10 @@ final class ExecEndpoints {
       ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.EXEC);
       p.startPumps(stdout, stderr);
       OutputStream heartbeat = awaitWithHeartbeats(exchange, p);
+      // The result is what the command wrote; a child it left behind may write on, and must not
+      // change the body between measuring its length and writing it.
+      stdout.seal();
+      stderr.seal();
       if (heartbeat == null) {
         respond(exchange, spec, p, stdout, stderr);
       } else {

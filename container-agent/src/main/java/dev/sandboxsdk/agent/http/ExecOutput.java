@@ -39,6 +39,12 @@ final class ExecOutput implements ManagedProcess.OutputSink {
   private boolean truncated;
   private boolean budgetExhausted;
   private boolean released;
+  /**
+   * Set once the command has finished, before the result is measured and written: output of a
+   * child that outlived it (it holds the pipe) is dropped from then on, so the measured length
+   * stays true and the pump never waits for a slow client. Read without the lock.
+   */
+  private volatile boolean sealed;
 
   private ExecOutput(int limit, OutputBudget budget) {
     this.limit = limit;
@@ -67,8 +73,15 @@ final class ExecOutput implements ManagedProcess.OutputSink {
   }
 
   @Override
-  public synchronized void write(byte[] b, int off, int len) {
-    if (released) {
+  public void write(byte[] b, int off, int len) {
+    if (sealed) {
+      return; // checked before the lock: writeJson may hold it for as long as the client reads
+    }
+    append(b, off, len);
+  }
+
+  private synchronized void append(byte[] b, int off, int len) {
+    if (released || sealed) {
       return; // the response is written; a lingering child's late output is not part of it
     }
     while (len > 0) {
@@ -109,6 +122,14 @@ final class ExecOutput implements ManagedProcess.OutputSink {
     allocated += want;
     lastFill = 0;
     return true;
+  }
+
+  /**
+   * Freezes the kept output: what arrives later (from a process that outlived the command and
+   * still holds its pipe) is discarded, as after {@link #release()}. Waits for a write in progress.
+   */
+  synchronized void seal() {
+    sealed = true;
   }
 
   synchronized boolean truncated() {
