@@ -132,8 +132,20 @@ public record AgentConfig(
     return (int) Math.max(16, Math.min(MAX_DERIVED_CONNECTIONS, half));
   }
 
-  /** The soft limit on open files of this process, from /proc/self/limits; unlimited if unknown. */
+  /**
+   * The soft limit on open files of this process, from /proc/self/limits; unlimited if unknown.
+   * Read once per JVM, like the connection cap the JDK server reads once, so both caps derived
+   * from it stay consistent even if the limit of the running agent is changed.
+   */
   static long openFileLimit() {
+    return OpenFileLimit.VALUE;
+  }
+
+  private static final class OpenFileLimit {
+    static final long VALUE = readOpenFileLimit();
+  }
+
+  private static long readOpenFileLimit() {
     try {
       for (String line : java.nio.file.Files.readAllLines(Path.of("/proc/self/limits"))) {
         if (line.startsWith("Max open files")) {

@@ -49,7 +49,13 @@ final class Watchdog implements AutoCloseable {
    * Lines for the watchdog, written by one thread of their own: a watchdog that stops reading
    * (a command could SIGSTOP it: it runs as the same user) must never block a spawn.
    */
-  private final java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>();
+  private final java.util.concurrent.BlockingQueue<String> lines = new java.util.concurrent.LinkedBlockingQueue<>(MAX_QUEUED);
+  /**
+   * Lines waiting for a watchdog that does not read (stopped, or gone without the pipe breaking):
+   * past this many the agent gives it up rather than hold every spawn's line in memory for ever.
+   */
+  private static final int MAX_QUEUED = 100_000;
+  private volatile boolean givenUp;
   private static final String CLOSE = "q\n";
 
   private Watchdog(Process process) {
@@ -99,7 +105,17 @@ final class Watchdog implements AutoCloseable {
   }
 
   private void send(String line) {
-    lines.add(line);
+    if (givenUp) {
+      return;
+    }
+    if (!lines.offer(line)) {
+      givenUp = true;
+      lines.clear();
+      log.warn("the watchdog (pid {}) has not read {} lines; giving it up: commands are not stopped"
+          + " if the agent is killed", process.pid(), MAX_QUEUED);
+      process.destroyForcibly();
+      lines.offer(CLOSE); // ends the writer thread
+    }
   }
 
   private void writeLines() {
