@@ -249,6 +249,42 @@ class HttpTransportIT {
     }
   }
 
+  @Test
+  void aClientHoldingAGetStreamOnEachOfItsSessionsCannotLockOthersOut() throws Exception {
+    List<String> held = new ArrayList<>();
+    List<InputStream> bodies = new ArrayList<>();
+    try {
+      for (int i = 0; i < 100; i++) { // MAX_SESSIONS_PER_CLIENT, every one with its stream open
+        String id = openSession();
+        HttpResponse<InputStream> stream = CLIENT.sendAsync(get(id).build(), HttpResponse.BodyHandlers.ofInputStream())
+            .get(WAIT.toSeconds(), TimeUnit.SECONDS);
+        assertThat(stream.statusCode()).isEqualTo(200);
+        bodies.add(stream.body());
+        held.add(id);
+      }
+      SseReader oldest = new SseReader(bodies.get(0));
+      assertThat(oldest.next(WAIT).comment()).isEqualTo("keep-alive");
+      send(post(held.get(held.size() - 1), request(2, "ping"))); // the newest is the most recently used
+
+      HttpResponse<String> another = send(post(initialize(1, NEWEST)));
+
+      assertThat(another.statusCode()).as("another client's initialize").isEqualTo(200);
+      assertThat(send(post(held.get(0), request(3, "ping"))).statusCode())
+          .as("the least recently used session was evicted, stream and all").isEqualTo(404);
+      assertThat(oldest.messagesUntilEnd(Duration.ofSeconds(5))).as("its GET stream ended").isEmpty();
+      assertThat(send(post(held.get(held.size() - 1), request(4, "ping"))).statusCode())
+          .as("recent sessions stay").isEqualTo(200);
+      held.add(another.headers().firstValue("Mcp-Session-Id").orElseThrow());
+    } finally {
+      for (InputStream body : bodies) {
+        body.close();
+      }
+      for (String id : held) {
+        send(authed().header("Mcp-Session-Id", id).DELETE());
+      }
+    }
+  }
+
   private static void assertInvalidToken(HttpResponse<String> r) {
     assertThat(r.statusCode()).isEqualTo(401);
     assertThat(r.headers().firstValue("WWW-Authenticate")).hasValueSatisfying(h -> assertThat(h)

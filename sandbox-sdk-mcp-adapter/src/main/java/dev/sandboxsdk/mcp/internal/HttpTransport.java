@@ -105,10 +105,14 @@ public final class HttpTransport implements AutoCloseable {
       this.client = client;
     }
 
-    /** Idle: no call running and no GET stream open; only such a session may be evicted. */
-    boolean evictable() {
+    /**
+     * Whether this session may be evicted: never while a call runs; with an open GET stream only
+     * if {@code evenWithGetStream} (the second choice: a client could otherwise hold one stream per
+     * session and lock every other client out).
+     */
+    boolean evictable(boolean evenWithGetStream) {
       SseStream s = getStream.get();
-      return session.idleNanos() > 0 && (s == null || s.isClosed());
+      return session.idleNanos() > 0 && (evenWithGetStream || s == null || s.isClosed());
     }
   }
 
@@ -489,12 +493,20 @@ public final class HttpTransport implements AutoCloseable {
     return sessions.size() < MAX_SESSIONS || evictOldest(null);
   }
 
-  /** Ends the least recently used idle session (of {@code client}, or of anyone if null); false if none is idle. */
+  /**
+   * Ends the least recently used idle session (of {@code client}, or of anyone if null): one
+   * without a GET stream if there is one, else one whose only activity is its GET stream. False if
+   * every candidate has a call running.
+   */
   private boolean evictOldest(String client) {
+    return evictOldest(client, false) || evictOldest(client, true);
+  }
+
+  private boolean evictOldest(String client, boolean evenWithGetStream) {
     HttpSession oldest = null;
     long oldestIdle = 0;
     for (HttpSession s : sessions.values()) {
-      if ((client == null || s.client.equals(client)) && s.evictable()) {
+      if ((client == null || s.client.equals(client)) && s.evictable(evenWithGetStream)) {
         long idle = s.session.idleNanos();
         if (idle > oldestIdle) {
           oldest = s;
