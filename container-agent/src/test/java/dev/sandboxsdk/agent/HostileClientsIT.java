@@ -144,7 +144,13 @@ class HostileClientsIT {
     ChildAgent agent = agent(List.of(), "--request-timeout-seconds", "1", "--keep-alive-ms", "200");
     // Warm up every route once, so lazily opened files and threads are in the baseline.
     agent.call("POST", "/api/process/start", "{\"command\":\"echo warm\",\"processId\":\"warm\",\"stdin\":\"pipe\"}");
-    Thread.sleep(300); // finished, so its stream ends
+    assertThat(ChildAgent.await(10_000, () -> {
+      try { // finished, so its stream ends
+        return agent.call(ChildAgent.request("GET", "/api/process/warm", null), 10_000).contains("\"status\":\"completed\"");
+      } catch (IOException e) {
+        return false;
+      }
+    })).as("the warm-up process finished").isTrue();
     for (Route r : ROUTES) {
       agent.call(ChildAgent.request(r.method(), r.path("warm"), r.body()), 30_000);
     }
@@ -293,7 +299,8 @@ class HostileClientsIT {
     trickle.start();
     try {
       // Measure once the agent has accepted them all.
-      ChildAgent.await(5_000, () -> agent.fds() >= baseFds + slow.size());
+      assertThat(ChildAgent.await(5_000, () -> agent.fds() >= baseFds + slow.size()))
+          .as("all %d slow clients are connected", slow.size()).isTrue();
       int loadedFds = agent.fds();
       int loadedThreads = agent.threads();
       long pingStart = System.nanoTime();
