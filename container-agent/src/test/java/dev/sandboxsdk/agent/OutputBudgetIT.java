@@ -267,4 +267,20 @@ class OutputBudgetIT {
       agent.delete("/api/process/kill-all");
     }
   }
+
+  @Test
+  void largeRequestBodiesAreChargedToTheBudgetAndRefusedWhenItHasNoRoom() throws Exception {
+    agent = TestAgent.start(b -> b.outputBudgetBytes(4 * MIB));
+    String big = "x".repeat(3 * MIB); // read and parsed, it would take about twice that
+
+    TestAgent.Response refused = agent.post("/api/execute", obj("command", "wc -c", "stdin", big));
+
+    assertThat(refused.status()).isEqualTo(503);
+    assertThat(refused.text("code")).isEqualTo("OUTPUT_BUDGET_EXHAUSTED");
+    assertThat(refused.text("message")).contains("request body");
+    TestAgent.Response fits = agent.post("/api/execute", obj("command", "wc -c", "stdin", "y".repeat(MIB)));
+    assertThat(fits.status()).isEqualTo(200);
+    assertThat(fits.text("stdout").trim()).isEqualTo(String.valueOf(MIB));
+    awaitBuffered(0);
+  }
 }

@@ -44,7 +44,7 @@ final class ExecEndpoints {
   }
 
   void execute(HttpExchange exchange) throws IOException {
-    ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes()), ExecRequests.Kind.EXECUTE, config);
+    ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.EXECUTE, config);
     ExecOutput[] buffers = ExecOutput.open(spec.maxOutputBytes(), processes.outputBudget()); // or 503
     ExecOutput stdout = buffers[0];
     ExecOutput stderr = buffers[1];
@@ -211,7 +211,7 @@ final class ExecEndpoints {
   }
 
   void executeStream(HttpExchange exchange) throws IOException {
-    ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes()), ExecRequests.Kind.EXECUTE_STREAM, config);
+    ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.EXECUTE_STREAM, config);
     ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.STREAM);
     SseWriter sse;
     try {

@@ -12,6 +12,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.process.OutputBudget;
 import java.io.IOException;
 import java.io.InputStream;
 import java.util.ArrayList;
@@ -47,18 +48,44 @@ final class Json {
     return MAPPER.createObjectNode();
   }
 
-  /** Reads at most {@code maxBytes} of body and parses it as a JSON object. */
-  static Json read(HttpExchange exchange, int maxBytes) throws IOException {
+  /** Bodies up to this size are not charged to the budget: a busy budget must not refuse small requests. */
+  static final int UNCHARGED_BODY_BYTES = 16 * 1024;
+
+  /**
+   * Reads at most {@code maxBytes} of body and parses it as a JSON object. A body larger than
+   * {@value #UNCHARGED_BODY_BYTES} bytes is charged to {@code budget} while it is read and parsed
+   * (twice its size: the bytes and the parsed tree), so many large bodies at once cannot exhaust
+   * the heap; if the budget has no room the request is refused with 503.
+   */
+  static Json read(HttpExchange exchange, int maxBytes, OutputBudget budget) throws IOException {
+    long declaredLength = -1;
     String declared = exchange.getRequestHeaders().getFirst("Content-Length");
     if (declared != null) {
       try {
-        if (Long.parseLong(declared.trim()) > maxBytes) {
+        declaredLength = Long.parseLong(declared.trim());
+        if (declaredLength > maxBytes) {
           throw tooLarge(maxBytes);
         }
       } catch (NumberFormatException e) {
         throw new AgentException(ErrorCode.VALIDATION_FAILED, "invalid Content-Length header");
       }
     }
+    long charge = declaredLength >= 0 && declaredLength <= UNCHARGED_BODY_BYTES ? 0
+        : 2 * (declaredLength >= 0 ? declaredLength : maxBytes);
+    if (charge > 0 && !budget.tryReserve(charge)) {
+      throw new AgentException(ErrorCode.OUTPUT_BUDGET_EXHAUSTED, "the agent cannot take a request body of up to "
+          + charge / 2 + " bytes now: its budget for buffered data (" + budget.limit() + " bytes, --output-budget-bytes)"
+          + " is in use by output and other requests; retry later or send less",
+          Map.of("budget", budget.limit(), "used", budget.used()));
+    }
+    try {
+      return parse(exchange, maxBytes);
+    } finally {
+      budget.release(charge);
+    }
+  }
+
+  private static Json parse(HttpExchange exchange, int maxBytes) throws IOException {
     byte[] body = readAtMost(exchange.getRequestBody(), maxBytes);
     if (body.length == 0) {
       throw new AgentException(ErrorCode.VALIDATION_FAILED, "request body is empty: send a JSON object");

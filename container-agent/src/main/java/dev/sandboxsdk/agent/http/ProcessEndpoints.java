@@ -37,7 +37,7 @@ final class ProcessEndpoints {
 
   void start(HttpExchange exchange) throws IOException {
     Query.none(exchange);
-    ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes()), ExecRequests.Kind.START, config);
+    ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.START, config);
     ManagedProcess p = processes.startBackground(spec);
     ObjectNode body = Json.object();
     body.put("processId", p.id());
@@ -259,7 +259,7 @@ final class ProcessEndpoints {
   }
 
   void stdin(HttpExchange exchange, String id) throws IOException {
-    Json body = Json.read(exchange, config.maxBodyBytes()).allowOnly(Set.of("data", "eof", "encoding"));
+    Json body = Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()).allowOnly(Set.of("data", "eof", "encoding"));
     ManagedProcess p = processes.require(id);
     String data = body.string("data");
     boolean eof = Boolean.TRUE.equals(body.bool("eof"));
