@@ -39,6 +39,17 @@ class OutputBudgetIT {
     return agent.get("/api/version").body().get("output").get("bufferedBytes").asLong();
   }
 
+  /** Starts a background process that fills both its 1 MiB windows and keeps running; waits for that. */
+  private void startWindowFiller(String id) throws InterruptedException {
+    agent.post("/api/process/start", obj("processId", id,
+        "command", "head -c 1200000 /dev/zero; head -c 1200000 /dev/zero >&2; sleep 60"));
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    while (agent.processInfo(id).get("stderrBytes").asLong() < 1_200_000) {
+      assertThat(System.nanoTime()).isLessThan(deadline);
+      Thread.sleep(20);
+    }
+  }
+
   private void awaitBuffered(long expected) throws InterruptedException {
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (buffered() != expected && System.nanoTime() < deadline) {
@@ -120,13 +131,7 @@ class OutputBudgetIT {
   void anExecThatOutgrowsTheBudgetStopsBufferingAndSaysWhy() throws Exception {
     agent = TestAgent.start(b -> b.outputBudgetBytes(4 * MIB).logWindowBytes(MIB));
     // A running background process holds two full 1 MiB windows: 2 MiB that cannot be evicted.
-    agent.post("/api/process/start", obj("processId", "holder",
-        "command", "head -c 1200000 /dev/zero; head -c 1200000 /dev/zero >&2; sleep 60"));
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (agent.processInfo("holder").get("stderrBytes").asLong() < 1_200_000) {
-      assertThat(System.nanoTime()).isLessThan(deadline);
-      Thread.sleep(20);
-    }
+    startWindowFiller("holder");
     long held = buffered();
     assertThat(held).isEqualTo(2 * MIB);
 
@@ -154,13 +159,7 @@ class OutputBudgetIT {
   @Test
   void anExecIsRefusedWith503WhenNoBufferIsLeft() throws Exception {
     agent = TestAgent.start(b -> b.outputBudgetBytes(2 * MIB).logWindowBytes(MIB));
-    agent.post("/api/process/start", obj("processId", "hog",
-        "command", "head -c 1200000 /dev/zero; head -c 1200000 /dev/zero >&2; sleep 60"));
-    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-    while (agent.processInfo("hog").get("stderrBytes").asLong() < 1_200_000) {
-      assertThat(System.nanoTime()).isLessThan(deadline);
-      Thread.sleep(20);
-    }
+    startWindowFiller("hog");
     assertThat(buffered()).isEqualTo(2 * MIB);
 
     TestAgent.Response r = agent.post("/api/execute", obj("command", "echo hi"));
@@ -180,7 +179,7 @@ class OutputBudgetIT {
       assertThat(out.toString()).isEqualTo("streamed\n");
     }
     agent.delete("/api/process/hog?signal=SIGKILL");
-    deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
     while (!agent.isFinished("hog")) {
       assertThat(System.nanoTime()).isLessThan(deadline);
       Thread.sleep(20);
