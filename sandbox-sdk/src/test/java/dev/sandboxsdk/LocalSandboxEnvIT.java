@@ -62,7 +62,12 @@ class LocalSandboxEnvIT {
       String agentEnv = new String(Files.readAllBytes(Path.of("/proc", Long.toString(sandbox.agentPid()), "environ")),
           StandardCharsets.UTF_8);
       assertThat(names(agentEnv.replace('\0', '\n'))).as("the agent JVM's own environment")
-          .doesNotContainAnyElementsOf(mine);
+          .doesNotContainAnyElementsOf(mine).doesNotContain("SANDBOX_AGENT_TOKEN");
+      String agentArgs = new String(Files.readAllBytes(Path.of("/proc", Long.toString(sandbox.agentPid()), "cmdline")),
+          StandardCharsets.UTF_8);
+      assertThat(agentArgs).as("the agent's command line").contains("--token-stdin").doesNotContain("--token-file");
+      // The token reached the agent all the same: calls are authenticated with it.
+      assertThat(sandbox.exec("echo ok").stdout()).isEqualTo("ok\n");
     }
   }
 

@@ -20,6 +20,9 @@ public final class Main {
   static final String READY_PREFIX = "SANDBOX_AGENT_READY ";
   static final String TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
   static final String EXIT_ON_STDIN_EOF = "--exit-on-stdin-eof";
+  static final String TOKEN_STDIN = "--token-stdin";
+  /** The longest first line of standard input taken as a token. */
+  private static final int MAX_TOKEN_LINE = 4096;
 
   private static final String USAGE = String.join("\n",
       "Usage: java -jar container-agent.jar [options]",
@@ -34,6 +37,8 @@ public final class Main {
       "                           directory, named in the log; it is left in place on exit)",
       "  --token-file F           file holding the bearer token clients must send",
       "                           (the token may also come from env SANDBOX_AGENT_TOKEN)",
+      "  --token-stdin            read the token from the first line of standard input, so it",
+      "                           is in no file, argument or environment a command could read",
       "  --insecure-no-auth       serve without a token (only for trusted, local setups)",
       "  --max-processes N        most processes running at once, of any kind (default 1024,",
       "                           or fewer if the open-file limit leaves less than 3 per process)",
@@ -107,7 +112,7 @@ public final class Main {
   static int run(String[] args, PrintStream out, PrintStream err) {
     AgentConfig config;
     try {
-      config = parse(args, System.getenv(TOKEN_ENV), out, Main::freshWorkspace);
+      config = parse(args, System.getenv(TOKEN_ENV), out, Main::freshWorkspace, Main::firstLineOfStdin);
     } catch (UsageException e) {
       if (e.getMessage() == null) {
         return 0; // --help or --version
@@ -192,10 +197,39 @@ public final class Main {
    */
   static AgentConfig parse(String[] args, String envToken, PrintStream out,
       java.util.function.Supplier<Path> defaultWorkspace) {
+    return parse(args, envToken, out, defaultWorkspace, () -> {
+      throw new UsageException("no standard input to read the token from");
+    });
+  }
+
+  /**
+   * The first line of standard input, read byte by byte so nothing after it is consumed (the
+   * stdin watcher of {@value #EXIT_ON_STDIN_EOF} reads on from there).
+   */
+  private static String firstLineOfStdin() {
+    java.io.ByteArrayOutputStream line = new java.io.ByteArrayOutputStream();
+    try {
+      int b;
+      while ((b = System.in.read()) >= 0 && b != '\n') {
+        if (line.size() == MAX_TOKEN_LINE) {
+          throw new UsageException(TOKEN_STDIN + ": the first line of standard input is longer than "
+              + MAX_TOKEN_LINE + " bytes");
+        }
+        line.write(b);
+      }
+    } catch (IOException e) {
+      throw new UsageException(TOKEN_STDIN + ": cannot read standard input: " + e.getMessage());
+    }
+    return line.toString(StandardCharsets.UTF_8);
+  }
+
+  static AgentConfig parse(String[] args, String envToken, PrintStream out,
+      java.util.function.Supplier<Path> defaultWorkspace, java.util.function.Supplier<String> stdinLine) {
     AgentConfig.Builder b = AgentConfig.builder();
     boolean workspaceGiven = false;
     String tokenFile = null;
     boolean insecure = false;
+    boolean tokenStdin = false;
     for (int i = 0; i < args.length; i++) {
       String arg = args[i];
       String value = null;
@@ -217,6 +251,12 @@ public final class Main {
             throw new UsageException(EXIT_ON_STDIN_EOF + " takes no value");
           }
           b.exitOnStdinEof(true);
+          break;
+        case TOKEN_STDIN:
+          if (value != null) {
+            throw new UsageException(TOKEN_STDIN + " takes no value");
+          }
+          tokenStdin = true;
           break;
         case "--insecure-no-auth":
           if (value != null) {
@@ -243,7 +283,16 @@ public final class Main {
       }
     }
     String token = null;
-    if (tokenFile != null) {
+    if (tokenStdin) {
+      if (tokenFile != null || insecure || (envToken != null && !envToken.isBlank())) {
+        throw new UsageException(TOKEN_STDIN + " conflicts with " + (tokenFile != null ? TOKEN_FILE
+            : insecure ? "--insecure-no-auth" : TOKEN_ENV) + "; give the token one way");
+      }
+      token = stdinLine.get().strip();
+      if (token.isEmpty()) {
+        throw new UsageException(TOKEN_STDIN + ": the first line of standard input is empty");
+      }
+    } else if (tokenFile != null) {
       try {
         token = Files.readString(Path.of(tokenFile), StandardCharsets.UTF_8).strip();
       } catch (IOException e) {

@@ -409,4 +409,20 @@ class MainTest {
     }
     return options;
   }
+
+  @Test
+  void tokenStdinTakesTheFirstLineOfStandardInputAndConflictsWithOtherSources() {
+    java.util.function.Supplier<java.nio.file.Path> ws = () -> java.nio.file.Path.of("/tmp/unused-workspace");
+    AgentConfig config = Main.parse(args("--token-stdin"), null, out, ws, () -> "from-stdin ");
+    assertThat(config.token()).isEqualTo("from-stdin");
+
+    assertThatThrownBy(() -> Main.parse(args("--token-stdin"), null, out, ws, () -> ""))
+        .hasMessageContaining("empty");
+    assertThatThrownBy(() -> Main.parse(args("--token-stdin"), TOKEN, out, ws, () -> "x"))
+        .hasMessageContaining("conflicts with SANDBOX_AGENT_TOKEN");
+    assertThatThrownBy(() -> Main.parse(args("--token-stdin", "--insecure-no-auth"), null, out, ws, () -> "x"))
+        .hasMessageContaining("conflicts with --insecure-no-auth");
+    assertThatThrownBy(() -> Main.parse(args("--token-stdin=yes"), null, out, ws, () -> "x"))
+        .hasMessageContaining("takes no value");
+  }
 }

@@ -140,15 +140,23 @@ public final class AgentLauncher {
     cmd.add(classpath);
     cmd.add(AGENT_MAIN);
     cmd.addAll(List.of("--port", "0", "--bind", "127.0.0.1", "--workspace", workspace.toString(),
-        "--exit-on-stdin-eof"));
+        "--exit-on-stdin-eof", "--token-stdin"));
     cmd.addAll(agentArgs);
     ProcessBuilder pb = new ProcessBuilder(cmd).directory(workspace.toFile());
-    agentEnvironment(pb.environment(), System.getenv(), agentArgs, token);
+    agentEnvironment(pb.environment(), System.getenv(), agentArgs);
     Process process;
     try {
       process = pb.start();
     } catch (IOException e) {
       throw new SandboxException("cannot start the local agent with " + javaExe + ": " + e.getMessage(), e);
+    }
+    try {
+      // The token goes over the agent's stdin (which stays open for --exit-on-stdin-eof): in its
+      // environment or arguments, any command of the same OS user could read it from /proc.
+      process.getOutputStream().write((token + "\n").getBytes(StandardCharsets.UTF_8));
+      process.getOutputStream().flush();
+    } catch (IOException e) {
+      // the agent died at once; waiting for its ready line below reports why
     }
     Deque<String> tail = new ArrayDeque<>();
     drain(process.getErrorStream(), "sandbox-agent-stderr-" + process.pid(), line -> {
@@ -207,8 +215,9 @@ public final class AgentLauncher {
   private static final String INHERIT_ENV = "--inherit-env";
 
   /**
-   * Replaces {@code target} (the agent's environment) with {@link #AGENT_ENV}, the names given to
-   * {@code --inherit-env} in {@code agentArgs} that {@code source} has, and the token. Nothing else
+   * Replaces {@code target} (the agent's environment) with {@link #AGENT_ENV} and the names given to
+   * {@code --inherit-env} in {@code agentArgs} that {@code source} has (the token goes over stdin,
+   * never here, even if named). Nothing else
    * of this JVM's environment reaches the agent, so nothing else can reach a command even if the
    * agent had a bug. Not passed on purpose: {@code JAVA_HOME} (the agent's java is named
    * explicitly), and {@code JAVA_TOOL_OPTIONS}, {@code _JAVA_OPTIONS}, {@code JDK_JAVA_OPTIONS}
@@ -216,7 +225,7 @@ public final class AgentLauncher {
    * JVM; use {@code LocalSandbox.Builder.jvmArgument} for the agent's JVM).
    */
   static void agentEnvironment(java.util.Map<String, String> target, java.util.Map<String, String> source,
-      List<String> agentArgs, String token) {
+      List<String> agentArgs) {
     Set<String> names = new LinkedHashSet<>(AGENT_ENV);
     names.addAll(inheritedNames(agentArgs));
     names.remove(TOKEN_ENV);
@@ -227,7 +236,6 @@ public final class AgentLauncher {
         target.put(name, value);
       }
     }
-    target.put(TOKEN_ENV, token);
   }
 
   /** The names given to {@code --inherit-env} (as {@code --inherit-env A,B} or {@code --inherit-env=A,B}). */
