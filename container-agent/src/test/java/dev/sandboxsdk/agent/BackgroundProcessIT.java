@@ -174,8 +174,10 @@ class BackgroundProcessIT {
 
   @Test
   void aSlowStreamReaderNeverStallsTheProcessAndIsToldWhatItMissed() throws Exception {
-    // 1 MB of output against a 64 KiB window: the process must finish while the reader sleeps.
-    startProcess(obj("command", "head -c 1000000 /dev/zero | tr '\\0' x", "processId", "flood"));
+    // 64 MB of output against a 64 KiB window: the process must finish while the reader sleeps.
+    // (More than loopback's socket buffers can hold: with tcp_rmem up to 32 MiB, 1 MB could all
+    // sit in them, and the reader then missed nothing.)
+    startProcess(obj("command", "head -c 64000000 /dev/zero | tr '\\0' x", "processId", "flood"));
     try (SseReader sse = agent.stream("/api/process/flood/stream", null)) {
       assertThat(sse.next().get("type").asText()).isEqualTo("process_info");
       assertThat(Procs.await(5000, () -> agent.isFinished("flood")))
@@ -199,13 +201,13 @@ class BackgroundProcessIT {
       }
       System.out.printf("[it] slow stream reader: %d bytes delivered, %d dropped%n", delivered, dropped);
       assertThat(dropped).as("bytes the reader was told it missed (truncated events)").isPositive();
-      assertThat(delivered + dropped).isEqualTo(1_000_000);
+      assertThat(delivered + dropped).isEqualTo(64_000_000);
       assertThat(last.get("type").asText()).isEqualTo("exit");
     }
     TestAgent.Response logs = agent.get("/api/process/flood/logs");
     assertThat(logs.body().get("truncated").asBoolean()).isTrue();
     assertThat(logs.text("stdout")).hasSize(64 * 1024);
-    assertThat(logs.body().get("stdoutOffset").asLong()).isEqualTo(1_000_000 - 64 * 1024);
+    assertThat(logs.body().get("stdoutOffset").asLong()).isEqualTo(64_000_000 - 64 * 1024);
   }
 
   @Test

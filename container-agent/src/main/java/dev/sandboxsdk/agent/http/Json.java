@@ -73,6 +73,10 @@ final class Json {
     long charge = declaredLength >= 0 && declaredLength <= UNCHARGED_BODY_BYTES ? 0
         : 2 * (declaredLength >= 0 ? declaredLength : maxBytes);
     if (charge > 0 && !budget.tryReserve(charge)) {
+      // Read the body to its end without keeping it (it costs no memory, and the request deadline
+      // bounds the time): a client still sending when the answer comes would otherwise get a
+      // reset instead of the 503.
+      discard(exchange.getRequestBody());
       throw new AgentException(ErrorCode.OUTPUT_BUDGET_EXHAUSTED, "the agent cannot take a request body of up to "
           + charge / 2 + " bytes now: its budget for buffered data (" + budget.limit() + " bytes, --output-budget-bytes)"
           + " is in use by output and other requests; retry later or send less",
@@ -111,6 +115,13 @@ final class Json {
           "request body must be a JSON object, not " + (parsed == null ? "nothing" : parsed.getNodeType().name().toLowerCase()));
     }
     return new Json((ObjectNode) parsed);
+  }
+
+  private static void discard(InputStream in) throws IOException {
+    byte[] sink = new byte[8192];
+    while (in.read(sink) >= 0) {
+      // the declared length was checked against --max-body-bytes; the request deadline bounds the time
+    }
   }
 
   private static byte[] readAtMost(InputStream in, int maxBytes) throws IOException {
