@@ -208,7 +208,7 @@ public final class ManagedProcess {
   }
 
   private long evictWindowsLocked() {
-    long freed = (stdoutLog.isEvicted() ? 0 : stdoutLog.evict()) + (stderrLog.isEvicted() ? 0 : stderrLog.evict());
+    long freed = stdoutLog.evict() + stderrLog.evict();
     changed.signalAll();
     return freed;
   }

@@ -46,17 +46,16 @@ final class OutputLog {
     return buf.length;
   }
 
-  boolean isEvicted() {
-    return evicted;
-  }
-
   /**
    * Drops the retained bytes and releases their buffer from the budget; later appends are only
    * counted. Readers of earlier offsets then get {@code truncated} with the dropped byte count.
    *
-   * @return the bytes of buffer freed
+   * @return the bytes of buffer freed (0 if it was evicted already)
    */
   long evict() {
+    if (evicted) {
+      return 0;
+    }
     int freed = buf.length;
     buf = new byte[0];
     start = 0;

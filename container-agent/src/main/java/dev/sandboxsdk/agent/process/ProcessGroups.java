@@ -37,16 +37,7 @@ final class ProcessGroups {
 
   /** Sends {@code signal} to single processes (not their groups); pids already gone are ignored. */
   void signalProcesses(Collection<Long> pids, Signal signal) {
-    List<String> cmd = new ArrayList<>(pids.size() + 3);
-    cmd.add(killBinary);
-    cmd.add("-" + signal.shortName());
-    cmd.add("--");
-    for (long pid : pids) {
-      if (pid > 1) {
-        cmd.add(Long.toString(pid));
-      }
-    }
-    run(cmd.size() == 3 ? List.of() : cmd, signal);
+    run(killCommand(killBinary, pids, signal, ""), signal);
   }
 
   private void run(List<String> cmd, Signal signal) {
@@ -77,13 +68,18 @@ final class ProcessGroups {
    * container the first commands get exactly such small pids.
    */
   static List<String> killCommand(String killBinary, Collection<Long> pgids, Signal signal) {
-    List<String> cmd = new ArrayList<>(pgids.size() + 3);
+    return killCommand(killBinary, pgids, signal, "-");
+  }
+
+  /** {@code kill -SIG -- <prefix>id ...}: {@code "-"} addresses groups, {@code ""} single processes. */
+  private static List<String> killCommand(String killBinary, Collection<Long> ids, Signal signal, String prefix) {
+    List<String> cmd = new ArrayList<>(ids.size() + 3);
     cmd.add(killBinary);
     cmd.add("-" + signal.shortName());
     cmd.add("--");
-    for (long pgid : pgids) {
-      if (pgid > 1) { // never -1 (every process) or -0 (our own group)
-        cmd.add("-" + pgid);
+    for (long id : ids) {
+      if (id > 1) { // never -1 (every process) or -0 (our own group)
+        cmd.add(prefix + id);
       }
     }
     return cmd.size() == 3 ? List.of() : cmd;
@@ -92,37 +88,32 @@ final class ProcessGroups {
   /** The process groups that still have at least one member that is not a zombie. */
   static Set<Long> liveGroups() {
     Set<Long> groups = new HashSet<>();
+    forEachProcess((pid, dir) -> {
+      long pgid = liveGroupOf(dir);
+      if (pgid >= 0) {
+        groups.add(pgid);
+      }
+    });
+    return groups;
+  }
+
+  /** Calls {@code action} with the pid and {@code /proc/<pid>} directory of every process. */
+  private static void forEachProcess(java.util.function.BiConsumer<Long, Path> action) {
     try (DirectoryStream<Path> dirs = Files.newDirectoryStream(PROC)) {
       for (Path dir : dirs) {
         String name = dir.getFileName().toString();
         if (name.isEmpty() || !Character.isDigit(name.charAt(0))) {
           continue;
         }
-        String stat;
         try {
-          stat = Files.readString(dir.resolve("stat"), StandardCharsets.ISO_8859_1);
-        } catch (IOException | RuntimeException gone) {
-          continue; // exited while we looked
-        }
-        // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
-        int close = stat.lastIndexOf(')');
-        if (close < 0 || close + 2 >= stat.length()) {
-          continue;
-        }
-        String[] f = stat.substring(close + 2).split(" ", 4);
-        if (f.length < 3 || f[0].equals("Z") || f[0].equals("X")) {
-          continue;
-        }
-        try {
-          groups.add(Long.parseLong(f[2]));
+          action.accept(Long.parseLong(name), dir);
         } catch (NumberFormatException ignored) {
-          // unexpected format: skip the entry
+          // not a process directory
         }
       }
     } catch (IOException e) {
       log.warn("cannot scan /proc: {}", e.toString());
     }
-    return groups;
   }
 
   /** A live process that carries a run marker: its pid, its process group and its marker value. */
@@ -136,36 +127,19 @@ final class ProcessGroups {
     byte[] needle = (name + "=" + prefix).getBytes(StandardCharsets.ISO_8859_1);
     List<Marked> found = new ArrayList<>();
     long self = ProcessHandle.current().pid();
-    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(PROC)) {
-      for (Path dir : dirs) {
-        String pidText = dir.getFileName().toString();
-        if (pidText.isEmpty() || !Character.isDigit(pidText.charAt(0))) {
-          continue;
-        }
-        byte[] environ;
-        try {
-          environ = Files.readAllBytes(dir.resolve("environ"));
-        } catch (IOException | RuntimeException unreadable) {
-          continue; // another user's process, or it exited while we looked
-        }
-        String mark = find(environ, needle, name.length() + 1);
-        if (mark == null) {
-          continue;
-        }
-        long pid;
-        try {
-          pid = Long.parseLong(pidText);
-        } catch (NumberFormatException e) {
-          continue;
-        }
-        long pgid = liveGroupOf(dir);
-        if (pid != self && pgid > 0) {
-          found.add(new Marked(pid, pgid, mark));
-        }
+    forEachProcess((pid, dir) -> {
+      byte[] environ;
+      try {
+        environ = Files.readAllBytes(dir.resolve("environ"));
+      } catch (IOException | RuntimeException unreadable) {
+        return; // another user's process, or it exited while we looked
       }
-    } catch (IOException e) {
-      log.warn("cannot scan /proc: {}", e.toString());
-    }
+      String mark = find(environ, needle, name.length() + 1);
+      long pgid = mark == null ? -1 : liveGroupOf(dir);
+      if (pid != self && pgid > 0) {
+        found.add(new Marked(pid, pgid, mark));
+      }
+    });
     return found;
   }
 
@@ -191,8 +165,9 @@ final class ProcessGroups {
     try {
       stat = Files.readString(dir.resolve("stat"), StandardCharsets.ISO_8859_1);
     } catch (IOException | RuntimeException gone) {
-      return -1;
+      return -1; // exited while we looked
     }
+    // "pid (comm) state ppid pgrp ...": comm may hold spaces and parentheses.
     int close = stat.lastIndexOf(')');
     if (close < 0 || close + 2 >= stat.length()) {
       return -1;

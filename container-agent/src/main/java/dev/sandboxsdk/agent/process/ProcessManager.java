@@ -136,21 +136,7 @@ public final class ProcessManager implements AutoCloseable {
   private static String randomRunId() {
     byte[] b = new byte[8];
     new java.security.SecureRandom().nextBytes(b);
-    StringBuilder sb = new StringBuilder(16);
-    for (byte x : b) {
-      sb.append(Character.forDigit((x >> 4) & 0xF, 16)).append(Character.forDigit(x & 0xF, 16));
-    }
-    return sb.toString();
-  }
-
-  /** The environment commands start from (before their request's own variables). */
-  CommandEnvironment environment() {
-    return environment;
-  }
-
-  /** The watchdog's pid, or -1 if there is none. */
-  long watchdogPid() {
-    return watchdog == null ? -1 : watchdog.pid();
+    return java.util.HexFormat.of().formatHex(b);
   }
 
   static ThreadFactory daemonThreads(String prefix) {

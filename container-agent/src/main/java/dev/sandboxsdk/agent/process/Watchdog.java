@@ -90,10 +90,6 @@ final class Watchdog implements AutoCloseable {
     }
   }
 
-  long pid() {
-    return process.pid();
-  }
-
   /** Tells the watchdog about a new process group. */
   void register(long pgid) {
     send("+" + pgid + "\n");
