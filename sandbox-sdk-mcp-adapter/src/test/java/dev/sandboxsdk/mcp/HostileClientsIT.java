@@ -221,13 +221,16 @@ class HostileClientsIT {
         }
       }
       // The deadline ends them: the server closes each slow connection.
-      for (Socket s : slow) {
+      for (int i = 0; i < slow.size(); i++) {
+        Socket s = slow.get(i);
         s.setSoTimeout((DEADLINE_SECONDS + 10) * 1000);
         try {
           InputStream in = s.getInputStream();
           while (in.read() >= 0) {
             // an error response, if any, then the close
           }
+        } catch (SocketTimeoutException stillOpen) {
+          fail("slow client %d was still connected %d s after the request deadline", i, 10);
         } catch (IOException reset) {
           // closed as well
         }

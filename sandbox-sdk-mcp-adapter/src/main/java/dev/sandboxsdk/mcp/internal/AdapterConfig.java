@@ -79,7 +79,10 @@ public record AdapterConfig(
   private static final List<String> HTTP_ONLY = List.of("--port", "--bind", "--token-file", "--no-auth",
       "--allow-host", "--allow-origin", "--keep-alive-seconds", "--max-connections");
   /** The adapter's own secrets: never passed to sandboxes, whatever --pass-env says. */
-  static final List<String> OWN_SECRETS = List.of("SANDBOX_MCP_TOKEN", "SANDBOX_AGENT_TOKEN");
+  /** Where the HTTP token and the remote agent's token may come from; never passed to commands. */
+  static final String HTTP_TOKEN_ENV = "SANDBOX_MCP_TOKEN";
+  static final String AGENT_TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
+  static final List<String> OWN_SECRETS = List.of(HTTP_TOKEN_ENV, AGENT_TOKEN_ENV);
 
   /** A command-line mistake: the message says what to change. */
   public static final class UsageException extends RuntimeException {
@@ -161,7 +164,7 @@ public record AdapterConfig(
       if (tokenFile != null && noAuth) {
         throw new UsageException("choose one of --token-file and --no-auth");
       }
-      httpToken = tokenFile != null ? readToken(tokenFile, "--token-file") : nonEmpty(env.get("SANDBOX_MCP_TOKEN"), "SANDBOX_MCP_TOKEN");
+      httpToken = tokenFile != null ? readToken(tokenFile, "--token-file") : nonEmpty(env.get(HTTP_TOKEN_ENV), HTTP_TOKEN_ENV);
       if (httpToken != null && noAuth) {
         throw new UsageException("--no-auth conflicts with SANDBOX_MCP_TOKEN being set");
       }
@@ -185,7 +188,7 @@ public record AdapterConfig(
         throw new UsageException("--agent-url must be an http(s) URL with a host, got '" + agentUrl + "'");
       }
       agentToken = agentTokenFile != null
-          ? readToken(agentTokenFile, "--agent-token-file") : nonEmpty(env.get("SANDBOX_AGENT_TOKEN"), "SANDBOX_AGENT_TOKEN");
+          ? readToken(agentTokenFile, "--agent-token-file") : nonEmpty(env.get(AGENT_TOKEN_ENV), AGENT_TOKEN_ENV);
       if (agentToken == null) {
         throw new UsageException("--agent-url needs the agent's token: --agent-token-file F or env SANDBOX_AGENT_TOKEN");
       }

@@ -213,7 +213,6 @@ public final class McpServer implements AutoCloseable {
     }
     List<String> problems = SchemaValidator.validate(tool.get("inputSchema"), arguments);
     CompletableFuture<ToolOutcome> outcome;
-    boolean counted = false;
     if (!problems.isEmpty()) {
       outcome = CompletableFuture.completedFuture(ToolOutcome.error("Invalid arguments for " + name.asText() + ": "
           + String.join("; ", problems) + ". The inputSchema in tools/list describes every argument."));
@@ -223,8 +222,8 @@ public final class McpServer implements AutoCloseable {
           + config.maxConcurrentCalls() + " tool calls are already running (the limit bounds the memory their"
           + " output takes). Wait for one to finish, then try again."));
     } else {
-      counted = true;
       outcome = new CompletableFuture<>();
+      outcome.whenComplete((r, e) -> running.decrementAndGet()); // counted above
       CompletableFuture<ToolOutcome> target = outcome;
       // A cancelled stream sends no further signal, so the call ends here (its hooks stop the work).
       ctx.onCancel(() -> target.cancel(false));
@@ -247,11 +246,7 @@ public final class McpServer implements AutoCloseable {
             + " tool calls are already starting. Try again in a moment."));
       }
     }
-    boolean release = counted;
     outcome.whenComplete((r, e) -> {
-      if (release) {
-        running.decrementAndGet();
-      }
       session.end(id, ctx);
       if (ctx.isCancelled() || e != null && shuttingDown()) {
         out.finish(); // MCP: no response to a cancelled request; at shutdown, as good as cancelled

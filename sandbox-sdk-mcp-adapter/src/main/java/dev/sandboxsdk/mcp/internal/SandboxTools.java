@@ -71,11 +71,11 @@ public final class SandboxTools implements AutoCloseable {
    */
   static Map<String, String> secrets(AdapterConfig config) {
     Map<String, String> secrets = new java.util.LinkedHashMap<>(config.passEnv());
-    if (config.httpToken() != null && config.httpToken().length() >= Redactor.MIN_LENGTH) {
-      secrets.put("SANDBOX_MCP_TOKEN", config.httpToken());
+    if (config.httpToken() != null) { // the Redactor skips values too short to redact safely
+      secrets.put(AdapterConfig.HTTP_TOKEN_ENV, config.httpToken());
     }
-    if (config.agentToken() != null && config.agentToken().length() >= Redactor.MIN_LENGTH) {
-      secrets.put("SANDBOX_AGENT_TOKEN", config.agentToken());
+    if (config.agentToken() != null) {
+      secrets.put(AdapterConfig.AGENT_TOKEN_ENV, config.agentToken());
     }
     return secrets;
   }
