@@ -17,6 +17,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Shell commands of the README that leave something behind: they must not leave it in the
  * checkout, and what they write must be private. (.ci/run runs the README's agent command itself.)
  */
+@org.junit.jupiter.api.Timeout(value = 2, unit = java.util.concurrent.TimeUnit.MINUTES) // a hanging child must not hang the build
 class ReadmeCommandsIT {
   private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
   private static final Pattern BASH = Pattern.compile("```bash\\n(.*?)```", Pattern.DOTALL);
