@@ -196,7 +196,7 @@ public final class RealSandbox implements Sandbox {
       @Override
       public void onResponse(Call c, Response response) {
         try (response) {
-          future.complete(Wire.execResult(readJson(response, what, execAnswerLimit(options))));
+          future.complete(Wire.execResult(readJson(c, response, what, execAnswerLimit(options))));
         } catch (IOException e) {
           future.completeExceptionally(ErrorMapper.fromIo(e, what));
         } catch (Throwable t) {
@@ -593,7 +593,7 @@ public final class RealSandbox implements Sandbox {
   private JsonNode execute(Call call, String what, long maxAnswerBytes) {
     calls.add(call);
     try (Response response = call.execute()) {
-      return readJson(response, what, maxAnswerBytes);
+      return readJson(call, response, what, maxAnswerBytes);
     } catch (InterruptedIOException e) {
       boolean timeout = e instanceof java.net.SocketTimeoutException || "timeout".equals(e.getMessage());
       if (closedReason != null && !timeout) {
@@ -610,12 +610,12 @@ public final class RealSandbox implements Sandbox {
     }
   }
 
-  private static JsonNode readJson(Response response, String what, long maxAnswerBytes) throws IOException {
+  private static JsonNode readJson(Call call, Response response, String what, long maxAnswerBytes) throws IOException {
     ResponseBody body = response.body();
     if (!response.isSuccessful()) {
       throw ErrorMapper.fromResponse(response.code(), boundedBytes(body));
     }
-    return Wire.parse(bodyAtMost(body, maxAnswerBytes, what), "answer to " + what);
+    return Wire.parse(bodyAtMost(call, body, maxAnswerBytes, what), "answer to " + what);
   }
 
   /**
@@ -623,10 +623,13 @@ public final class RealSandbox implements Sandbox {
    * stays below {@code max} plus one buffer) and throws, instead of holding whatever a broken or
    * hostile agent sends.
    */
-  private static byte[] bodyAtMost(ResponseBody body, long max, String what) throws IOException {
+  private static byte[] bodyAtMost(Call call, ResponseBody body, long max, String what) throws IOException {
     long declared = body.contentLength();
     okio.BufferedSource source = body.source();
     if (declared > max || source.request(max + 1)) {
+      // Cancel, so that closing the response drops the connection instead of OkHttp reading on
+      // for up to 100 ms to reuse it (at loopback speed another 100+ MB of the agent's answer).
+      call.cancel();
       throw new SandboxException("the answer to " + what + " is longer than " + max + " bytes, more than the"
           + " output limits allow; stopped reading it to keep memory bounded", null);
     }
