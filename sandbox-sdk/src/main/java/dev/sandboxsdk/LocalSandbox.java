@@ -14,9 +14,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -55,7 +52,7 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe, like every {@link Sandbox}.
  */
-public final class LocalSandbox implements Sandbox {
+public final class LocalSandbox extends ForwardingSandbox {
   private static final Logger log = LoggerFactory.getLogger(LocalSandbox.class);
 
   private final AgentLauncher.Agent agent;
@@ -156,80 +153,13 @@ public final class LocalSandbox implements Sandbox {
   }
 
   @Override
+  protected Sandbox delegate() {
+    return client;
+  }
+
+  @Override
   public String toString() {
     return "LocalSandbox{" + agent.url() + ", workspace=" + workspace + (client.isClosed() ? ", closed" : "") + "}";
-  }
-
-  // ---- Sandbox, by delegation
-
-  @Override
-  public ExecResult exec(Command command, ExecOptions options) {
-    return client.exec(command, options);
-  }
-
-  @Override
-  public CompletableFuture<ExecResult> execAsync(Command command, ExecOptions options) {
-    return client.execAsync(command, options);
-  }
-
-  @Override
-  public Flow.Publisher<ExecEvent> execStream(Command command, ExecOptions options) {
-    return client.execStream(command, options);
-  }
-
-  @Override
-  public SandboxProcess startProcess(Command command, ProcessOptions options) {
-    return client.startProcess(command, options);
-  }
-
-  @Override
-  public List<ProcessInfo> listProcesses() {
-    return client.listProcesses();
-  }
-
-  @Override
-  public List<ProcessInfo> listProcesses(ProcessStatus status) {
-    return client.listProcesses(status);
-  }
-
-  @Override
-  public Optional<ProcessInfo> getProcess(String processId) {
-    return client.getProcess(processId);
-  }
-
-  @Override
-  public SandboxProcess attachProcess(String processId) {
-    return client.attachProcess(processId);
-  }
-
-  @Override
-  public void killProcess(String processId, Signal signal) {
-    client.killProcess(processId, signal);
-  }
-
-  @Override
-  public int killAllProcesses() {
-    return client.killAllProcesses();
-  }
-
-  @Override
-  public ProcessLogs getProcessLogs(String processId, LogRange range) {
-    return client.getProcessLogs(processId, range);
-  }
-
-  @Override
-  public Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset) {
-    return client.streamProcessLogs(processId, fromOffset);
-  }
-
-  @Override
-  public Flow.Publisher<LogEvent> streamProcessLogs(String processId, LogRange from) {
-    return client.streamProcessLogs(processId, from);
-  }
-
-  @Override
-  public int cleanupCompletedProcesses() {
-    return client.cleanupCompletedProcesses();
   }
 
   // ---- lifecycle
@@ -333,13 +263,7 @@ public final class LocalSandbox implements Sandbox {
     /** As {@link #inheritEnv(String...)}. */
     public Builder inheritEnv(java.util.Collection<String> names) {
       for (String name : names) {
-        Objects.requireNonNull(name, "name == null");
-        if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
-          throw new IllegalArgumentException("not an environment variable name: '" + name + "'");
-        }
-        if (name.equals("SANDBOX_AGENT_TOKEN") || name.equals("SANDBOX_AGENT_RUN") || name.equals("SANDBOX_WORKSPACE")) {
-          throw new IllegalArgumentException(name + " is set by the sandbox itself and cannot be inherited");
-        }
+        Checks.inheritableEnvName(name);
       }
       inheritEnv.addAll(names);
       return this;

@@ -43,6 +43,20 @@ public final class Checks {
     }
   }
 
+  /**
+   * Checks the name of a variable a sandbox's commands get from outside the request (inherited,
+   * or set on a container): a portable shell name, and none the sandbox sets itself.
+   */
+  public static void inheritableEnvName(String name) {
+    Objects.requireNonNull(name, "env name == null");
+    if (!name.matches("[A-Za-z_][A-Za-z0-9_]*")) {
+      throw new IllegalArgumentException("not an environment variable name: '" + name + "'");
+    }
+    if (name.equals("SANDBOX_AGENT_TOKEN") || name.equals("SANDBOX_AGENT_RUN") || name.equals("SANDBOX_WORKSPACE")) {
+      throw new IllegalArgumentException(name + " is set by the sandbox itself and cannot be given to commands");
+    }
+  }
+
   /** An unmodifiable copy with checked names; null values (meaning "unset") are kept, which Map.copyOf rejects. */
   public static Map<String, String> copyEnv(Map<String, String> env) {
     Map<String, String> copy = new LinkedHashMap<>();

@@ -1,0 +1,204 @@
+package dev.sandboxsdk.container;
+
+import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxProvider;
+import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.container.internal.Engine;
+import dev.sandboxsdk.container.internal.Launch;
+import java.net.URI;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Sandboxes as containers of the agent image, one container each, through the Docker Engine
+ * API: Docker, or Podman's Docker-compatible service. The engine is the one {@code DOCKER_HOST}
+ * names (a {@code unix://} socket or {@code tcp://host:port}), else the first local socket
+ * found: {@code /var/run/docker.sock}, {@code /run/podman/podman.sock},
+ * {@code $XDG_RUNTIME_DIR/podman/podman.sock}.
+ *
+ * <p>Every container runs with the default security policy (docs/containers.md): commands as
+ * the unprivileged user {@code sandbox} without capabilities, {@code no-new-privileges}, a
+ * read-only root file system with a writable {@code /workspace} volume and a {@code tmpfs}
+ * {@code /tmp}, no network unless {@link SandboxSpec.Builder#network(boolean)}, limits on
+ * memory, CPU and processes, a fresh token per sandbox that commands cannot read, and the
+ * agent's port published on 127.0.0.1 only.
+ *
+ * <pre>{@code
+ * try (ContainerProvider containers = ContainerProvider.fromEnvironment();
+ *      ManagedSandbox sandbox = containers.create(SandboxSpec.builder().image("sandbox-agent").build())) {
+ *   sandbox.exec("echo hi");
+ * }
+ * }</pre>
+ *
+ * <p>Thread-safe. {@link #close()} releases the engine connection; sandboxes created by
+ * {@link #create} are removed when closed (or when this JVM exits), see {@link ContainerSandbox}.
+ */
+public final class ContainerProvider implements SandboxProvider {
+  private static final Logger log = LoggerFactory.getLogger(ContainerProvider.class);
+
+  private final Engine engine;
+  private final String publishAddress;
+  private final String connectHost;
+  private final boolean ownsEngine;
+
+  private ContainerProvider(Engine engine, String publishAddress, String connectHost, boolean ownsEngine) {
+    this.engine = engine;
+    this.publishAddress = publishAddress;
+    this.connectHost = connectHost;
+    this.ownsEngine = ownsEngine;
+  }
+
+  /** The engine that {@code DOCKER_HOST} or the local sockets name, with default settings. */
+  public static ContainerProvider fromEnvironment() {
+    return builder().build();
+  }
+
+  /** A builder with every setting at its default. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  @Override
+  public String name() {
+    return "container";
+  }
+
+  /** The engine's address. */
+  public URI engineHost() {
+    return engine.host();
+  }
+
+  /**
+   * Checks that the engine answers and returns its name and version, e.g. {@code "Podman Engine 4.3.1"}.
+   *
+   * @throws dev.sandboxsdk.SandboxConnectionException if no engine answers
+   */
+  public String ping() {
+    return engine.ping();
+  }
+
+  /**
+   * Creates a container sandbox and returns once its agent answers. Closing the sandbox (or
+   * this JVM's exit) removes it; see {@link ContainerSandbox.Builder#removeOnClose(boolean)}.
+   */
+  @Override
+  public ContainerSandbox create(SandboxSpec spec) {
+    return create(spec, true, false);
+  }
+
+  ContainerSandbox create(SandboxSpec spec, boolean removeOnClose, boolean handOverProvider) {
+    Objects.requireNonNull(spec, "spec == null");
+    removeExited();
+    long t0 = System.nanoTime();
+    Launch.Started s = Launch.start(engine, spec, publishAddress, connectHost);
+    log.info("container sandbox {} ({}) ready at {} in {} ms", s.name(), s.id().substring(0, 12), s.endpoint(),
+        (System.nanoTime() - t0) / 1_000_000);
+    return new ContainerSandbox(this, s.id(), s.endpoint(), s.token(), removeOnClose, false, handOverProvider);
+  }
+
+  /**
+   * A running sandbox container by id (full or short) or name, from any JVM that can use the
+   * same engine. Closing the handle leaves the container running; {@code destroy()} removes it.
+   */
+  @Override
+  public Optional<ManagedSandbox> get(String id) {
+    Objects.requireNonNull(id, "id == null");
+    return engine.findRunning(id).map(f -> new ContainerSandbox(this, f.id(),
+        URI.create("http://" + connectHost + ":" + f.hostPort()), f.token(), false, true, false));
+  }
+
+  /** Every sandbox container on the engine, running or stopped, oldest first. */
+  @Override
+  public List<SandboxInfo> list() {
+    return engine.listSandboxes(name(), connectHost);
+  }
+
+  /**
+   * Removes the sandbox containers that have stopped (an agent that went idle stops its
+   * container), with their volumes. {@link #create} does this too.
+   *
+   * @return how many were removed
+   */
+  public int removeExited() {
+    return engine.removeExited();
+  }
+
+  SandboxInfo info(String id) {
+    return list().stream().filter(i -> i.id().equals(id)).findFirst().orElseThrow(() ->
+        new SandboxException("the sandbox container " + id + " no longer exists", null));
+  }
+
+  boolean remove(String id) {
+    return engine.remove(id);
+  }
+
+  @Override
+  public void close() {
+    if (ownsEngine) {
+      engine.close();
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "ContainerProvider{" + engine.host() + ", publish=" + publishAddress + "}";
+  }
+
+  /** Configures a {@link ContainerProvider}. Not thread-safe. */
+  public static final class Builder {
+    private URI dockerHost;
+    private String publishAddress = "127.0.0.1";
+    private String connectHost;
+
+    private Builder() {}
+
+    /**
+     * The engine's address, e.g. {@code unix:///run/podman/podman.sock} or {@code tcp://10.0.0.5:2375}
+     * (default: {@code DOCKER_HOST}, else a local socket).
+     */
+    public Builder dockerHost(URI dockerHost) {
+      String scheme = Objects.requireNonNull(dockerHost, "dockerHost == null").getScheme();
+      if (!"unix".equals(scheme) && !"tcp".equals(scheme)) {
+        throw new IllegalArgumentException("dockerHost must be unix:// or tcp://: " + dockerHost);
+      }
+      this.dockerHost = dockerHost;
+      return this;
+    }
+
+    /**
+     * The engine host's address on which the agent's port is published (default {@code 127.0.0.1}:
+     * only processes on the engine's host reach it). For an engine on another machine, publish on
+     * an address this JVM can reach, on a network you trust: anyone who reaches the port still
+     * needs the sandbox's token.
+     */
+    public Builder publishAddress(String address) {
+      this.publishAddress = Objects.requireNonNull(address, "address == null");
+      return this;
+    }
+
+    /**
+     * The host name this JVM connects to for published ports (default: {@code 127.0.0.1} for a
+     * local socket, the host of a {@code tcp://} engine address).
+     */
+    public Builder connectHost(String host) {
+      this.connectHost = Objects.requireNonNull(host, "host == null");
+      return this;
+    }
+
+    /** Connects lazily: the first call that needs the engine reports an unreachable one. */
+    public ContainerProvider build() {
+      Engine engine = Engine.connect(dockerHost);
+      String connect = connectHost;
+      if (connect == null) {
+        URI h = engine.host();
+        connect = "tcp".equals(h.getScheme()) && h.getHost() != null ? h.getHost() : "127.0.0.1";
+      }
+      return new ContainerProvider(engine, publishAddress, connect, true);
+    }
+  }
+}

@@ -1,0 +1,295 @@
+package dev.sandboxsdk.container;
+
+import dev.sandboxsdk.ForwardingSandbox;
+import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxSpec;
+import java.net.URI;
+import java.time.Duration;
+import java.util.Map;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A sandbox in its own container, with the default security policy of {@link ContainerProvider}.
+ *
+ * <pre>{@code
+ * try (ContainerSandbox sandbox = ContainerSandbox.builder()
+ *     .image("sandbox-agent")
+ *     .memoryBytes(512L << 20).cpus(1).pidsLimit(256)
+ *     .network(false)
+ *     .start()) {
+ *   ExecResult r = sandbox.exec("id -un; touch /usr/x");
+ *   System.out.print(r.stdout());          // sandbox
+ *   System.out.print(r.stderr());          // touch: cannot touch '/usr/x': Read-only file system
+ * }
+ * }</pre>
+ *
+ * <p><b>Lifecycle.</b> A sandbox this JVM created is removed (container and workspace volume)
+ * by {@link #close()}, {@link #destroy()}, or when this JVM exits, unless
+ * {@link Builder#removeOnClose(boolean) removeOnClose(false)}: then it outlives this JVM, any JVM
+ * gets it back with {@link ContainerProvider#get(String)}, and it removes itself after its idle
+ * timeout (default 10 minutes without a request; {@link Builder#keepAlive()} turns that off).
+ * A handle from {@code get} never removes the sandbox on close; {@code destroy()} does.
+ *
+ * <p>Thread-safe, like every {@link Sandbox}.
+ */
+public final class ContainerSandbox extends ForwardingSandbox implements ManagedSandbox {
+  private static final Logger log = LoggerFactory.getLogger(ContainerSandbox.class);
+
+  private final ContainerProvider provider;
+  private final String id;
+  private final URI endpoint;
+  private final Sandbox client;
+  private final boolean removeOnClose;
+  private final boolean ownsProvider;
+  private final Thread shutdownHook;
+  private final Object lifecycle = new Object();
+  private boolean closed;
+
+  ContainerSandbox(ContainerProvider provider, String id, URI endpoint, String token, boolean removeOnClose,
+      boolean attached, boolean ownsProvider) {
+    this.provider = provider;
+    this.id = id;
+    this.endpoint = endpoint;
+    this.client = Sandbox.builder().baseUrl(endpoint).token(token).build();
+    this.removeOnClose = removeOnClose && !attached;
+    this.ownsProvider = ownsProvider;
+    if (this.removeOnClose) {
+      shutdownHook = new Thread(this::removeQuietly, "sandbox-container-shutdown");
+      Runtime.getRuntime().addShutdownHook(shutdownHook);
+    } else {
+      shutdownHook = null;
+    }
+  }
+
+  /** A builder with every setting at its default (see {@link SandboxSpec} for the defaults). */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** Starts a container sandbox of the default image ({@value SandboxSpec#DEFAULT_IMAGE}) with default settings. */
+  public static ContainerSandbox start() {
+    return builder().start();
+  }
+
+  @Override
+  protected Sandbox delegate() {
+    return client;
+  }
+
+  /** The container's id. */
+  @Override
+  public String id() {
+    return id;
+  }
+
+  /** The agent's address as this JVM reaches it, e.g. {@code http://127.0.0.1:41234}. */
+  public URI baseUrl() {
+    return endpoint;
+  }
+
+  /** The container as the engine reports it now. */
+  @Override
+  public SandboxInfo info() {
+    return provider.info(id);
+  }
+
+  /** Removes the container (stopping its processes) and its workspace volume. Idempotent. */
+  @Override
+  public void destroy() {
+    finish(true);
+  }
+
+  /**
+   * Releases this handle; removes the container too if this JVM created it and did not ask to
+   * keep it ({@link Builder#removeOnClose(boolean)}). Idempotent.
+   */
+  @Override
+  public void close() {
+    finish(removeOnClose);
+  }
+
+  private void finish(boolean remove) {
+    synchronized (lifecycle) {
+      if (closed && !remove) {
+        return;
+      }
+      closed = true;
+    }
+    client.close();
+    try {
+      if (remove) {
+        provider.remove(id);
+      }
+    } finally {
+      if (shutdownHook != null) {
+        try {
+          Runtime.getRuntime().removeShutdownHook(shutdownHook);
+        } catch (IllegalStateException shuttingDown) {
+          // called from the hook itself
+        }
+      }
+      if (ownsProvider) {
+        provider.close();
+      }
+    }
+  }
+
+  private void removeQuietly() {
+    try {
+      finish(true);
+    } catch (RuntimeException e) {
+      log.warn("could not remove sandbox container {} at JVM exit", id, e);
+    }
+  }
+
+  @Override
+  public String toString() {
+    return "ContainerSandbox{" + id.substring(0, Math.min(12, id.length())) + ", " + endpoint + "}";
+  }
+
+  /** Configures and starts a {@link ContainerSandbox}. Not thread-safe. */
+  public static final class Builder {
+    private final SandboxSpec.Builder spec = SandboxSpec.builder();
+    private final ContainerProvider.Builder provider = ContainerProvider.builder();
+    private boolean removeOnClose = true;
+
+    private Builder() {}
+
+    /** The agent image (default {@value SandboxSpec#DEFAULT_IMAGE}). */
+    public Builder image(String image) {
+      spec.image(image);
+      return this;
+    }
+
+    /** Memory limit for agent and commands together, at least 64 MiB (default 1 GiB). */
+    public Builder memoryBytes(long bytes) {
+      spec.memoryBytes(bytes);
+      return this;
+    }
+
+    /** CPU limit in CPUs (default 1). */
+    public Builder cpus(double cpus) {
+      spec.cpus(cpus);
+      return this;
+    }
+
+    /** Most processes and threads at once, at least 64 (default 512). */
+    public Builder pidsLimit(int limit) {
+      spec.pidsLimit(limit);
+      return this;
+    }
+
+    /** Lets commands open connections out of the container (default: no network). */
+    public Builder network(boolean enabled) {
+      spec.network(enabled);
+      return this;
+    }
+
+    /** A variable every command gets; see {@link SandboxSpec.Builder#env(String, String)}. */
+    public Builder env(String name, String value) {
+      spec.env(name, value);
+      return this;
+    }
+
+    /** Variables every command gets. */
+    public Builder env(Map<String, String> variables) {
+      spec.env(variables);
+      return this;
+    }
+
+    /** A label to find the sandbox by ({@link SandboxInfo#labels()}). */
+    public Builder label(String key, String value) {
+      spec.label(key, value);
+      return this;
+    }
+
+    /** Time without a request after which the container stops and is removed (default 10 min). */
+    public Builder idleTimeout(Duration timeout) {
+      spec.idleTimeout(timeout);
+      return this;
+    }
+
+    /** No idle timeout: only {@code destroy()} or {@code close()} remove the container. */
+    public Builder keepAlive() {
+      spec.keepAlive();
+      return this;
+    }
+
+    /** How long start-up may take (default 60 s). */
+    public Builder startupTimeout(Duration timeout) {
+      spec.startupTimeout(timeout);
+      return this;
+    }
+
+    /** An extra agent option, e.g. {@code --grace-ms=500}. */
+    public Builder agentArgument(String argument) {
+      spec.agentArgument(argument);
+      return this;
+    }
+
+    /** All of a spec's settings at once (replacing the ones set so far on this builder that it sets). */
+    public Builder spec(SandboxSpec s) {
+      Objects.requireNonNull(s, "spec == null");
+      spec.image(s.image()).memoryBytes(s.memoryBytes()).cpus(s.cpus()).pidsLimit(s.pidsLimit())
+          .network(s.network()).env(s.env()).startupTimeout(s.startupTimeout());
+      s.labels().forEach(spec::label);
+      s.agentArguments().forEach(spec::agentArgument);
+      if (s.idleTimeout() == null) {
+        spec.keepAlive();
+      } else {
+        spec.idleTimeout(s.idleTimeout());
+      }
+      return this;
+    }
+
+    /** The engine's address (default {@code DOCKER_HOST}, else a local Docker or Podman socket). */
+    public Builder dockerHost(URI dockerHost) {
+      provider.dockerHost(dockerHost);
+      return this;
+    }
+
+    /** See {@link ContainerProvider.Builder#publishAddress(String)} (default 127.0.0.1). */
+    public Builder publishAddress(String address) {
+      provider.publishAddress(address);
+      return this;
+    }
+
+    /** See {@link ContainerProvider.Builder#connectHost(String)}. */
+    public Builder connectHost(String host) {
+      provider.connectHost(host);
+      return this;
+    }
+
+    /**
+     * Whether {@code close()} and this JVM's exit remove the container (default true). With
+     * false, the sandbox outlives this JVM until {@code destroy()} or its idle timeout.
+     */
+    public Builder removeOnClose(boolean remove) {
+      this.removeOnClose = remove;
+      return this;
+    }
+
+    /**
+     * Creates the container and returns once its agent answers.
+     *
+     * @throws dev.sandboxsdk.SandboxConnectionException if no engine is reachable
+     * @throws dev.sandboxsdk.SandboxException if the image is missing, the container dies during
+     *     start-up (with its last output), or the engine refuses
+     */
+    public ContainerSandbox start() {
+      SandboxSpec s = spec.build();
+      ContainerProvider p = provider.build();
+      try {
+        // The sandbox owns this provider: closing it releases the engine connection.
+        return p.create(s, removeOnClose, true);
+      } catch (RuntimeException e) {
+        p.close();
+        throw e;
+      }
+    }
+  }
+}

@@ -1,0 +1,359 @@
+package dev.sandboxsdk.container.internal;
+
+import com.github.dockerjava.api.DockerClient;
+import com.github.dockerjava.api.command.InspectContainerResponse;
+import com.github.dockerjava.api.exception.ConflictException;
+import com.github.dockerjava.api.exception.DockerException;
+import com.github.dockerjava.api.exception.NotFoundException;
+import com.github.dockerjava.api.model.Container;
+import com.github.dockerjava.api.model.ContainerPort;
+import com.github.dockerjava.api.model.ExposedPort;
+import com.github.dockerjava.api.model.Frame;
+import com.github.dockerjava.api.model.Ports;
+import com.github.dockerjava.api.async.ResultCallback;
+import com.github.dockerjava.core.DefaultDockerClientConfig;
+import com.github.dockerjava.core.DockerClientImpl;
+import com.github.dockerjava.zerodep.ZerodepDockerHttpClient;
+import dev.sandboxsdk.SandboxConnectionException;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInfo;
+import java.io.IOException;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+
+/**
+ * The container engine, through docker-java: the few Engine API calls the provider makes, with
+ * the engine's failures turned into {@link SandboxException}s that say what to do. Works with
+ * Docker and with Podman's Docker-compatible service. Thread-safe (docker-java's client is).
+ */
+public final class Engine implements AutoCloseable {
+  /** The label every sandbox container carries; the value is the SDK's label format version. */
+  public static final String SANDBOX_LABEL = "dev.sandboxsdk.sandbox";
+  /** Prefix of the caller's own labels on the container. */
+  public static final String USER_LABEL_PREFIX = "dev.sandboxsdk.label.";
+  /** When the sandbox was created, epoch milliseconds. */
+  public static final String CREATED_LABEL = "dev.sandboxsdk.created-ms";
+
+  private final URI host;
+  private final DockerClient docker;
+
+  private Engine(URI host, DockerClient docker) {
+    this.host = host;
+    this.docker = docker;
+  }
+
+  /**
+   * A client for the engine at {@code host}, or where {@code DOCKER_HOST} points, or at the
+   * first local socket that exists: Docker's {@code /var/run/docker.sock}, then Podman's
+   * (rootful {@code /run/podman/podman.sock}, rootless {@code $XDG_RUNTIME_DIR/podman/podman.sock}).
+   */
+  public static Engine connect(URI host) {
+    URI target = host != null ? host : defaultHost();
+    DefaultDockerClientConfig config = DefaultDockerClientConfig.createDefaultConfigBuilder()
+        .withDockerHost(target.toString())
+        .build();
+    ZerodepDockerHttpClient http = new ZerodepDockerHttpClient.Builder()
+        .dockerHost(config.getDockerHost())
+        .sslConfig(config.getSSLConfig())
+        .connectionTimeout(Duration.ofSeconds(5))
+        .responseTimeout(Duration.ofSeconds(60))
+        .maxConnections(32)
+        .build();
+    return new Engine(target, DockerClientImpl.getInstance(config, http));
+  }
+
+  static URI defaultHost() {
+    String env = System.getenv("DOCKER_HOST");
+    if (env != null && !env.isBlank()) {
+      return URI.create(env.strip());
+    }
+    List<String> candidates = new ArrayList<>(List.of("/var/run/docker.sock", "/run/podman/podman.sock"));
+    String runtimeDir = System.getenv("XDG_RUNTIME_DIR");
+    if (runtimeDir != null && !runtimeDir.isBlank()) {
+      candidates.add(runtimeDir + "/podman/podman.sock");
+      candidates.add(runtimeDir + "/docker.sock");
+    }
+    for (String c : candidates) {
+      if (Files.exists(Path.of(c))) {
+        return URI.create("unix://" + c);
+      }
+    }
+    return URI.create("unix:///var/run/docker.sock");
+  }
+
+  /** The engine's address. */
+  public URI host() {
+    return host;
+  }
+
+  /** The docker-java client, for the policy to build its request on. */
+  DockerClient docker() {
+    return docker;
+  }
+
+  /** Checks the engine answers; the version it reports (e.g. "Docker 28.2.2", "Podman Engine 4.3.1"). */
+  public String ping() {
+    return call("reach the container engine", () -> {
+      docker.pingCmd().exec();
+      var v = docker.versionCmd().exec();
+      String name = v.getComponents() != null && !v.getComponents().isEmpty()
+          ? v.getComponents().get(0).getName() : "engine";
+      return name + " " + v.getVersion();
+    });
+  }
+
+  /** Whether the engine has the image locally. */
+  public boolean hasImage(String image) {
+    return call("look up image " + image, () -> {
+      try {
+        docker.inspectImageCmd(image).exec();
+        return true;
+      } catch (NotFoundException e) {
+        return false;
+      }
+    });
+  }
+
+  /** The container, or empty if the engine has none by that id or name. */
+  public Optional<InspectContainerResponse> inspect(String id) {
+    return call("inspect container " + id, () -> {
+      try {
+        return Optional.of(docker.inspectContainerCmd(id).exec());
+      } catch (NotFoundException e) {
+        return Optional.empty();
+      }
+    });
+  }
+
+  /** Starts a created container. */
+  public void start(String id) {
+    call("start container " + id, () -> docker.startContainerCmd(id).exec());
+  }
+
+  /**
+   * Removes a container (stopping it first) and its anonymous volumes. No-op if it is gone.
+   * Returns whether it existed.
+   */
+  public boolean remove(String id) {
+    return call("remove container " + id, () -> {
+      try {
+        docker.removeContainerCmd(id).withForce(true).withRemoveVolumes(true).exec();
+        return true;
+      } catch (NotFoundException e) {
+        return false;
+      } catch (ConflictException e) {
+        // "removal already in progress": another caller is removing it
+        return true;
+      }
+    });
+  }
+
+  /** Every sandbox container, running or not. */
+  private List<Container> sandboxContainers() {
+    return call("list containers", () -> docker.listContainersCmd()
+        .withShowAll(true)
+        .withLabelFilter(Map.of(SANDBOX_LABEL, "1"))
+        .exec());
+  }
+
+  /** Every sandbox container as the SDK describes it, oldest first. */
+  public List<SandboxInfo> listSandboxes(String provider, String connectHost) {
+    List<SandboxInfo> out = new ArrayList<>();
+    for (Container c : sandboxContainers()) {
+      out.add(info(c, provider, connectHost));
+    }
+    out.sort(Comparator.comparing(SandboxInfo::createdAt));
+    return out;
+  }
+
+  /** Removes every stopped sandbox container with its volumes; returns how many. */
+  public int removeExited() {
+    int n = 0;
+    for (Container c : sandboxContainers()) {
+      if (!"running".equals(c.getState()) && !"created".equals(c.getState()) && remove(c.getId())) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /** A running sandbox container: its full id, published agent port and token. */
+  public record Found(String id, int hostPort, String token) {}
+
+  /** The running sandbox container with this id or name, if there is one. */
+  public Optional<Found> findRunning(String idOrName) {
+    if (idOrName.isBlank()) {
+      return Optional.empty();
+    }
+    Optional<InspectContainerResponse> found = inspect(idOrName);
+    if (found.isEmpty()) {
+      return Optional.empty();
+    }
+    InspectContainerResponse c = found.get();
+    Map<String, String> labels = c.getConfig() == null || c.getConfig().getLabels() == null
+        ? Map.of() : c.getConfig().getLabels();
+    if (!"1".equals(labels.get(SANDBOX_LABEL)) || c.getState() == null || !Boolean.TRUE.equals(c.getState().getRunning())) {
+      return Optional.empty();
+    }
+    String token = null;
+    for (String e : c.getConfig().getEnv() == null ? new String[0] : c.getConfig().getEnv()) {
+      if (e.startsWith(Launch.TOKEN_ENV + "=")) {
+        token = e.substring(Launch.TOKEN_ENV.length() + 1);
+      }
+    }
+    int port = hostPort(c, Launch.AGENT_PORT);
+    return token == null || port <= 0 ? Optional.empty() : Optional.of(new Found(c.getId(), port, token));
+  }
+
+  private static SandboxInfo info(Container c, String provider, String connectHost) {
+    Map<String, String> labels = c.getLabels() == null ? Map.of() : c.getLabels();
+    Map<String, String> user = new LinkedHashMap<>();
+    labels.forEach((k, v) -> {
+      if (k.startsWith(USER_LABEL_PREFIX)) {
+        user.put(k.substring(USER_LABEL_PREFIX.length()), v);
+      }
+    });
+    Instant created;
+    try {
+      created = Instant.ofEpochMilli(Long.parseLong(labels.getOrDefault(CREATED_LABEL, "")));
+    } catch (NumberFormatException e) {
+      created = Instant.ofEpochSecond(c.getCreated() == null ? 0 : c.getCreated());
+    }
+    URI endpoint = null;
+    if ("running".equals(c.getState()) && c.getPorts() != null) {
+      for (ContainerPort p : c.getPorts()) {
+        if (p.getPrivatePort() != null && p.getPrivatePort() == Launch.AGENT_PORT && p.getPublicPort() != null) {
+          endpoint = URI.create("http://" + connectHost + ":" + p.getPublicPort());
+        }
+      }
+    }
+    String name = c.getNames() != null && c.getNames().length > 0 ? c.getNames()[0].replaceFirst("^/", "") : c.getId();
+    return new SandboxInfo(c.getId(), provider, name, c.getImage() == null ? "" : c.getImage(),
+        c.getState() == null ? "unknown" : c.getState(), created, endpoint, user);
+  }
+
+  /** The host port the engine bound for {@code containerPort}, or -1 if none (yet). */
+  public static int hostPort(InspectContainerResponse c, int containerPort) {
+    if (c.getNetworkSettings() == null || c.getNetworkSettings().getPorts() == null) {
+      return -1;
+    }
+    Ports.Binding[] bindings = c.getNetworkSettings().getPorts().getBindings().get(ExposedPort.tcp(containerPort));
+    if (bindings == null) {
+      return -1;
+    }
+    for (Ports.Binding b : bindings) {
+      String spec = b.getHostPortSpec();
+      if (spec != null && spec.matches("\\d+")) {
+        return Integer.parseInt(spec);
+      }
+    }
+    return -1;
+  }
+
+  /** The container's last {@code lines} lines of output (stdout and stderr), best effort. */
+  public String lastLogLines(String id, int lines) {
+    StringBuilder out = new StringBuilder();
+    try {
+      docker.logContainerCmd(id).withStdOut(true).withStdErr(true).withTail(lines)
+          .exec(new ResultCallback.Adapter<Frame>() {
+            @Override
+            public void onNext(Frame frame) {
+              synchronized (out) {
+                if (out.length() < 64 * 1024) {
+                  out.append(new String(frame.getPayload(), StandardCharsets.UTF_8));
+                }
+              }
+            }
+          }).awaitCompletion(5, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (RuntimeException e) {
+      return "(its log could not be read: " + e.getMessage() + ")";
+    }
+    synchronized (out) {
+      return out.toString().strip();
+    }
+  }
+
+  /**
+   * Runs an Engine API call, turning its failures into SandboxExceptions: connection problems
+   * name the engine address and how to point the SDK elsewhere.
+   */
+  <T> T call(String what, Supplier<T> call) {
+    try {
+      return call.get();
+    } catch (DockerException e) {
+      throw new SandboxException("the container engine at " + host + " refused to " + what + ": "
+          + engineMessage(e), e);
+    } catch (RuntimeException e) {
+      if (isConnectionProblem(e)) {
+        throw new SandboxConnectionException("no container engine reachable at " + host + " (could not " + what
+            + ": " + rootMessage(e) + "). Start Docker or Podman's service (podman system service), "
+            + "or set DOCKER_HOST, e.g. unix:///run/podman/podman.sock or tcp://host:2375", e);
+      }
+      throw e;
+    }
+  }
+
+  void call(String what, Runnable call) {
+    call(what, () -> {
+      call.run();
+      return null;
+    });
+  }
+
+  /** The engine's own message from a JSON error body ({"message":"..."}), else the exception's. */
+  static String engineMessage(DockerException e) {
+    String m = e.getMessage();
+    if (m == null) {
+      return "HTTP " + e.getHttpStatus();
+    }
+    int i = m.indexOf("\"message\":\"");
+    if (i >= 0) {
+      int start = i + 11;
+      int end = m.indexOf('"', start);
+      if (end > start) {
+        return m.substring(start, end);
+      }
+    }
+    return m.strip();
+  }
+
+  private static boolean isConnectionProblem(Throwable e) {
+    for (Throwable t = e; t != null; t = t.getCause()) {
+      if (t instanceof IOException) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  private static String rootMessage(Throwable e) {
+    Throwable t = e;
+    while (t.getCause() != null) {
+      t = t.getCause();
+    }
+    return t.getMessage() != null ? t.getMessage() : t.toString();
+  }
+
+  @Override
+  public void close() {
+    try {
+      docker.close();
+    } catch (IOException e) {
+      // nothing to release that matters
+    }
+  }
+}

@@ -1,0 +1,220 @@
+package dev.sandboxsdk.container.internal;
+
+import com.github.dockerjava.api.command.CreateContainerCmd;
+import com.github.dockerjava.api.command.InspectContainerResponse;
+import com.github.dockerjava.api.model.Capability;
+import com.github.dockerjava.api.model.ExposedPort;
+import com.github.dockerjava.api.model.HostConfig;
+import com.github.dockerjava.api.model.PortBinding;
+import com.github.dockerjava.api.model.Ports;
+import com.github.dockerjava.api.model.Ulimit;
+import com.github.dockerjava.api.model.Volume;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.SandboxTimeoutException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.HttpURLConnection;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.security.SecureRandom;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Creates one sandbox container with the default security policy and waits until its agent
+ * answers. Every default is documented in docs/containers.md; change one there too.
+ */
+public final class Launch {
+  /** The agent's port inside the container. */
+  public static final int AGENT_PORT = 3000;
+  /** Where commands work; an anonymous volume, removed with the container. */
+  public static final String WORKSPACE = "/workspace";
+  /** The unprivileged user of the image that runs every command. */
+  public static final String COMMAND_USER = "sandbox";
+  /** The variable that carries the token to the agent; only root (the agent) can read it in /proc. */
+  public static final String TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
+  /** Tells the image's entry script to cut the network off ("off") before the agent starts. */
+  public static final String NETWORK_ENV = "SANDBOX_NETWORK";
+
+  private static final SecureRandom RANDOM = new SecureRandom();
+  private static final int LOG_LINES = 20;
+
+  private Launch() {}
+
+  /** What a started sandbox container is. */
+  public record Started(String id, String name, URI endpoint, String token) {}
+
+  /** A fresh token: 32 random bytes, URL-safe base64. */
+  static String newToken() {
+    byte[] b = new byte[32];
+    RANDOM.nextBytes(b);
+    return Base64.getUrlEncoder().withoutPadding().encodeToString(b);
+  }
+
+  /**
+   * Creates and starts a container for {@code spec}, waits for its agent, and returns how to reach
+   * it. On any failure the container is removed again and the exception says why (with the
+   * container's last log lines when it died).
+   */
+  public static Started start(Engine engine, SandboxSpec spec, String publishAddress, String connectHost) {
+    if (!engine.hasImage(spec.image())) {
+      throw new SandboxException("image '" + spec.image() + "' not found on the container engine at " + engine.host()
+          + ": build it (docker build -t " + spec.image() + " container-agent, see the README's \"Container image\")"
+          + " or pull it first", null);
+    }
+    String token = newToken();
+    String name = "sandbox-" + HexFormat.of().formatHex(randomBytes(6));
+    String id = create(engine, spec, name, token, publishAddress);
+    try {
+      try {
+        engine.start(id);
+      } catch (SandboxException e) {
+        String m = String.valueOf(e.getMessage());
+        if (m.contains("address already in use") || m.contains("port is already allocated")) {
+          throw new SandboxException("could not publish the agent's port on " + publishAddress
+              + ": the port is taken (" + m + ")", e);
+        }
+        throw e;
+      }
+      URI endpoint = awaitReady(engine, id, spec.startupTimeout(), connectHost);
+      return new Started(id, name, endpoint, token);
+    } catch (RuntimeException e) {
+      engine.remove(id);
+      throw e;
+    }
+  }
+
+  private static byte[] randomBytes(int n) {
+    byte[] b = new byte[n];
+    RANDOM.nextBytes(b);
+    return b;
+  }
+
+  private static String create(Engine engine, SandboxSpec spec, String name, String token, String publishAddress) {
+    List<Capability> caps = new ArrayList<>(List.of(Capability.SETUID, Capability.SETGID, Capability.SETPCAP, Capability.KILL));
+    if (!spec.network()) {
+      // Only the entry script uses it, to install the egress firewall; it drops it before the agent starts.
+      caps.add(Capability.NET_ADMIN);
+    }
+    long tmpBytes = Math.max(16L << 20, spec.memoryBytes() / 4);
+    HostConfig host = HostConfig.newHostConfig()
+        .withCapDrop(Capability.ALL)
+        .withCapAdd(caps.toArray(new Capability[0]))
+        .withSecurityOpts(List.of("no-new-privileges"))
+        .withReadonlyRootfs(true)
+        .withTmpFs(Map.of("/tmp", "rw,nosuid,nodev,size=" + tmpBytes + ",mode=1777"))
+        .withMemory(spec.memoryBytes())
+        .withMemorySwap(spec.memoryBytes())
+        .withNanoCPUs(Math.round(spec.cpus() * 1e9))
+        .withPidsLimit((long) spec.pidsLimit())
+        // Fixed, so an engine default above the host's hard limits (podman: nofile 1048576) cannot fail the start.
+        .withUlimits(List.of(new Ulimit("nofile", 8192L, 8192L), new Ulimit("nproc", 32768L, 32768L)))
+        .withPortBindings(new PortBinding(Ports.Binding.bindIp(publishAddress), ExposedPort.tcp(AGENT_PORT)))
+        .withInit(false);
+    List<String> env = new ArrayList<>();
+    env.add(TOKEN_ENV + "=" + token);
+    env.add(NETWORK_ENV + "=" + (spec.network() ? "on" : "off"));
+    spec.env().forEach((k, v) -> env.add(k + "=" + v));
+    List<String> cmd = new ArrayList<>(List.of("--port", String.valueOf(AGENT_PORT), "--bind", "0.0.0.0",
+        "--workspace", WORKSPACE, "--command-user", COMMAND_USER));
+    if (spec.idleTimeout() != null) {
+      cmd.add("--idle-timeout-ms=" + spec.idleTimeout().toMillis());
+    }
+    if (!spec.env().isEmpty()) {
+      cmd.add("--inherit-env=" + String.join(",", spec.env().keySet()));
+    }
+    cmd.addAll(spec.agentArguments());
+    Map<String, String> labels = new LinkedHashMap<>();
+    labels.put(Engine.SANDBOX_LABEL, "1");
+    labels.put(Engine.CREATED_LABEL, String.valueOf(System.currentTimeMillis()));
+    spec.labels().forEach((k, v) -> labels.put(Engine.USER_LABEL_PREFIX + k, v));
+    return engine.call("create a container from image " + spec.image(), () -> {
+      try (CreateContainerCmd create = engine.docker().createContainerCmd(spec.image())) {
+        return create.withName(name)
+            .withLabels(labels)
+            .withEnv(env)
+            .withCmd(cmd)
+            .withExposedPorts(ExposedPort.tcp(AGENT_PORT))
+            .withVolumes(new Volume(WORKSPACE))
+            .withStopTimeout(10)
+            .withHostConfig(host)
+            .exec()
+            .getId();
+      }
+    });
+  }
+
+  /**
+   * Polls the agent's {@code /api/ping} on the published port until it answers, checking between
+   * tries that the container still runs. Ready is the agent's own word (ping answers only once
+   * it serves), not the engine's "running".
+   */
+  static URI awaitReady(Engine engine, String id, Duration timeout, String connectHost) {
+    long deadline = System.nanoTime() + timeout.toNanos();
+    URI endpoint = null;
+    int tries = 0;
+    while (true) {
+      if (endpoint == null || tries % 5 == 0) {
+        InspectContainerResponse c = engine.inspect(id).orElseThrow(() ->
+            new SandboxException("the sandbox container " + id + " disappeared during start-up"
+                + " (removed by someone else, or the engine removed it)", null));
+        if (c.getState() == null || !Boolean.TRUE.equals(c.getState().getRunning())) {
+          Long code = c.getState() == null ? null : c.getState().getExitCodeLong();
+          throw new SandboxException("the sandbox container exited during start-up (status " + code
+              + (c.getState() != null && Boolean.TRUE.equals(c.getState().getOOMKilled()) ? ", killed for memory" : "")
+              + "); its last output:\n" + engine.lastLogLines(id, LOG_LINES), null);
+        }
+        int port = Engine.hostPort(c, AGENT_PORT);
+        if (port > 0) {
+          endpoint = URI.create("http://" + hostLiteral(connectHost) + ":" + port);
+        }
+      }
+      if (endpoint != null && answersPing(endpoint)) {
+        return endpoint;
+      }
+      if (System.nanoTime() > deadline) {
+        throw new SandboxTimeoutException("the sandbox container's agent did not answer within " + timeout
+            + (endpoint == null ? " (the engine published no port)" : " at " + endpoint)
+            + "; its last output:\n" + engine.lastLogLines(id, LOG_LINES), null);
+      }
+      tries++;
+      try {
+        Thread.sleep(tries < 40 ? 25 : 100);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        throw new SandboxException("interrupted while waiting for the sandbox container to start", e);
+      }
+    }
+  }
+
+  private static String hostLiteral(String host) {
+    return host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host;
+  }
+
+  /** One GET /api/ping with short timeouts; true on a 200 whose body says healthy. */
+  static boolean answersPing(URI endpoint) {
+    try {
+      HttpURLConnection c = (HttpURLConnection) endpoint.resolve("/api/ping").toURL().openConnection();
+      c.setConnectTimeout(500);
+      c.setReadTimeout(1000);
+      try {
+        if (c.getResponseCode() != 200) {
+          return false;
+        }
+        try (InputStream in = c.getInputStream()) {
+          return new String(in.readNBytes(4096), StandardCharsets.UTF_8).contains("healthy");
+        }
+      } finally {
+        c.disconnect();
+      }
+    } catch (IOException e) {
+      return false;
+    }
+  }
+}

@@ -1,0 +1,224 @@
+package dev.sandboxsdk.container;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.github.dockerjava.api.DockerClient;
+import dev.sandboxsdk.ExecOptions;
+import dev.sandboxsdk.ExecResult;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Attacks from inside a command against a container sandbox with the default policy. Each test
+ * is one attack; docs/containers.md has the table of attacks and results.
+ */
+@ExtendWith(ContainerEngine.class)
+@Timeout(value = 120, unit = TimeUnit.SECONDS)
+class ContainerAttackIT {
+  private static ContainerSandbox sandbox;
+  private static String token;
+
+  @BeforeAll
+  static void start() throws IOException {
+    sandbox = ContainerSandbox.builder().image(ContainerEngine.IMAGE)
+        .memoryBytes(256L << 20).pidsLimit(128).start();
+    try (DockerClient docker = ContainerEngine.client()) {
+      token = Arrays.stream(docker.inspectContainerCmd(sandbox.id()).exec().getConfig().getEnv())
+          .filter(e -> e.startsWith("SANDBOX_AGENT_TOKEN=")).findFirst().orElseThrow()
+          .substring("SANDBOX_AGENT_TOKEN=".length());
+    }
+  }
+
+  @AfterAll
+  static void stop() {
+    if (sandbox != null) {
+      sandbox.destroy();
+    }
+  }
+
+  private static ExecResult sh(String command) {
+    return sandbox.exec(command, ExecOptions.builder().timeout(Duration.ofSeconds(30)).build());
+  }
+
+  /** The pid of the agent's JVM, as commands see it. */
+  private static String agentPid() {
+    String pid = sh("pgrep -x java").stdout().strip();
+    assertThat(pid).as("the agent's pid").matches("\\d+");
+    return pid;
+  }
+
+  private void assertAgentServes() {
+    assertThat(sh("echo still serving").stdout()).isEqualTo("still serving\n");
+  }
+
+  @Test
+  void readingTheEnvironmentOfPid1FailsAndLeaksNoToken() {
+    ExecResult r = sh("cat /proc/1/environ");
+
+    assertThat(r.exitCode()).isNotZero();
+    assertThat(r.stderr()).contains("Permission denied");
+    assertThat(r.stdout()).doesNotContain(token);
+  }
+
+  @Test
+  void readingTheAgentsEnvironmentFails() {
+    ExecResult r = sh("cat /proc/" + agentPid() + "/environ");
+
+    assertThat(r.exitCode()).isNotZero();
+    assertThat(r.stderr()).contains("Permission denied");
+    assertThat(r.stdout()).doesNotContain(token);
+  }
+
+  @Test
+  void theAgentsCommandLineAndMemoryHoldNoTokenForCommands() {
+    String pid = agentPid();
+    ExecResult cmdline = sh("tr '\\0' ' ' < /proc/" + pid + "/cmdline");
+    ExecResult mem = sh("head -c 1 /proc/" + pid + "/mem");
+
+    // /proc/<pid>/cmdline is world-readable on Linux (only a hidepid mount hides it), so the
+    // token is never put there.
+    assertThat(cmdline.stdout()).contains("java").doesNotContain(token);
+    assertThat(mem.exitCode()).isNotZero();
+  }
+
+  @Test
+  void noFileACommandCanReadHoldsTheToken() {
+    // The token reaches this command only through its own request's environment, for grep.
+    ExecResult r = sandbox.exec("grep -rlsF -e \"$T\" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; echo done",
+        ExecOptions.builder().env(Map.of("T", token)).timeout(Duration.ofSeconds(60)).build());
+
+    assertThat(r.stdout()).isEqualTo("done\n");
+  }
+
+  @Test
+  void commandsRunAsAnUnprivilegedUserWithoutAnyCapability() {
+    ExecResult r = sh("id -u; grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs):' /proc/self/status");
+
+    assertThat(r.stdout()).startsWith("1000\n");
+    assertThat(r.stdout()).contains("CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+        "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1");
+  }
+
+  @Test
+  void theRootFileSystemIsReadOnlyWhileWorkspaceAndTmpAreWritable() {
+    for (String path : new String[] {"/usr/pwned", "/etc/pwned", "/pwned", "/home/sandbox/pwned"}) {
+      ExecResult r = sh("echo x > " + path);
+      assertThat(r.exitCode()).as(path).isNotZero();
+      assertThat(r.stderr()).as(path).containsAnyOf("Read-only file system", "Permission denied");
+    }
+    assertThat(sh("echo w > /workspace/ok && echo t > /tmp/ok && cat /workspace/ok /tmp/ok").stdout()).isEqualTo("w\nt\n");
+  }
+
+  @Test
+  void withTheNetworkOffNoConnectionLeavesTheContainer() throws Exception {
+    try (Listener host = new Listener()) {
+      ExecResult r = sh(tryConnect(host.port()));
+      assertThat(r.stdout()).doesNotContain("connected");
+      assertThat(host.accepted()).as("connections the host received").isZero();
+      assertThat(sh("getent hosts deb.debian.org || echo no-dns").stdout()).contains("no-dns");
+    }
+    // The same attempt from a sandbox with the network on reaches the host: the check above can fail.
+    try (Listener host = new Listener();
+         ContainerSandbox open = ContainerSandbox.builder().image(ContainerEngine.IMAGE).network(true).start()) {
+      ExecResult r = open.exec(tryConnect(host.port()));
+      assertThat(r.stdout()).contains("connected");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+      while (host.accepted() == 0 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(host.accepted()).isPositive();
+    }
+  }
+
+  /** A command that tries TCP to the container's gateway (the host) and to 1.1.1.1, printing "connected" on success. */
+  private static String tryConnect(int port) {
+    return "gw=$(awk '$2 == \"00000000\" { g = $3; printf \"%d.%d.%d.%d\", \"0x\" substr(g,7,2), \"0x\" substr(g,5,2),"
+        + " \"0x\" substr(g,3,2), \"0x\" substr(g,1,2) }' /proc/net/route);"
+        + " for a in \"$gw\" 10.88.0.1 172.17.0.1 1.1.1.1; do"
+        + " [ -n \"$a\" ] && timeout 3 bash -c \"echo > /dev/tcp/$a/" + port + "\" 2>/dev/null && echo \"connected $a\"; done;"
+        + " echo tried";
+  }
+
+  @Test
+  void aForkBombHitsThePidsLimitAndTheAgentKeepsServing() {
+    ExecResult r = sandbox.exec("bomb() { bomb | bomb & }; bomb; sleep 5",
+        ExecOptions.builder().timeout(Duration.ofSeconds(8)).build());
+
+    assertThat(r.timedOut() || r.exitCode() != 0 || r.stderr().contains("fork")).isTrue();
+    sandbox.killAllProcesses();
+    assertAgentServes();
+    assertThat(sh("ps -e --no-headers | wc -l").stdout().strip()).satisfies(n ->
+        assertThat(Integer.parseInt(n)).as("processes left").isLessThan(20));
+  }
+
+  @Test
+  void aMemoryHogIsKilledAndTheAgentKeepsServing() {
+    ExecResult r = sandbox.exec("a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done",
+        ExecOptions.builder().timeout(Duration.ofSeconds(60)).build());
+
+    assertThat(r.exitCode()).as("killed, not finished: " + r).isNotZero();
+    assertThat(r.timedOut()).isFalse();
+    assertAgentServes();
+  }
+
+  @Test
+  void killingTheAgentFromACommandFails() {
+    String pid = agentPid();
+    ExecResult r = sh("kill -9 " + pid + "; kill -9 1; kill -STOP " + pid);
+
+    assertThat(r.exitCode()).isNotZero();
+    assertThat(r.stderr()).contains("Operation not permitted");
+    assertAgentServes();
+  }
+
+  /** A TCP listener on every address of this host, counting the connections it accepts. */
+  private static final class Listener implements AutoCloseable {
+    private final ServerSocket server;
+    private final AtomicInteger accepted = new AtomicInteger();
+    private final Thread thread;
+
+    Listener() throws IOException {
+      server = new ServerSocket(0, 50, InetAddress.getByName("0.0.0.0"));
+      server.setSoTimeout(200);
+      thread = new Thread(() -> {
+        while (!server.isClosed()) {
+          try (Socket s = server.accept()) {
+            accepted.incrementAndGet();
+          } catch (SocketTimeoutException e) {
+            // check whether closed
+          } catch (IOException e) {
+            return;
+          }
+        }
+      }, "attack-listener");
+      thread.setDaemon(true);
+      thread.start();
+    }
+
+    int port() {
+      return server.getLocalPort();
+    }
+
+    int accepted() {
+      return accepted.get();
+    }
+
+    @Override
+    public void close() throws IOException {
+      server.close();
+    }
+  }
+}

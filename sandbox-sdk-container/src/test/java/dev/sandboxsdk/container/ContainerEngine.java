@@ -1,0 +1,74 @@
+package dev.sandboxsdk.container;
+
+import com.github.dockerjava.api.DockerClient;
+import com.github.dockerjava.core.DefaultDockerClientConfig;
+import com.github.dockerjava.core.DockerClientImpl;
+import com.github.dockerjava.zerodep.ZerodepDockerHttpClient;
+import java.net.URI;
+import org.junit.jupiter.api.extension.ConditionEvaluationResult;
+import org.junit.jupiter.api.extension.ExecutionCondition;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+/**
+ * Runs a test class only where a container engine answers and has the agent image
+ * ({@code -Dsandbox.image}, default {@code sandbox-agent}). Elsewhere the class is skipped with
+ * one line on stderr, so {@code ./mvnw verify} passes on a machine without an engine; under
+ * {@code CI=true} a missing engine or image fails the run instead.
+ */
+public final class ContainerEngine implements ExecutionCondition {
+  /** The agent image the tests run. */
+  public static final String IMAGE = System.getProperty("sandbox.image", "sandbox-agent");
+
+  private static String unavailable;
+  private static boolean checked;
+  private static boolean announced;
+
+  @Override
+  public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
+    String why = unavailableReason();
+    if (why == null) {
+      return ConditionEvaluationResult.enabled("container engine with image " + IMAGE);
+    }
+    if ("true".equals(System.getenv("CI"))) {
+      throw new IllegalStateException("CI=true and the container tests cannot run: " + why);
+    }
+    synchronized (ContainerEngine.class) {
+      if (!announced) {
+        announced = true;
+        System.err.println("[container tests skipped] " + why + " (CI=true makes this a failure)");
+      }
+    }
+    return ConditionEvaluationResult.disabled(why);
+  }
+
+  /** Why the container tests cannot run here, or null if they can. */
+  static synchronized String unavailableReason() {
+    if (!checked) {
+      checked = true;
+      try (ContainerProvider p = ContainerProvider.fromEnvironment()) {
+        p.ping();
+        try (DockerClient docker = client()) {
+          docker.inspectImageCmd(IMAGE).exec();
+        } catch (com.github.dockerjava.api.exception.NotFoundException e) {
+          unavailable = "no image '" + IMAGE + "' on the container engine at " + p.engineHost()
+              + " (build it: see the README's \"Container image\")";
+        }
+      } catch (Exception e) {
+        unavailable = String.valueOf(e.getMessage()).lines().findFirst().orElse("no container engine");
+      }
+    }
+    return unavailable;
+  }
+
+  /** A docker-java client on the same engine the provider uses, for checks behind the SDK's back. */
+  static DockerClient client() {
+    URI host;
+    try (ContainerProvider p = ContainerProvider.fromEnvironment()) {
+      host = p.engineHost();
+    }
+    DefaultDockerClientConfig config = DefaultDockerClientConfig.createDefaultConfigBuilder()
+        .withDockerHost(host.toString()).build();
+    return DockerClientImpl.getInstance(config, new ZerodepDockerHttpClient.Builder()
+        .dockerHost(config.getDockerHost()).sslConfig(config.getSSLConfig()).build());
+  }
+}

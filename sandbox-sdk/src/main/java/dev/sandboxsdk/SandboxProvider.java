@@ -1,0 +1,48 @@
+package dev.sandboxsdk;
+
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Creates sandboxes somewhere (a container engine, later a Kubernetes cluster) and finds them
+ * again. Code written against this interface runs unchanged on every provider; only the line
+ * that makes the provider differs.
+ *
+ * <pre>{@code
+ * try (SandboxProvider containers = ContainerProvider.fromEnvironment();
+ *      ManagedSandbox sandbox = containers.create(SandboxSpec.builder().memoryBytes(512L << 20).build())) {
+ *   System.out.print(sandbox.exec("id -un").stdout());   // sandbox
+ * }
+ * }</pre>
+ *
+ * <p>Implementations are thread-safe.
+ */
+public interface SandboxProvider extends AutoCloseable {
+
+  /** The provider's short name: {@code container}, {@code kubernetes}. */
+  String name();
+
+  /**
+   * Creates a sandbox with the given settings and returns once its agent answers.
+   *
+   * @throws SandboxException with a message that says what went wrong (no engine, no image, the
+   *     sandbox died during start-up: with its last log lines)
+   */
+  ManagedSandbox create(SandboxSpec spec);
+
+  /**
+   * A running sandbox this provider created, by id (from any JVM), or empty if there is none.
+   * Closing the handle returned does not remove the sandbox; {@link ManagedSandbox#destroy()} does.
+   */
+  Optional<ManagedSandbox> get(String id);
+
+  /** Every sandbox this provider created that still exists, running or not, oldest first. */
+  List<SandboxInfo> list();
+
+  /**
+   * Releases the provider's own resources (its connection to the engine). Sandboxes stay as
+   * their own rules say (see {@link ManagedSandbox#close()}).
+   */
+  @Override
+  void close();
+}

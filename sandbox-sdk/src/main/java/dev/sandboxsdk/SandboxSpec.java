@@ -1,0 +1,273 @@
+package dev.sandboxsdk;
+
+import dev.sandboxsdk.internal.Checks;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
+/**
+ * What a {@link SandboxProvider} should create: the image, the resource limits, the network,
+ * the environment and the sandbox's life span. Every provider applies the same settings its own
+ * way (container flags, pod settings); see each provider for what it enforces.
+ *
+ * <p>The defaults are the safe ones: no network, 1 GiB of memory, one CPU, at most 512
+ * processes, removed after 10 minutes without a request. Immutable and thread-safe.
+ */
+public final class SandboxSpec {
+  /** The image a provider uses when the spec names none. */
+  public static final String DEFAULT_IMAGE = "sandbox-agent";
+  /** Default memory limit: 1 GiB for the agent and all commands together. */
+  public static final long DEFAULT_MEMORY_BYTES = 1L << 30;
+  /** Default CPU limit, in CPUs. */
+  public static final double DEFAULT_CPUS = 1.0;
+  /** Default limit on processes and threads in the sandbox (the agent's own threads count). */
+  public static final int DEFAULT_PIDS_LIMIT = 512;
+  /** Default time without a request after which a sandbox removes itself. */
+  public static final Duration DEFAULT_IDLE_TIMEOUT = Duration.ofMinutes(10);
+
+  private static final long MIN_MEMORY_BYTES = 64L << 20;
+
+  private final String image;
+  private final long memoryBytes;
+  private final double cpus;
+  private final int pidsLimit;
+  private final boolean network;
+  private final Map<String, String> env;
+  private final Map<String, String> labels;
+  private final Duration idleTimeout;
+  private final Duration startupTimeout;
+  private final List<String> agentArguments;
+
+  private SandboxSpec(Builder b) {
+    this.image = b.image;
+    this.memoryBytes = b.memoryBytes;
+    this.cpus = b.cpus;
+    this.pidsLimit = b.pidsLimit;
+    this.network = b.network;
+    this.env = Collections.unmodifiableMap(new LinkedHashMap<>(b.env));
+    this.labels = Collections.unmodifiableMap(new LinkedHashMap<>(b.labels));
+    this.idleTimeout = b.idleTimeout;
+    this.startupTimeout = b.startupTimeout;
+    this.agentArguments = List.copyOf(b.agentArguments);
+  }
+
+  /** A spec with every setting at its default. */
+  public static SandboxSpec defaults() {
+    return builder().build();
+  }
+
+  /** A builder with every setting at its default. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** A builder that starts from this spec's settings. */
+  public Builder toBuilder() {
+    Builder b = new Builder();
+    b.image = image;
+    b.memoryBytes = memoryBytes;
+    b.cpus = cpus;
+    b.pidsLimit = pidsLimit;
+    b.network = network;
+    b.env.putAll(env);
+    b.labels.putAll(labels);
+    b.idleTimeout = idleTimeout;
+    b.startupTimeout = startupTimeout;
+    b.agentArguments.addAll(agentArguments);
+    return b;
+  }
+
+  /** The agent image, e.g. {@code sandbox-agent} or {@code registry.example.com/sandbox-agent:0.2}. */
+  public String image() {
+    return image;
+  }
+
+  /** Memory limit of the whole sandbox (agent and commands), in bytes; no swap beyond it. */
+  public long memoryBytes() {
+    return memoryBytes;
+  }
+
+  /** CPU limit, in CPUs (1.5 = one and a half cores' time). */
+  public double cpus() {
+    return cpus;
+  }
+
+  /** Most processes and threads at once in the sandbox, the agent's included. */
+  public int pidsLimit() {
+    return pidsLimit;
+  }
+
+  /** Whether commands may open connections out of the sandbox. */
+  public boolean network() {
+    return network;
+  }
+
+  /** Variables every command gets (on top of the sandbox's minimal environment). */
+  public Map<String, String> env() {
+    return env;
+  }
+
+  /** The caller's labels, to find the sandbox again ({@link SandboxInfo#labels()}). */
+  public Map<String, String> labels() {
+    return labels;
+  }
+
+  /** Time without a request after which the sandbox stops and removes itself; {@code null} = never. */
+  public Duration idleTimeout() {
+    return idleTimeout;
+  }
+
+  /** How long creation may take, pulling nothing (the image must be there). */
+  public Duration startupTimeout() {
+    return startupTimeout;
+  }
+
+  /** Extra agent options, e.g. {@code --grace-ms=500} (see the agent's {@code --help}). */
+  public List<String> agentArguments() {
+    return agentArguments;
+  }
+
+  @Override
+  public String toString() {
+    // Values of env may be secrets: names only.
+    return "SandboxSpec{image=" + image + ", memoryBytes=" + memoryBytes + ", cpus=" + cpus
+        + ", pidsLimit=" + pidsLimit + ", network=" + network + ", env=" + env.keySet()
+        + ", labels=" + labels + ", idleTimeout=" + idleTimeout + "}";
+  }
+
+  /** Configures a {@link SandboxSpec}. Not thread-safe. */
+  public static final class Builder {
+    private String image = DEFAULT_IMAGE;
+    private long memoryBytes = DEFAULT_MEMORY_BYTES;
+    private double cpus = DEFAULT_CPUS;
+    private int pidsLimit = DEFAULT_PIDS_LIMIT;
+    private boolean network;
+    private final Map<String, String> env = new LinkedHashMap<>();
+    private final Map<String, String> labels = new LinkedHashMap<>();
+    private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
+    private Duration startupTimeout = Duration.ofSeconds(60);
+    private final List<String> agentArguments = new ArrayList<>();
+
+    private Builder() {}
+
+    /** The agent image (default {@value #DEFAULT_IMAGE}); build it from {@code container-agent/Dockerfile}. */
+    public Builder image(String image) {
+      Objects.requireNonNull(image, "image == null");
+      if (image.isBlank() || image.chars().anyMatch(c -> c <= ' ')) {
+        throw new IllegalArgumentException("not an image name: '" + image + "'");
+      }
+      this.image = image;
+      return this;
+    }
+
+    /** Memory limit in bytes, at least 64 MiB (default 1 GiB). */
+    public Builder memoryBytes(long bytes) {
+      if (bytes < MIN_MEMORY_BYTES) {
+        throw new IllegalArgumentException("memoryBytes must be at least 64 MiB (" + MIN_MEMORY_BYTES + "): " + bytes);
+      }
+      this.memoryBytes = bytes;
+      return this;
+    }
+
+    /** CPU limit in CPUs, between 0.01 and 1024 (default 1). */
+    public Builder cpus(double cpus) {
+      if (!(cpus >= 0.01 && cpus <= 1024)) {
+        throw new IllegalArgumentException("cpus must be between 0.01 and 1024: " + cpus);
+      }
+      this.cpus = cpus;
+      return this;
+    }
+
+    /** Most processes and threads at once, at least 64 (the agent needs some), default 512. */
+    public Builder pidsLimit(int limit) {
+      if (limit < 64) {
+        throw new IllegalArgumentException("pidsLimit must be at least 64 (the agent's JVM needs about 30): " + limit);
+      }
+      this.pidsLimit = limit;
+      return this;
+    }
+
+    /** Lets commands open connections out of the sandbox (default: no network). */
+    public Builder network(boolean enabled) {
+      this.network = enabled;
+      return this;
+    }
+
+    /**
+     * A variable every command gets. Providers pass it through the sandbox's own environment
+     * (a container's), so whoever can inspect the sandbox through its engine can read it.
+     *
+     * @throws IllegalArgumentException if the name is not {@code [A-Za-z_][A-Za-z0-9_]*} or is one
+     *     the sandbox sets itself ({@code SANDBOX_AGENT_TOKEN}, {@code SANDBOX_AGENT_RUN}, {@code SANDBOX_WORKSPACE})
+     */
+    public Builder env(String name, String value) {
+      Checks.inheritableEnvName(name);
+      Objects.requireNonNull(value, "value == null");
+      if (value.indexOf('\0') >= 0) {
+        throw new IllegalArgumentException("the value of " + name + " contains a NUL character");
+      }
+      env.put(name, value);
+      return this;
+    }
+
+    /** Several variables; see {@link #env(String, String)}. */
+    public Builder env(Map<String, String> variables) {
+      variables.forEach(this::env);
+      return this;
+    }
+
+    /**
+     * A label to find the sandbox by later. Keys are {@code [A-Za-z0-9][A-Za-z0-9._-]*} up to 63
+     * characters; values up to 255 characters without control characters.
+     */
+    public Builder label(String key, String value) {
+      Objects.requireNonNull(key, "key == null");
+      Objects.requireNonNull(value, "value == null");
+      if (!key.matches("[A-Za-z0-9][A-Za-z0-9._-]{0,62}")) {
+        throw new IllegalArgumentException("not a label key: '" + key + "'");
+      }
+      if (value.length() > 255 || value.chars().anyMatch(c -> c < ' ' || c == 0x7f)) {
+        throw new IllegalArgumentException("label " + key + ": value longer than 255 characters or with control characters");
+      }
+      labels.put(key, value);
+      return this;
+    }
+
+    /** Time without a request after which the sandbox stops and removes itself (default 10 min). */
+    public Builder idleTimeout(Duration timeout) {
+      this.idleTimeout = Checks.positive(timeout, "idleTimeout");
+      return this;
+    }
+
+    /** The sandbox never stops for idleness; only {@code destroy()} (or {@code close()}) removes it. */
+    public Builder keepAlive() {
+      this.idleTimeout = null;
+      return this;
+    }
+
+    /** How long creation may take (default 60 s). */
+    public Builder startupTimeout(Duration timeout) {
+      this.startupTimeout = Checks.positive(timeout, "startupTimeout");
+      return this;
+    }
+
+    /** An extra agent option, e.g. {@code --grace-ms=500}; repeatable. */
+    public Builder agentArgument(String argument) {
+      Objects.requireNonNull(argument, "argument == null");
+      if (!argument.startsWith("--")) {
+        throw new IllegalArgumentException("agent options start with --: '" + argument + "'");
+      }
+      agentArguments.add(argument);
+      return this;
+    }
+
+    /** The spec. */
+    public SandboxSpec build() {
+      return new SandboxSpec(this);
+    }
+  }
+}
