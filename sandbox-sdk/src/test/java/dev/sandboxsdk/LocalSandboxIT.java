@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.SoftAssertions.assertSoftly;
 
+import dev.sandboxsdk.contract.ItSubscriber;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

@@ -2,6 +2,8 @@ package dev.sandboxsdk;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.contract.ItEvents;
+import dev.sandboxsdk.contract.ItSubscriber;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

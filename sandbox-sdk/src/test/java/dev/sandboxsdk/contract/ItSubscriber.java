@@ -1,9 +1,10 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.contract;
 
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Flow;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.function.Predicate;
 
@@ -13,7 +14,7 @@ import java.util.function.Predicate;
  * promises (a signal after a terminal one, more items than requested, a second onSubscribe).
  * Thread-safe; the wait methods poll with a timeout and never block forever.
  */
-final class ItSubscriber<T> implements Flow.Subscriber<T> {
+public final class ItSubscriber<T> implements Flow.Subscriber<T> {
   private final long batch;
   private final boolean retain;
   private final Object lock = new Object();
@@ -35,22 +36,22 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
   }
 
   /** Requests everything at once (Long.MAX_VALUE). */
-  static <T> ItSubscriber<T> unbounded() {
+  public static <T> ItSubscriber<T> unbounded() {
     return new ItSubscriber<>(Long.MAX_VALUE, true);
   }
 
   /** Requests one item, then one more after each item. */
-  static <T> ItSubscriber<T> oneByOne() {
+  public static <T> ItSubscriber<T> oneByOne() {
     return new ItSubscriber<>(1, true);
   }
 
   /** Requests {@code n} items at a time. */
-  static <T> ItSubscriber<T> inBatchesOf(long n) {
+  public static <T> ItSubscriber<T> inBatchesOf(long n) {
     return new ItSubscriber<>(n, true);
   }
 
   /** Requests nothing by itself; the test calls {@link #request(long)}. */
-  static <T> ItSubscriber<T> manual() {
+  public static <T> ItSubscriber<T> manual() {
     return new ItSubscriber<>(0, true);
   }
 
@@ -58,14 +59,14 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
    * Requests {@code batch} items at a time and hands each to {@code each} without keeping it (for
    * big streams).
    */
-  static <T> ItSubscriber<T> streaming(long batch, Consumer<? super T> each) {
+  public static <T> ItSubscriber<T> streaming(long batch, Consumer<? super T> each) {
     ItSubscriber<T> s = new ItSubscriber<>(batch, false);
     s.onEach = each;
     return s;
   }
 
   /** Also hands each item to {@code each}, on the delivering thread. */
-  ItSubscriber<T> onEach(Consumer<? super T> each) {
+  public ItSubscriber<T> onEach(Consumer<? super T> each) {
     this.onEach = each;
     return this;
   }
@@ -139,7 +140,7 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
   }
 
   /** Asks for {@code n} more items. */
-  void request(long n) {
+  public void request(long n) {
     synchronized (lock) {
       long sum = requested + n;
       requested = sum < 0 ? Long.MAX_VALUE : sum;
@@ -152,7 +153,7 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
   }
 
   /** Cancels the subscription. */
-  void cancel() {
+  public void cancel() {
     Flow.Subscription s = subscription;
     if (s == null) {
       throw new AssertionError("cancel before onSubscribe");
@@ -161,45 +162,45 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
   }
 
   /** A copy of the items received so far. */
-  List<T> items() {
+  public List<T> items() {
     synchronized (lock) {
       return new ArrayList<>(items);
     }
   }
 
   /** How many items arrived so far (also when they are not kept). */
-  long received() {
+  public long received() {
     synchronized (lock) {
       return received;
     }
   }
 
-  int completions() {
+  public int completions() {
     synchronized (lock) {
       return completions;
     }
   }
 
-  int errors() {
+  public int errors() {
     synchronized (lock) {
       return errors;
     }
   }
 
-  List<String> violations() {
+  public List<String> violations() {
     synchronized (lock) {
       return new ArrayList<>(violations);
     }
   }
 
-  boolean isTerminated() {
+  public boolean isTerminated() {
     synchronized (lock) {
       return completions + errors > 0;
     }
   }
 
   /** Waits for onComplete and returns every item; fails on onError, a timeout or a rule violation. */
-  List<T> awaitComplete(Duration timeout) throws InterruptedException {
+  public List<T> awaitComplete(Duration timeout) throws InterruptedException {
     awaitTerminal(timeout);
     synchronized (lock) {
       if (error != null) {
@@ -216,7 +217,7 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
   }
 
   /** Waits for onError and returns its throwable; fails on onComplete or a timeout. */
-  Throwable awaitError(Duration timeout) throws InterruptedException {
+  public Throwable awaitError(Duration timeout) throws InterruptedException {
     awaitTerminal(timeout);
     synchronized (lock) {
       if (error == null) {
@@ -233,18 +234,18 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
   }
 
   /** Waits for a terminal signal. */
-  void awaitTerminal(Duration timeout) throws InterruptedException {
+  public void awaitTerminal(Duration timeout) throws InterruptedException {
     await(timeout, () -> completions + errors > 0, "a terminal signal");
   }
 
   /** Waits until at least {@code count} items arrived; returns them. */
-  List<T> awaitCount(long count, Duration timeout) throws InterruptedException {
+  public List<T> awaitCount(long count, Duration timeout) throws InterruptedException {
     await(timeout, () -> received >= count, count + " items");
     return items();
   }
 
   /** Waits for an item matching {@code condition} and returns it. */
-  T awaitItem(Predicate<? super T> condition, Duration timeout) throws InterruptedException {
+  public T awaitItem(Predicate<? super T> condition, Duration timeout) throws InterruptedException {
     Object[] found = new Object[1];
     await(timeout, () -> {
       for (T t : items) {
@@ -260,8 +261,7 @@ final class ItSubscriber<T> implements Flow.Subscriber<T> {
     return t;
   }
 
-  private void await(Duration timeout, java.util.function.BooleanSupplier condition, String what)
-      throws InterruptedException {
+  private void await(Duration timeout, BooleanSupplier condition, String what) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     synchronized (lock) {
       while (!condition.getAsBoolean()) {

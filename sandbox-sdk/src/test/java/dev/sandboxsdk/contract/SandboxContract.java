@@ -1,15 +1,38 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.contract;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import java.io.IOException;
+import dev.sandboxsdk.Command;
+import dev.sandboxsdk.CommandFailedException;
+import dev.sandboxsdk.ExecEvent;
+import dev.sandboxsdk.ExecOptions;
+import dev.sandboxsdk.ExecResult;
+import dev.sandboxsdk.LogEvent;
+import dev.sandboxsdk.LogMatch;
+import dev.sandboxsdk.LogRange;
+import dev.sandboxsdk.OutputListener;
+import dev.sandboxsdk.ProcessExitedException;
+import dev.sandboxsdk.ProcessInfo;
+import dev.sandboxsdk.ProcessLogs;
+import dev.sandboxsdk.ProcessNotFoundException;
+import dev.sandboxsdk.ProcessOptions;
+import dev.sandboxsdk.ProcessStatus;
+import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.SandboxAuthException;
+import dev.sandboxsdk.SandboxConnectionException;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInvalidRequestException;
+import dev.sandboxsdk.SandboxNotFoundException;
+import dev.sandboxsdk.SandboxProcess;
+import dev.sandboxsdk.SandboxTimeoutException;
+import dev.sandboxsdk.Signal;
+import dev.sandboxsdk.StdStream;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -24,43 +47,110 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.BooleanSupplier;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 import java.util.stream.IntStream;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInstance;
 import org.junit.jupiter.api.Timeout;
 
 /**
- * Every {@link Sandbox} method against the real agent, started as a {@link LocalSandbox}: what a
- * user of the SDK relies on, checked against real processes (through /proc) where the promise is
- * about them.
+ * Every {@link Sandbox} method against a real agent: what a user of the SDK relies on, checked
+ * against real processes and files where the promise is about them. Provider-neutral: a subclass
+ * supplies the running sandbox as a {@link SandboxTarget}, and the suite looks at processes and
+ * files only through the target's {@link SandboxProbe}, in the sandbox's own pids and paths.
+ *
+ * <p><b>Plugging in a provider.</b> Depend on this test-jar
+ * ({@code dev.sandboxsdk:sandbox-sdk:${project.version}} with {@code <type>test-jar</type>} and
+ * {@code <scope>test</scope>}) and on {@code junit-jupiter} and {@code assertj-core} in test scope
+ * (a test-jar brings no dependencies of its own), let failsafe run {@code *IT}, and start the
+ * agent with {@link #agentArguments()}, since the expectations depend on them:
+ *
+ * <pre>{@code
+ * class ContainerSandboxContractIT extends SandboxContract {
+ *   @Override
+ *   protected SandboxTarget startTarget() {
+ *     AgentContainer c = AgentContainer.start(agentArguments());  // your container; you know its token
+ *     Sandbox sandbox = Sandbox.connect(c.baseUrl(), c.token());   // or your own Sandbox implementation
+ *     return new SandboxTarget() {
+ *       public Sandbox sandbox() { return sandbox; }
+ *       public URI baseUrl() { return c.baseUrl(); }
+ *       public String workspace() { return "/workspace"; }         // as commands in the container see it
+ *       public OwnAgent startOwnAgent() { return OwnAgent.connect(c.baseUrl(), c.token(), "/workspace", () -> { }); }
+ *       public void close() { sandbox.close(); c.stop(); }
+ *       // probe() defaults to an ExecProbe: pids and files are looked at through sandbox.exec(...)
+ *     };
+ *   }
+ * }
+ * }</pre>
+ *
+ * <p>The suite starts the target once for all its tests ({@link TestInstance.Lifecycle#PER_CLASS})
+ * and runs them one at a time; each test kills what it starts. Tests that close or destroy a
+ * client do that to a client of their own ({@link SandboxTarget#startOwnAgent()}), never to
+ * {@link SandboxTarget#sandbox()}.
  */
+@TestInstance(TestInstance.Lifecycle.PER_CLASS)
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
-class SandboxContractIT {
+public abstract class SandboxContract {
+  /** Time between SIGTERM and SIGKILL ({@code --grace-ms}) that the suite's timings assume. */
+  public static final Duration GRACE_PERIOD = Duration.ofMillis(500);
+
+  /** The agent's log window ({@code --log-window-bytes}) that the truncation tests assume. */
+  public static final int LOG_WINDOW_BYTES = 4096;
+
+  /**
+   * The agent options other than the grace period that the suite depends on, as container-agent
+   * arguments: records of auto-cleanup processes are dropped 300 ms after the end, so that can be
+   * watched; a {@value #LOG_WINDOW_BYTES}-byte log window, so truncation can be watched; keep-alive
+   * bytes every 300 ms, so the agent notices hung-up clients within 0.6 s, not 4 s.
+   */
+  public static final List<String> AGENT_OPTIONS = List.of(
+      "--auto-cleanup-delay-ms=300",
+      "--log-window-bytes=" + LOG_WINDOW_BYTES,
+      "--keep-alive-ms=300");
+
   private static final Duration WAIT = Duration.ofSeconds(10);
   private static final AtomicInteger IDS = new AtomicInteger();
-  private static final int WINDOW = 4096;
-  private static LocalSandbox sandbox;
-  private static Path ws;
+  private static final int WINDOW = LOG_WINDOW_BYTES;
+
+  private SandboxTarget target;
+  private Sandbox sandbox;
+  private SandboxProbe probe;
+  private String ws;
+
+  /**
+   * Every agent argument the suite depends on: {@code --grace-ms} for {@link #GRACE_PERIOD}, then
+   * {@link #AGENT_OPTIONS}. The agents a target starts get these.
+   */
+  public static List<String> agentArguments() {
+    return Stream.concat(Stream.of("--grace-ms=" + GRACE_PERIOD.toMillis()), AGENT_OPTIONS.stream())
+        .collect(Collectors.toUnmodifiableList());
+  }
+
+  /**
+   * Starts the sandbox under test: its agent runs with {@link #agentArguments()} and is not stopped
+   * for idleness during the run. Called once, before the first test; the suite closes the target
+   * after the last one.
+   */
+  protected abstract SandboxTarget startTarget() throws Exception;
 
   @BeforeAll
-  static void startSandbox() {
-    sandbox = LocalSandbox.builder()
-        .gracePeriod(Duration.ofMillis(500))
-        .keepAlive(true)
-        .agentArgument("--auto-cleanup-delay-ms=300") // so autoCleanup can be watched
-        .agentArgument("--log-window-bytes=" + WINDOW) // so truncation can be watched
-        .agentArgument("--keep-alive-ms=300") // the agent notices hung-up clients within 0.6 s, not 4 s
-        .start();
-    ws = sandbox.workspace();
+  final void startSandbox() throws Exception {
+    target = startTarget();
+    sandbox = target.sandbox();
+    ws = target.workspace();
+    probe = target.probe();
+    System.out.printf("[it] contract target %s, workspace %s, probe %s%n", target, ws, probe);
   }
 
   @AfterAll
-  static void closeSandbox() {
-    if (sandbox != null) {
-      sandbox.close();
+  final void closeSandbox() throws Exception {
+    if (target != null) {
+      target.close();
     }
   }
 
@@ -113,15 +203,15 @@ class SandboxContractIT {
   }
 
   @Test
-  void execRunsInAWorkingDirectoryRelativeToTheWorkspaceOrAbsolute() throws IOException {
+  void execRunsInAWorkingDirectoryRelativeToTheWorkspaceOrAbsolute() {
     sandbox.exec("mkdir -p sub/dir").requireSuccess();
-    Path real = ws.toRealPath();
+    String real = probe.realPath(ws);
 
     assertThat(sandbox.exec("pwd -P").stdout()).isEqualTo(real + "\n");
     assertThat(sandbox.exec("pwd -P", ExecOptions.builder().cwd("sub/dir").build()).stdout())
-        .isEqualTo(real.resolve("sub/dir") + "\n");
+        .isEqualTo(real + "/sub/dir\n");
     assertThat(sandbox.exec("pwd -P", ExecOptions.builder().cwd("/tmp").build()).stdout())
-        .isEqualTo(Path.of("/tmp").toRealPath() + "\n");
+        .isEqualTo(probe.realPath("/tmp") + "\n");
   }
 
   @Test
@@ -170,10 +260,10 @@ class SandboxContractIT {
     assertThat(r.stdout()).as("output produced before the timeout is kept").isEqualTo("before\n");
     assertThat(took).isBetween(600L, 10_000L);
     assertThatThrownBy(r::requireSuccess).isInstanceOf(CommandFailedException.class).hasMessageContaining("timed out");
-    long shell = ItProcs.readPid(ws.resolve(tag + ".shell"), WAIT);
-    long child = ItProcs.readPid(ws.resolve(tag + ".child"), WAIT);
+    long shell = probe.readPid(tag + ".shell", WAIT);
+    long child = probe.readPid(tag + ".child", WAIT);
     assertThat(shell).as("ExecResult.pid is the command's pid").isEqualTo(r.pid());
-    assertThat(ItProcs.await(Duration.ofSeconds(3), () -> ItProcs.aliveAmong(List.of(shell, child)).isEmpty()))
+    assertThat(await(Duration.ofSeconds(3), () -> probe.aliveAmong(List.of(shell, child)).isEmpty()))
         .as("shell %d and its child %d are gone after the timeout", shell, child)
         .isTrue();
   }
@@ -261,8 +351,8 @@ class SandboxContractIT {
         .satisfies(e -> assertThat(e.getCause()).isSameAs(boom));
 
     assertThat(millisSince(t0)).isLessThan(10_000);
-    long pid = ItProcs.readPid(ws.resolve(tag + ".pid"), WAIT);
-    assertThat(ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.groupMembers(pid).isEmpty()))
+    long pid = probe.readPid(tag + ".pid", WAIT);
+    assertThat(await(Duration.ofSeconds(6), () -> probe.groupMembers(pid).isEmpty()))
         .as("the command (group %d) is killed after the listener threw", pid)
         .isTrue();
   }
@@ -281,7 +371,7 @@ class SandboxContractIT {
       }
     }, "it-interrupted-exec");
     caller.start();
-    long pid = ItProcs.readPid(ws.resolve(tag + ".pid"), WAIT);
+    long pid = probe.readPid(tag + ".pid", WAIT);
     long t0 = System.nanoTime();
 
     caller.interrupt();
@@ -291,7 +381,7 @@ class SandboxContractIT {
     assertThat(caller.isAlive()).as("exec returned within 10 s of the interrupt").isFalse();
     assertThat(thrown.get()).isInstanceOf(SandboxException.class);
     assertThat(flagRestored).as("the interrupt flag is restored").isTrue();
-    assertThat(ItProcs.await(Duration.ofSeconds(9), () -> ItProcs.groupMembers(pid).isEmpty()))
+    assertThat(await(Duration.ofSeconds(9), () -> probe.groupMembers(pid).isEmpty()))
         .as("the command (group %d) is killed after the interrupt", pid)
         .isTrue();
     System.out.printf("[it] interrupted exec returned after %d ms, command gone after %d ms%n", returned,
@@ -349,16 +439,16 @@ class SandboxContractIT {
     String tag = unique("cancel");
     CompletableFuture<ExecResult> f =
         sandbox.execAsync("sleep 300 & echo $! > " + tag + ".child; echo $$ > " + tag + ".shell; wait");
-    long shell = ItProcs.readPid(ws.resolve(tag + ".shell"), WAIT);
-    long child = ItProcs.readPid(ws.resolve(tag + ".child"), WAIT);
-    assertThat(ItProcs.alive(shell)).isTrue();
+    long shell = probe.readPid(tag + ".shell", WAIT);
+    long child = probe.readPid(tag + ".child", WAIT);
+    assertThat(probe.alive(shell)).isTrue();
     long t0 = System.nanoTime();
 
     assertThat(f.cancel(true)).isTrue();
 
     assertThat(f).isCancelled();
     assertThatThrownBy(f::join).isInstanceOf(CancellationException.class);
-    boolean gone = ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.aliveAmong(List.of(shell, child)).isEmpty());
+    boolean gone = await(Duration.ofSeconds(6), () -> probe.aliveAmong(List.of(shell, child)).isEmpty());
     long took = millisSince(t0);
     System.out.printf("[it] execAsync cancel(true): remote shell and child gone after %d ms%n", took);
     assertThat(gone).as("shell %d and child %d are gone within 6 s of cancel", shell, child).isTrue();
@@ -370,13 +460,13 @@ class SandboxContractIT {
     List<String> seen = Collections.synchronizedList(new ArrayList<>());
     CompletableFuture<ExecResult> f = sandbox.execAsync(Command.shell("echo $$ > " + tag + ".pid; echo hi; sleep 300"),
         ExecOptions.builder().onOutput((s, text) -> seen.add(text)).build());
-    long pid = ItProcs.readPid(ws.resolve(tag + ".pid"), WAIT);
-    assertThat(ItProcs.await(WAIT, () -> !seen.isEmpty())).isTrue();
+    long pid = probe.readPid(tag + ".pid", WAIT);
+    assertThat(await(WAIT, () -> !seen.isEmpty())).isTrue();
     long t0 = System.nanoTime();
 
     assertThat(f.cancel(true)).isTrue();
 
-    boolean gone = ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.groupMembers(pid).isEmpty());
+    boolean gone = await(Duration.ofSeconds(6), () -> probe.groupMembers(pid).isEmpty());
     System.out.printf("[it] execAsync (with listener) cancel: remote process gone after %d ms%n", millisSince(t0));
     assertThat(gone).as("the command (group %d) is gone within 6 s of cancel", pid).isTrue();
   }
@@ -433,7 +523,7 @@ class SandboxContractIT {
     List<ExecEvent> events = s.awaitComplete(WAIT);
 
     String out = checkContiguous(events, ExecEvent.Stdout.class);
-    assertThat(out).isEqualTo("from stdin\n[set]\n" + ws.toRealPath().resolve("streamdir") + "\n");
+    assertThat(out).isEqualTo("from stdin\n[set]\n" + probe.realPath(ws) + "/streamdir\n");
   }
 
   @Test
@@ -464,12 +554,12 @@ class SandboxContractIT {
     String marker = unique("lazy");
     Flow.Publisher<ExecEvent> publisher = sandbox.execStream("touch " + marker);
     Thread.sleep(300);
-    assertThat(ws.resolve(marker)).as("nothing ran before subscribe").doesNotExist();
+    assertThat(probe.exists(marker)).as("nothing ran before subscribe").isFalse();
 
     ItSubscriber<ExecEvent> first = ItSubscriber.unbounded();
     publisher.subscribe(first);
     first.awaitComplete(WAIT);
-    assertThat(ws.resolve(marker)).exists();
+    assertThat(probe.exists(marker)).as("it ran once subscribed").isTrue();
 
     ItSubscriber<ExecEvent> second = ItSubscriber.unbounded();
     publisher.subscribe(second);
@@ -553,7 +643,7 @@ class SandboxContractIT {
     assertThat(end.status()).isEqualTo(ProcessStatus.KILLED);
     assertThat(end.exitCode()).isEqualTo(137);
     assertThat(end.signal()).isEqualTo(Signal.SIGKILL);
-    assertThat(ItProcs.await(Duration.ofSeconds(2), () -> ItProcs.groupMembers(p.pid()).isEmpty())).isTrue();
+    assertThat(await(Duration.ofSeconds(2), () -> probe.groupMembers(p.pid()).isEmpty())).isTrue();
     assertThatCode(() -> sandbox.killProcess(p.id(), Signal.SIGKILL))
         .as("killing a finished process succeeds")
         .doesNotThrowAnyException();
@@ -571,17 +661,17 @@ class SandboxContractIT {
     SandboxProcess finished = sandbox.startProcess(Command.shell("true"), withId(unique("killall-done")));
     finished.waitForExit(WAIT);
     long leftover = Long.parseLong(sandbox.exec("sleep 300 > /dev/null 2>&1 & echo $!").stdout().strip());
-    assertThat(ItProcs.alive(leftover)).as("exec's leftover child lives on").isTrue();
+    assertThat(probe.alive(leftover)).as("exec's leftover child lives on").isTrue();
 
     int killed = sandbox.killAllProcesses();
 
     assertThat(killed).isEqualTo(3);
-    assertThat(ItProcs.await(Duration.ofSeconds(1), () -> !ItProcs.alive(leftover)))
+    assertThat(await(Duration.ofSeconds(1), () -> !probe.alive(leftover)))
         .as("the child %d that an exec left behind is killed too", leftover)
         .isTrue();
     for (SandboxProcess p : running) {
       assertThat(p.status()).isEqualTo(ProcessStatus.KILLED);
-      assertThat(ItProcs.await(Duration.ofSeconds(1), () -> !ItProcs.alive(p.pid())))
+      assertThat(await(Duration.ofSeconds(1), () -> !probe.alive(p.pid())))
           .as("pid %d is gone once killAllProcesses returned", p.pid())
           .isTrue();
     }
@@ -707,8 +797,8 @@ class SandboxContractIT {
     assertThat(end.status()).isEqualTo(ProcessStatus.KILLED);
     assertThat(end.timedOut()).isTrue();
     assertThat(end.exitCode()).isEqualTo(124);
-    assertThat(p.logs().stdout()).isEqualTo("[bg value]\n" + ws.toRealPath().resolve("bgdir") + "\n");
-    assertThat(ItProcs.await(Duration.ofSeconds(2), () -> ItProcs.groupMembers(p.pid()).isEmpty())).isTrue();
+    assertThat(p.logs().stdout()).isEqualTo("[bg value]\n" + probe.realPath(ws) + "/bgdir\n");
+    assertThat(await(Duration.ofSeconds(2), () -> probe.groupMembers(p.pid()).isEmpty())).isTrue();
   }
 
   @Test
@@ -721,7 +811,7 @@ class SandboxContractIT {
 
     assertThat(end.status()).isEqualTo(ProcessStatus.COMPLETED);
     assertThat(end.exitCode()).isZero();
-    assertThat(ItProcs.await(Duration.ofSeconds(5), () -> sandbox.getProcess(p.id()).isEmpty()))
+    assertThat(await(Duration.ofSeconds(5), () -> sandbox.getProcess(p.id()).isEmpty()))
         .as("the record is dropped after --auto-cleanup-delay-ms")
         .isTrue();
     assertThatThrownBy(() -> p.waitForExit(WAIT)).as("the record is gone, as documented")
@@ -798,7 +888,7 @@ class SandboxContractIT {
     assertThat(p.isAlive()).isFalse();
     assertThat(p.status()).isEqualTo(ProcessStatus.KILLED);
     assertThat(p.logs().complete()).isTrue();
-    assertThat(ItProcs.await(Duration.ofSeconds(2), () -> ItProcs.groupMembers(p.pid()).isEmpty())).isTrue();
+    assertThat(await(Duration.ofSeconds(2), () -> probe.groupMembers(p.pid()).isEmpty())).isTrue();
   }
 
   @Test
@@ -809,12 +899,12 @@ class SandboxContractIT {
       assertThatThrownBy(() -> p.waitForExit(Duration.ofMillis(700))).isInstanceOf(SandboxTimeoutException.class);
       assertThat(millisSince(t0)).isBetween(600L, 5_000L);
       assertThat(p.isAlive()).isTrue();
-      assertThat(ItProcs.alive(p.pid())).isTrue();
+      assertThat(probe.alive(p.pid())).isTrue();
 
       assertThatThrownBy(() -> p.waitForLog(Pattern.compile("never printed"), Duration.ofMillis(500)))
           .isInstanceOf(SandboxTimeoutException.class);
       assertThat(p.isAlive()).isTrue();
-      assertThat(ItProcs.alive(p.pid())).isTrue();
+      assertThat(probe.alive(p.pid())).isTrue();
     } finally {
       p.kill(Signal.SIGKILL);
     }
@@ -825,7 +915,7 @@ class SandboxContractIT {
     SandboxProcess p = sandbox.startProcess(Command.shell("echo 'server ready on port 8080'; sleep 300"),
         withId(unique("early")));
     try {
-      assertThat(ItProcs.await(WAIT, () -> p.logs().stdout().contains("8080"))).isTrue();
+      assertThat(await(WAIT, () -> p.logs().stdout().contains("8080"))).isTrue();
 
       LogMatch m = p.waitForLog(Pattern.compile("port (\\d+)"), WAIT);
 
@@ -905,7 +995,7 @@ class SandboxContractIT {
 
     Thread.sleep(500);
     assertThat(p.isAlive()).isTrue();
-    assertThat(ItProcs.alive(p.pid())).isTrue();
+    assertThat(probe.alive(p.pid())).isTrue();
     CompletableFuture<ProcessInfo> again = p.onExit();
     p.kill();
     assertThat(again.get(10, TimeUnit.SECONDS).status()).isEqualTo(ProcessStatus.KILLED);
@@ -938,16 +1028,16 @@ class SandboxContractIT {
   @Test
   void killingAProcessAlsoKillsItsChildren() throws Exception {
     SandboxProcess p = sandbox.startProcess(Command.shell("sleep 300 & sleep 300 & wait"), withId(unique("family")));
-    assertThat(ItProcs.await(WAIT, () -> ItProcs.groupMembers(p.pid()).size() == 3))
+    assertThat(await(WAIT, () -> probe.groupMembers(p.pid()).size() == 3))
         .as("the shell and its two sleeps are running")
         .isTrue();
-    List<Long> members = ItProcs.groupMembers(p.pid());
+    List<Long> members = probe.groupMembers(p.pid());
 
     p.kill();
     ProcessInfo end = p.waitForExit(WAIT);
 
     assertThat(end.status()).isEqualTo(ProcessStatus.KILLED);
-    assertThat(ItProcs.await(Duration.ofSeconds(3), () -> ItProcs.aliveAmong(members).isEmpty()))
+    assertThat(await(Duration.ofSeconds(3), () -> probe.aliveAmong(members).isEmpty()))
         .as("shell and children %s are gone", members)
         .isTrue();
   }
@@ -956,7 +1046,7 @@ class SandboxContractIT {
 
   @Test
   void aClientWithAWrongTokenGetsSandboxAuthException() throws Exception {
-    try (Sandbox wrong = Sandbox.connect(sandbox.baseUrl(), "not-the-token")) {
+    try (Sandbox wrong = Sandbox.connect(target.baseUrl(), "not-the-token")) {
       assertThatThrownBy(() -> wrong.exec("true")).isInstanceOfSatisfying(SandboxAuthException.class, e -> {
         assertThat(e.httpStatus()).isEqualTo(401);
         assertThat(e.code()).isEqualTo("UNAUTHORIZED");
@@ -994,8 +1084,8 @@ class SandboxContractIT {
     // Sandbox.Builder.readTimeout: "Long exec calls are not affected: the agent sends keep-alive
     // bytes while a command runs." exec reads with the longer of readTimeout and
     // streamIdleTimeout, here 1 s: a 3 s command lasts only through the heartbeats, every 300 ms.
-    try (ItAgent own = ItAgent.start("--grace-ms", "500", "--keep-alive-ms", "300");
-        Sandbox quick = Sandbox.builder().baseUrl(own.url()).token(own.token())
+    try (SandboxTarget.OwnAgent own = target.startOwnAgent();
+        Sandbox quick = own.clientBuilder()
             .readTimeout(Duration.ofMillis(500)).streamIdleTimeout(Duration.ofSeconds(1)).build()) {
       ExecResult r = quick.exec("sleep 3; echo done");
 
@@ -1006,13 +1096,14 @@ class SandboxContractIT {
 
   @Test
   void closingAConnectedClientEndsItsStreamsAndCallsButTheAgentKeepsRunning() throws Exception {
-    try (ItAgent own = ItAgent.start("--grace-ms", "500")) {
-      Sandbox client = own.connect(own.url());
+    try (SandboxTarget.OwnAgent own = target.startOwnAgent()) {
+      Sandbox client = own.clientBuilder().build();
       ItSubscriber<ExecEvent> stream = ItSubscriber.unbounded();
       client.execStream("echo streaming; sleep 300").subscribe(stream);
       ExecEvent.Start start = (ExecEvent.Start) stream.awaitItem(e -> e instanceof ExecEvent.Start, WAIT);
-      CompletableFuture<ExecResult> pending = client.execAsync("echo $$ > pending.pid; sleep 300");
-      long pendingPid = ItProcs.readPid(own.workspace().resolve("pending.pid"), WAIT);
+      String pidFile = unique("pending") + ".pid";
+      CompletableFuture<ExecResult> pending = client.execAsync("echo $$ > " + pidFile + "; sleep 300");
+      long pendingPid = own.probe().readPid(pidFile, WAIT);
       long t0 = System.nanoTime();
 
       client.close();
@@ -1026,11 +1117,12 @@ class SandboxContractIT {
       assertThatThrownBy(() -> client.exec("true")).isInstanceOf(IllegalStateException.class);
       assertThatThrownBy(client::listProcesses).isInstanceOf(IllegalStateException.class);
       assertThatCode(client::close).as("close is idempotent").doesNotThrowAnyException();
-      assertThat(ItProcs.await(Duration.ofSeconds(6),
-          () -> ItProcs.groupMembers(start.pid()).isEmpty() && ItProcs.groupMembers(pendingPid).isEmpty()))
+      SandboxProbe ownProbe = own.probe();
+      assertThat(await(Duration.ofSeconds(6),
+          () -> ownProbe.groupMembers(start.pid()).isEmpty() && ownProbe.groupMembers(pendingPid).isEmpty()))
           .as("the agent noticed the hang-ups and killed both commands")
           .isTrue();
-      try (Sandbox other = own.connect(own.url())) {
+      try (Sandbox other = own.clientBuilder().build()) {
         assertThat(other.exec("echo still here").stdout()).isEqualTo("still here\n");
       }
     }
@@ -1038,18 +1130,18 @@ class SandboxContractIT {
 
   @Test
   void destroyingAConnectedClientKillsAndForgetsEveryProcessButTheAgentKeepsRunning() throws Exception {
-    try (ItAgent own = ItAgent.start("--grace-ms", "500")) {
-      Sandbox client = own.connect(own.url());
+    try (SandboxTarget.OwnAgent own = target.startOwnAgent()) {
+      Sandbox client = own.clientBuilder().build();
       SandboxProcess running = client.startProcess("sleep 300");
       SandboxProcess done = client.startProcess("true");
       done.waitForExit(WAIT);
 
       client.destroy();
 
-      assertThat(ItProcs.alive(running.pid())).isFalse();
+      assertThat(own.probe().alive(running.pid())).isFalse();
       assertThatThrownBy(() -> client.exec("true")).isInstanceOf(IllegalStateException.class);
       assertThatCode(client::destroy).as("destroy is idempotent").doesNotThrowAnyException();
-      try (Sandbox other = own.connect(own.url())) {
+      try (Sandbox other = own.clientBuilder().build()) {
         assertThat(other.listProcesses()).isEmpty();
         assertThat(other.exec("echo still here").stdout()).isEqualTo("still here\n");
       }
@@ -1098,6 +1190,10 @@ class SandboxContractIT {
 
   private static String unique(String prefix) {
     return "it-" + prefix + "-" + IDS.incrementAndGet();
+  }
+
+  private static boolean await(Duration timeout, BooleanSupplier condition) throws InterruptedException {
+    return Await.await(timeout, condition);
   }
 
   private static long millisSince(long t0) {

@@ -1,9 +1,11 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.contract;
 
+import dev.sandboxsdk.LogEvent;
+import dev.sandboxsdk.StdStream;
 import java.util.List;
 
 /** Reads the output back out of recorded {@link LogEvent}s, checking that offsets are contiguous. */
-final class ItEvents {
+public final class ItEvents {
   private ItEvents() {}
 
   /**
@@ -11,7 +13,7 @@ final class ItEvents {
    *
    * @throws AssertionError if an event does not start where the previous one of its stream ended
    */
-  static String logText(List<LogEvent> events, StdStream stream) {
+  public static String logText(List<LogEvent> events, StdStream stream) {
     StringBuilder text = new StringBuilder();
     long next = -1;
     for (LogEvent e : events) {

@@ -1,0 +1,17 @@
+package dev.sandboxsdk;
+
+import dev.sandboxsdk.contract.ExecProbe;
+import dev.sandboxsdk.contract.SandboxContract;
+import dev.sandboxsdk.contract.SandboxTarget;
+
+/**
+ * The contract suite against a {@link LocalSandbox}, but looking into it only through the sandbox
+ * ({@link ExecProbe}), as a container target must: proves that probe in CI without a container
+ * engine.
+ */
+class LocalSandboxContractExecProbeIT extends SandboxContract {
+  @Override
+  protected SandboxTarget startTarget() {
+    return LocalSandboxTarget.start(true);
+  }
+}

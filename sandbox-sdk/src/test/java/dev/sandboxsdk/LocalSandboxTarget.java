@@ -1,0 +1,88 @@
+package dev.sandboxsdk;
+
+import dev.sandboxsdk.contract.ExecProbe;
+import dev.sandboxsdk.contract.SandboxContract;
+import dev.sandboxsdk.contract.SandboxProbe;
+import dev.sandboxsdk.contract.SandboxTarget;
+import java.net.URI;
+
+/**
+ * A {@link LocalSandbox} as a {@link SandboxContract} target, looked into either from the host
+ * ({@link HostProbe}) or through the sandbox itself ({@link ExecProbe}).
+ */
+final class LocalSandboxTarget implements SandboxTarget {
+  private final LocalSandbox sandbox;
+  private final boolean probeByExec;
+
+  private LocalSandboxTarget(LocalSandbox sandbox, boolean probeByExec) {
+    this.sandbox = sandbox;
+    this.probeByExec = probeByExec;
+  }
+
+  /** Starts a local sandbox with the suite's agent options; {@code probeByExec} picks the probe. */
+  static LocalSandboxTarget start(boolean probeByExec) {
+    LocalSandbox.Builder b = LocalSandbox.builder()
+        .gracePeriod(SandboxContract.GRACE_PERIOD)
+        .keepAlive(true);
+    for (String option : SandboxContract.AGENT_OPTIONS) {
+      b.agentArgument(option);
+    }
+    return new LocalSandboxTarget(b.start(), probeByExec);
+  }
+
+  @Override
+  public Sandbox sandbox() {
+    return sandbox;
+  }
+
+  @Override
+  public URI baseUrl() {
+    return sandbox.baseUrl();
+  }
+
+  @Override
+  public String workspace() {
+    return sandbox.workspace().toString();
+  }
+
+  @Override
+  public SandboxProbe probe() {
+    return probeByExec ? new ExecProbe(sandbox, workspace()) : new HostProbe(sandbox.workspace());
+  }
+
+  /** The agent jar started by hand ({@link ItAgent}): LocalSandbox does not tell its token. */
+  @Override
+  public OwnAgent startOwnAgent() throws Exception {
+    ItAgent agent = ItAgent.start(SandboxContract.agentArguments().toArray(new String[0]));
+    if (probeByExec) {
+      return OwnAgent.connect(agent.url(), agent.token(), agent.workspace().toString(), agent);
+    }
+    HostProbe probe = new HostProbe(agent.workspace());
+    return new OwnAgent() {
+      @Override
+      public Sandbox.Builder clientBuilder() {
+        return Sandbox.builder().baseUrl(agent.url()).token(agent.token());
+      }
+
+      @Override
+      public SandboxProbe probe() {
+        return probe;
+      }
+
+      @Override
+      public void close() throws Exception {
+        agent.close();
+      }
+    };
+  }
+
+  @Override
+  public void close() {
+    sandbox.close();
+  }
+
+  @Override
+  public String toString() {
+    return "LocalSandboxTarget{" + sandbox + (probeByExec ? ", probed by exec" : ", probed from the host") + "}";
+  }
+}
