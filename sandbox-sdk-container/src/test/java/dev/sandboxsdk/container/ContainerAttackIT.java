@@ -2,7 +2,6 @@ package dev.sandboxsdk.container;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import com.github.dockerjava.api.DockerClient;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import java.io.IOException;
@@ -11,7 +10,6 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
-import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -32,14 +30,10 @@ class ContainerAttackIT {
   private static String token;
 
   @BeforeAll
-  static void start() throws IOException {
+  static void start() {
     sandbox = ContainerSandbox.builder().image(ContainerEngine.IMAGE)
         .memoryBytes(256L << 20).pidsLimit(128).start();
-    try (DockerClient docker = ContainerEngine.client()) {
-      token = Arrays.stream(docker.inspectContainerCmd(sandbox.id()).exec().getConfig().getEnv())
-          .filter(e -> e.startsWith("SANDBOX_AGENT_TOKEN=")).findFirst().orElseThrow()
-          .substring("SANDBOX_AGENT_TOKEN=".length());
-    }
+    token = ContainerEngine.tokenOf(sandbox.id());
   }
 
   @AfterAll

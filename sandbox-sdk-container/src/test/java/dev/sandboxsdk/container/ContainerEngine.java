@@ -60,6 +60,20 @@ public final class ContainerEngine implements ExecutionCondition {
     return unavailable;
   }
 
+  /** A sandbox's token, read the way anyone with access to the engine can: from the container's environment. */
+  static String tokenOf(String containerId) {
+    try (DockerClient docker = client()) {
+      for (String e : docker.inspectContainerCmd(containerId).exec().getConfig().getEnv()) {
+        if (e.startsWith("SANDBOX_AGENT_TOKEN=")) {
+          return e.substring("SANDBOX_AGENT_TOKEN=".length());
+        }
+      }
+      throw new IllegalStateException("container " + containerId + " has no SANDBOX_AGENT_TOKEN");
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
   /** A docker-java client on the same engine the provider uses, for checks behind the SDK's back. */
   static DockerClient client() {
     URI host;
