@@ -45,6 +45,7 @@ public final class ContainerProvider implements SandboxProvider {
   private final String publishAddress;
   private final String connectHost;
   private final boolean ownsEngine;
+  private volatile boolean closed;
 
   private ContainerProvider(Engine engine, String publishAddress, String connectHost, boolean ownsEngine) {
     this.engine = engine;
@@ -133,12 +134,19 @@ public final class ContainerProvider implements SandboxProvider {
         new SandboxException("the sandbox container " + id + " no longer exists", null));
   }
 
-  boolean remove(String id) {
-    return engine.remove(id);
+  /** Removes a sandbox container; works after {@link #close()} too, on a new connection. */
+  boolean removeSandbox(String id) {
+    if (!closed) {
+      return engine.remove(id);
+    }
+    try (Engine again = Engine.connect(engine.host())) {
+      return again.remove(id);
+    }
   }
 
   @Override
   public void close() {
+    closed = true;
     if (ownsEngine) {
       engine.close();
     }

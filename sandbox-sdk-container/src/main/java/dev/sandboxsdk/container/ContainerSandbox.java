@@ -122,7 +122,7 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
     client.close();
     try {
       if (remove) {
-        provider.remove(id);
+        provider.removeSandbox(id);
       }
     } finally {
       if (shutdownHook != null) {
