@@ -44,6 +44,7 @@ class DocSnippetsIT {
     List<Snippet> snippets = new ArrayList<>(DocSnippets.extract(ROOT.resolve("README.md"), "README"));
     snippets.addAll(DocSnippets.extract(ROOT.resolve("docs/user-guide.md"), "UserGuide"));
     snippets.addAll(DocSnippets.extract(ROOT.resolve("docs/migration-from-cloudflare.md"), "Migration"));
+    snippets.addAll(DocSnippets.extract(ROOT.resolve("docs/containers.md"), "Containers"));
     assertThat(snippets).as("snippets found").hasSizeGreaterThanOrEqualTo(20);
     Path classes = compile(snippets);
     List<String> runnable = snippets.stream().filter(Snippet::run).map(Snippet::className).toList();
