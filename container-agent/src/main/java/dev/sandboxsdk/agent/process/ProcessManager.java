@@ -342,6 +342,8 @@ public final class ProcessManager implements AutoCloseable {
     }
     java.io.OutputStream stdin = wantsStdin ? process.getOutputStream() : null;
     if (stdin != null && commandUser != null) {
+      // The pipe exists only now; the command gets to it after setpriv, env and setsid have
+      // exec'd, by which time this chmod is normally done.
       StdinPipes.shareWithOthers(stdin);
     }
     ManagedProcess p = new ManagedProcess(id, kind, spec, process, spec.stdinPipe() ? stdin : null, out, err, this,
