@@ -14,6 +14,12 @@ import java.util.Objects;
  *     body before its connection is closed; responses (event streams) are not limited
  * @param inheritEnv names of the agent's environment variables that commands get besides the
  *     base set (see {@link dev.sandboxsdk.agent.process.CommandEnvironment})
+ * @param commandUser the user every command runs as (a name from /etc/passwd, {@code UID} or
+ *     {@code UID:GID}), or null to run commands as the agent's own user
+ * @param idleTimeoutMs stop the agent once no request has been in progress or started for this
+ *     long; 0 never
+ * @param freshWorkspace whether the workspace is a new directory the agent made itself (no
+ *     {@code --workspace}), which it may give to the command user
  */
 public record AgentConfig(
     String bind,
@@ -32,7 +38,10 @@ public record AgentConfig(
     int maxConnections,
     int requestTimeoutSeconds,
     java.util.List<String> inheritEnv,
-    long outputBudgetBytes) {
+    long outputBudgetBytes,
+    String commandUser,
+    long idleTimeoutMs,
+    boolean freshWorkspace) {
 
   public static final int DEFAULT_PORT = 3000;
   public static final String DEFAULT_BIND = "0.0.0.0";
@@ -94,6 +103,15 @@ public record AgentConfig(
     }
     if (outputBudgetBytes < 0) {
       throw new IllegalArgumentException("outputBudgetBytes must be >= 0 (0: derive from the heap): " + outputBudgetBytes);
+    }
+    if (commandUser != null) {
+      String error = dev.sandboxsdk.agent.process.CommandUser.syntaxError(commandUser);
+      if (error != null) {
+        throw new IllegalArgumentException("commandUser: " + error);
+      }
+    }
+    if (idleTimeoutMs < 0) {
+      throw new IllegalArgumentException("idleTimeoutMs must be >= 0 (0: never): " + idleTimeoutMs);
     }
   }
 
@@ -198,7 +216,7 @@ public record AgentConfig(
         + ", logWindowBytes=" + logWindowBytes + ", defaultMaxOutputBytes=" + defaultMaxOutputBytes
         + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof
         + ", maxConnections=" + maxConnections + ", requestTimeoutSeconds=" + requestTimeoutSeconds
-        + ", inheritEnv=" + inheritEnv
+        + ", inheritEnv=" + inheritEnv + ", commandUser=" + commandUser + ", idleTimeoutMs=" + idleTimeoutMs
         + ", outputBudgetBytes=" + (outputBudgetBytes > 0 ? outputBudgetBytes : "auto(" + outputBudget() + ")") + "]";
   }
 
@@ -221,6 +239,9 @@ public record AgentConfig(
     private int requestTimeoutSeconds = DEFAULT_REQUEST_TIMEOUT_SECONDS;
     private final java.util.Set<String> inheritEnv = new java.util.LinkedHashSet<>();
     private long outputBudgetBytes;
+    private String commandUser;
+    private long idleTimeoutMs;
+    private boolean freshWorkspace;
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -241,13 +262,19 @@ public record AgentConfig(
     public Builder inheritEnv(java.util.Collection<String> names) { this.inheritEnv.addAll(names); return this; }
     /** Total buffered output across all processes; 0 (the default) derives it from the max heap. */
     public Builder outputBudgetBytes(long bytes) { this.outputBudgetBytes = bytes; return this; }
+    /** The user commands run as: a name, {@code UID} or {@code UID:GID}; null (the default) for the agent's own. */
+    public Builder commandUser(String user) { this.commandUser = user; return this; }
+    /** Stop after this long without requests; 0 (the default) never. */
+    public Builder idleTimeoutMs(long ms) { this.idleTimeoutMs = ms; return this; }
+    /** Whether the agent made the workspace itself (no {@code --workspace}). */
+    public Builder freshWorkspace(boolean fresh) { this.freshWorkspace = fresh; return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
           keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof,
           maxConnections, requestTimeoutSeconds,
           java.util.List.copyOf(inheritEnv),
-          outputBudgetBytes);
+          outputBudgetBytes, commandUser, idleTimeoutMs, freshWorkspace);
     }
   }
 }

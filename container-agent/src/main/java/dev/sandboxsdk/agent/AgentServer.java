@@ -79,13 +79,14 @@ public final class AgentServer implements AutoCloseable {
 
   private AgentServer(AgentConfig config) throws IOException {
     this.config = config;
+    boolean created = Files.notExists(config.workspace(), java.nio.file.LinkOption.NOFOLLOW_LINKS);
     Files.createDirectories(config.workspace());
     InetAddress address = InetAddress.getByName(config.bind());
     configureJdkServer(config);
     // Bind first: a busy port must not leave the process manager's FIFO directory and timers behind.
     this.server = HttpServer.create(new InetSocketAddress(address, config.port()), 1024);
     try {
-      this.processes = new ProcessManager(config);
+      this.processes = new ProcessManager(config, created || config.freshWorkspace());
     } catch (RuntimeException e) {
       server.stop(0);
       throw e;
@@ -113,9 +114,10 @@ public final class AgentServer implements AutoCloseable {
   /** Binds and starts serving; returns once the port is open. */
   public static AgentServer start(AgentConfig config) throws IOException {
     AgentServer server = new AgentServer(config);
-    log.info("sandbox agent {} listening on {}:{} (workspace {}, auth {}, at most {} connections, requests within {} s)",
+    log.info("sandbox agent {} listening on {}:{} (workspace {}, auth {}, at most {} connections, requests within {} s{})",
         version(), config.bind(), server.port(), config.workspace(), config.token() != null ? "bearer token" : "DISABLED",
-        config.effectiveMaxConnections(), config.requestTimeoutSeconds());
+        config.effectiveMaxConnections(), config.requestTimeoutSeconds(),
+        config.idleTimeoutMs() > 0 ? ", stops after " + config.idleTimeoutMs() + " ms without requests" : "");
     return server;
   }
 
@@ -130,6 +132,15 @@ public final class AgentServer implements AutoCloseable {
 
   public AgentConfig config() {
     return config;
+  }
+
+  /**
+   * How long no authenticated request has been in progress, in nanoseconds: 0 while one is (an
+   * open event stream included), else the time since the last one started or ended (or since
+   * the agent started).
+   */
+  public long idleNanos() {
+    return handler.idleNanos();
   }
 
   private static final String VERSION = readVersion();

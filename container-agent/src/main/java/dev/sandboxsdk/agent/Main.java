@@ -7,6 +7,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 
 /**
@@ -69,6 +70,16 @@ public final class Main {
       "  --exit-on-stdin-eof      stop (like SIGTERM) when standard input reaches end of file;",
       "                           a parent that starts the agent keeps the pipe open, so the",
       "                           agent and its processes go away even if the parent is killed",
+      "  --idle-timeout-ms N      stop as on SIGTERM, with exit status 0, once no request has",
+      "                           been in progress or started for N ms; an open event stream",
+      "                           is in progress, pings and requests without a valid token do",
+      "                           not count (default 0: never)",
+      "  --command-user USER      run every command as USER (a name in /etc/passwd, UID, or",
+      "                           UID:GID) through setpriv(1): no capabilities, no_new_privs,",
+      "                           HOME from /etc/passwd (\"/\" without an entry). The agent must",
+      "                           run as root with CAP_SETUID, CAP_SETGID, CAP_SETPCAP and",
+      "                           CAP_KILL; it checks it can switch at start. Shutdown kills",
+      "                           every process of USER, so give it to nothing else",
       "  --help                   print this help and exit",
       "  --version                print the version and exit",
       "",
@@ -79,6 +90,10 @@ public final class Main {
   private static final String TOKEN_FILE = "--token-file";
   private static final String INHERIT_ENV = "--inherit-env";
   private static final String WORKSPACE = "--workspace";
+  private static final String COMMAND_USER = "--command-user";
+  private static final String IDLE_TIMEOUT = "--idle-timeout-ms";
+  /** 30 days: far beyond any use, and far from overflowing System.nanoTime arithmetic. */
+  private static final long MAX_IDLE_TIMEOUT_MS = 30L * 24 * 3600 * 1000;
 
   /** The options that take a value (besides {@value #TOKEN_FILE}), and what each sets. */
   private static final Map<String, BiConsumer<AgentConfig.Builder, String>> VALUE_OPTIONS = Map.ofEntries(
@@ -97,7 +112,9 @@ public final class Main {
       Map.entry("--max-connections", (b, v) -> b.maxConnections((int) number("--max-connections", v, 1, 1_000_000))),
       Map.entry("--request-timeout-seconds", (b, v) -> b.requestTimeoutSeconds(
           (int) number("--request-timeout-seconds", v, 1, AgentConfig.MAX_REQUEST_TIMEOUT_SECONDS))),
-      Map.entry("--output-budget-bytes", (b, v) -> b.outputBudgetBytes(number("--output-budget-bytes", v, 0, Long.MAX_VALUE))));
+      Map.entry("--output-budget-bytes", (b, v) -> b.outputBudgetBytes(number("--output-budget-bytes", v, 0, Long.MAX_VALUE))),
+      Map.entry(IDLE_TIMEOUT, (b, v) -> b.idleTimeoutMs(number(IDLE_TIMEOUT, v, 0, MAX_IDLE_TIMEOUT_MS))),
+      Map.entry(COMMAND_USER, Main::commandUser));
 
   private Main() {}
 
@@ -140,6 +157,9 @@ public final class Main {
     if (config.exitOnStdinEof()) {
       watchStdin();
     }
+    if (config.idleTimeoutMs() > 0) {
+      watchIdle(server, config.idleTimeoutMs());
+    }
     try {
       stopped.await();
     } catch (InterruptedException e) {
@@ -166,6 +186,32 @@ public final class Main {
     t.start();
   }
 
+  /**
+   * Exits through the shutdown hook (which stops every process) once the server has been idle
+   * for {@code timeoutMs}: no authenticated request in progress and none started meanwhile.
+   */
+  private static void watchIdle(AgentServer server, long timeoutMs) {
+    long timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
+    Thread t = new Thread(() -> {
+      while (true) {
+        long left = timeoutNanos - server.idleNanos();
+        if (left <= 0) {
+          break;
+        }
+        try {
+          // Wake when the timeout would be up if nothing happens; a request meanwhile moves it on.
+          Thread.sleep(Math.max(1, TimeUnit.NANOSECONDS.toMillis(left) + 1));
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+      org.slf4j.LoggerFactory.getLogger(Main.class).info("no request for {} ms ({}); stopping", timeoutMs, IDLE_TIMEOUT);
+      System.exit(0);
+    }, "agent-idle-watch");
+    t.setDaemon(true);
+    t.start();
+  }
+
   /** A new empty directory for an agent started without {@code --workspace}. */
   private static Path freshWorkspace() {
     try {
@@ -176,6 +222,15 @@ public final class Main {
     } catch (IOException e) {
       throw new UsageException("no " + WORKSPACE + " given and cannot create a temporary one: " + e.getMessage());
     }
+  }
+
+  /** Checks the form only; whether the user exists and the agent can switch to it is checked at start. */
+  private static void commandUser(AgentConfig.Builder b, String value) {
+    String error = dev.sandboxsdk.agent.process.CommandUser.syntaxError(value);
+    if (error != null) {
+      throw new UsageException(COMMAND_USER + ": " + error);
+    }
+    b.commandUser(value);
   }
 
   private static void inheritEnv(AgentConfig.Builder b, String value) {
@@ -312,7 +367,7 @@ public final class Main {
       throw new UsageException("--insecure-no-auth conflicts with the token that was given; drop one of them");
     }
     if (!workspaceGiven) {
-      b.workspace(defaultWorkspace.get());
+      b.workspace(defaultWorkspace.get()).freshWorkspace(true);
     }
     return b.token(token).insecureNoAuth(insecure).build();
   }

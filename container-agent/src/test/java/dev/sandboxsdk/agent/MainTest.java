@@ -274,6 +274,8 @@ class MainTest {
       "--max-output-bytes, 268435457",
       "--auto-cleanup-delay-ms, -1",
       "--auto-cleanup-delay-ms, 99999999999999999999",
+      "--idle-timeout-ms, -1",
+      "--idle-timeout-ms, 2592000001",
   })
   void numbersOutsideTheirRangeAreRefused(String option, String value) {
     assertThatThrownBy(() -> parse(args(option, value), TOKEN, out))
@@ -284,6 +286,33 @@ class MainTest {
     assertThatThrownBy(() -> parse(args(option + "=" + value), TOKEN, out))
         .isInstanceOf(Main.UsageException.class)
         .hasMessageStartingWith(option + " must be an integer from ");
+  }
+
+  @Test
+  void commandUserAndIdleTimeoutAreOffByDefaultAndTakeTheirValues() {
+    AgentConfig defaults = parse(args(), TOKEN, out);
+    assertThat(defaults.commandUser()).isNull();
+    assertThat(defaults.idleTimeoutMs()).isZero();
+
+    AgentConfig set = parse(args("--command-user", "nobody", "--idle-timeout-ms", "60000"), TOKEN, out);
+    assertThat(set.commandUser()).isEqualTo("nobody");
+    assertThat(set.idleTimeoutMs()).isEqualTo(60_000);
+    assertThat(parse(args("--command-user=1000:1000"), TOKEN, out).commandUser()).isEqualTo("1000:1000");
+    assertThat(parse(args("--command-user", "4242"), TOKEN, out).commandUser()).isEqualTo("4242");
+  }
+
+  @ParameterizedTest
+  @CsvSource({"0", "0:1000", "1000:0", "1000:", ":1000", "a b", "-x", "1000:1000:1000", "99999999999"})
+  void commandUserMustBeANameOrUidAndMayNotBeRoot(String value) {
+    assertThatThrownBy(() -> parse(args("--command-user", value), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageStartingWith("--command-user: ");
+  }
+
+  @Test
+  void onlyAWorkspaceTheAgentMadeIsMarkedFresh() {
+    assertThat(parse(args(), TOKEN, out).freshWorkspace()).isTrue();
+    assertThat(parse(args("--workspace", tmp.toString()), TOKEN, out).freshWorkspace()).isFalse();
   }
 
   @Test

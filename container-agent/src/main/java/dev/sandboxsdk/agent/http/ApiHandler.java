@@ -38,9 +38,29 @@ public final class ApiHandler implements HttpHandler {
     this.version = version;
     this.exec = new ExecEndpoints(processes);
     this.process = new ProcessEndpoints(processes);
+    this.commandUser = processes.commandUser();
   }
 
   private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+  /** Authenticated requests in progress, for the idle timeout. */
+  private final java.util.concurrent.atomic.AtomicInteger activeCalls = new java.util.concurrent.atomic.AtomicInteger();
+  /** When an authenticated request last started or ended (System.nanoTime). */
+  private volatile long lastActivityNanos = System.nanoTime();
+  private final dev.sandboxsdk.agent.process.CommandUser commandUser;
+
+  /**
+   * Nanoseconds without an authenticated request in progress: 0 while one is, else since the last
+   * one started or ended. Pings and requests that fail authentication do not count, so a health
+   * probe or a stranger cannot keep a forgotten agent alive.
+   */
+  public long idleNanos() {
+    // The count first: end() writes the time before it decrements, so a 0 seen here comes with
+    // the end time of the request that made it 0.
+    if (activeCalls.get() > 0) {
+      return 0;
+    }
+    return Math.max(0, System.nanoTime() - lastActivityNanos);
+  }
 
   /** Requests being handled right now (streams included). */
   public int inFlight() {
@@ -219,6 +239,17 @@ public final class ApiHandler implements HttpHandler {
       throw notFound(path);
     }
     authenticate(exchange);
+    lastActivityNanos = System.nanoTime();
+    activeCalls.incrementAndGet();
+    try {
+      routeAuthenticated(exchange, method, path);
+    } finally {
+      lastActivityNanos = System.nanoTime();
+      activeCalls.decrementAndGet();
+    }
+  }
+
+  private void routeAuthenticated(HttpExchange exchange, String method, String path) throws IOException {
     switch (path) {
       case "/api/version": {
         allow(method, "GET");
@@ -235,6 +266,16 @@ public final class ApiHandler implements HttpHandler {
         limits.put("maxBodyBytes", config.maxBodyBytes());
         limits.put("logWindowBytes", config.logWindowBytes());
         exec.describeOutput(body, limits);
+        limits.put("idleTimeoutMs", config.idleTimeoutMs());
+        if (commandUser != null) {
+          ObjectNode user = body.putObject("commandUser");
+          if (commandUser.name() != null) {
+            user.put("name", commandUser.name());
+          }
+          user.put("uid", commandUser.uid());
+          user.put("gid", commandUser.gid());
+          user.put("home", commandUser.home());
+        }
         Responses.ok(exchange, body);
         return;
       }

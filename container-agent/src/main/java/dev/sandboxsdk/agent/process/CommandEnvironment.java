@@ -45,11 +45,23 @@ public final class CommandEnvironment {
    */
   CommandEnvironment(Map<String, String> agentEnv, Collection<String> inherit, Path workspace, String runId,
       String tokenVar) {
+    this(agentEnv, inherit, workspace, runId, tokenVar, null);
+  }
+
+  /**
+   * @param home HOME of the command user, which replaces the agent's own (a later
+   *     {@code --inherit-env HOME} still wins); null keeps the agent's
+   */
+  CommandEnvironment(Map<String, String> agentEnv, Collection<String> inherit, Path workspace, String runId,
+      String tokenVar, String home) {
     Map<String, String> env = new LinkedHashMap<>();
     BASE.forEach((name, fallback) -> {
       String value = agentEnv.get(name);
       env.put(name, value == null || value.isEmpty() ? fallback : value);
     });
+    if (home != null) {
+      env.put("HOME", home);
+    }
     for (String name : LOCALE_IF_SET) {
       String value = agentEnv.get(name);
       if (value != null) {

@@ -25,19 +25,34 @@ import java.util.stream.Stream;
  *
  * <p>A FIFO is reused once its reader has seen end of file (no writer is left). New ones are
  * made in batches with one {@code mkfifo} call. Thread-safe.
+ *
+ * <p>The directory is root's alone ({@code rwx------}), so nobody else can reach a FIFO by its
+ * name. With a command user the FIFOs themselves are {@code rw----rw-}: a command that reopens
+ * its own stdout or stderr by name ({@code echo x > /dev/stderr} goes through
+ * {@code /proc/self/fd/2}, which skips the directory but not the FIFO's own mode) must be
+ * allowed to, and the agent cannot give them to the user without CAP_CHOWN. Others still
+ * cannot get at them: the directory bars the name, and {@code /proc/<pid>/fd} of a command is
+ * open only to its own user.
  */
 final class FifoPool implements AutoCloseable {
   private static final int BATCH = 64;
 
   private final Path dir;
   private final String mkfifo;
+  private final String mode;
   private final ConcurrentLinkedQueue<Path> free = new ConcurrentLinkedQueue<>();
   private int created;
 
   private static final String PREFIX = "sandbox-agent-pipes-";
 
   FifoPool(String mkfifo) throws IOException {
+    this(mkfifo, false);
+  }
+
+  /** @param forOtherUser whether commands run as another user (see the class comment) */
+  FifoPool(String mkfifo, boolean forOtherUser) throws IOException {
     this.mkfifo = mkfifo;
+    this.mode = forOtherUser ? "606" : "600";
     removeLeftoversOfDeadAgents();
     // The pid in the name lets a later agent remove this directory if we die without cleaning up.
     this.dir = Files.createTempDirectory(PREFIX + ProcessHandle.current().pid() + "-",
@@ -98,6 +113,15 @@ final class FifoPool implements AutoCloseable {
     }
   }
 
+  /** Removes a FIFO that must not be reused; those who hold it open keep it. */
+  void discard(Path fifo) {
+    try {
+      Files.deleteIfExists(fifo);
+    } catch (IOException ignored) {
+      // the directory goes on close anyway
+    }
+  }
+
   /** Returns a FIFO whose reader saw end of file, so nothing holds it any more. */
   void give(Path fifo) {
     free.add(fifo);
@@ -112,7 +136,7 @@ final class FifoPool implements AutoCloseable {
     } catch (IOException e) {
       throw new IllegalStateException("cannot recreate the agent's pipe directory " + dir + ": " + e.getMessage(), e);
     }
-    List<String> cmd = new ArrayList<>(List.of(mkfifo, "-m", "600"));
+    List<String> cmd = new ArrayList<>(List.of(mkfifo, "-m", mode));
     List<Path> batch = new ArrayList<>();
     for (int i = 0; i < BATCH; i++) {
       Path p = dir.resolve("p" + (created++));

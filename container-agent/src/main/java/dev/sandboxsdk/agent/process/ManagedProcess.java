@@ -100,7 +100,8 @@ public final class ManagedProcess {
   /** This command's {@link CommandEnvironment#RUN_VAR} value, shared by everything it starts. */
   private volatile String mark;
 
-  ManagedProcess(String id, Kind kind, ExecSpec spec, Process process, OutputPump stdoutPump,
+  /** @param stdin the pipe to the process's stdin for the stdin endpoint, or null */
+  ManagedProcess(String id, Kind kind, ExecSpec spec, Process process, OutputStream stdin, OutputPump stdoutPump,
       OutputPump stderrPump, ProcessManager manager, int logWindow) {
     this.id = id;
     this.kind = kind;
@@ -108,7 +109,7 @@ public final class ManagedProcess {
     this.process = process;
     this.pid = process.pid();
     this.manager = manager;
-    this.stdin = spec.stdinPipe() ? process.getOutputStream() : null;
+    this.stdin = stdin;
     boolean logged = kind == Kind.BACKGROUND;
     this.stdoutLog = logged ? new OutputLog(logWindow, manager.outputBudget()) : null;
     this.stderrLog = logged ? new OutputLog(logWindow, manager.outputBudget()) : null;

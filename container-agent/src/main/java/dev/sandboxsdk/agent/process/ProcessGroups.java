@@ -24,10 +24,27 @@ final class ProcessGroups {
   /** Where programs are looked up when PATH is unset. */
   static final String DEFAULT_PATH = "/usr/local/bin:/usr/bin:/bin";
 
+  /** The most environ files one scan helper is given, well below the kernel's argument limit. */
+  private static final int SCAN_BATCH = 4096;
+
   private final String killBinary;
+  /** Runs the marker scan as that user; null to read /proc in the agent itself. */
+  private final CommandUser scanAs;
+  private final String grepBinary;
 
   ProcessGroups(String killBinary) {
+    this(killBinary, null, null);
+  }
+
+  /**
+   * @param scanAs the command user, whose processes' environ a root agent without
+   *     CAP_DAC_READ_SEARCH or CAP_SYS_PTRACE cannot read; the scan then runs as that user
+   * @param grepBinary grep(1), needed when {@code scanAs} is set
+   */
+  ProcessGroups(String killBinary, CommandUser scanAs, String grepBinary) {
     this.killBinary = killBinary;
+    this.scanAs = scanAs;
+    this.grepBinary = grepBinary;
   }
 
   /** Sends {@code signal} to every group in {@code pgids}; groups that are already gone are ignored. */
@@ -120,6 +137,15 @@ final class ProcessGroups {
   record Marked(long pid, long pgid, String mark) {}
 
   /**
+   * Every live (not zombie) process whose environment holds {@code name=prefix...}, where
+   * {@code prefix} and the rest of the value are made of hex digits and dots (the run marker).
+   * In command-user mode the environ files are read by a helper running as that user.
+   */
+  List<Marked> find(String name, String prefix) {
+    return scanAs == null ? marked(name, prefix) : markedAsUser(name, prefix);
+  }
+
+  /**
    * Every live (not zombie) process whose environment holds {@code name=prefix...}, found in
    * {@code /proc/<pid>/environ} (readable for the agent's own user's processes).
    */
@@ -138,6 +164,96 @@ final class ProcessGroups {
       long pgid = mark == null ? -1 : liveGroupOf(dir);
       if (pid != self && pgid > 0) {
         found.add(new Marked(pid, pgid, mark));
+      }
+    });
+    return found;
+  }
+
+  /**
+   * {@link #marked} for processes of the command user: grep, run as that user, reads the environ
+   * of every process whose /proc directory that user owns (a process that made itself
+   * non-dumpable is owned by root there and unreadable to anyone without CAP_SYS_PTRACE) and
+   * prints {@code /proc/<pid>/environ:NAME=VALUE}, NUL-terminated; the agent reads the groups
+   * from /proc/<pid>/stat, which anyone may.
+   */
+  private List<Marked> markedAsUser(String name, String prefix) {
+    List<String> files = new ArrayList<>();
+    forEachProcess((pid, dir) -> {
+      try {
+        Object owner = Files.getAttribute(dir, "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        if (owner instanceof Integer uid && Integer.toUnsignedLong(uid) == scanAs.uid()) {
+          files.add(dir.resolve("environ").toString());
+        }
+      } catch (IOException | RuntimeException gone) {
+        // exited while we looked
+      }
+    });
+    List<Marked> found = new ArrayList<>();
+    String pattern = "^" + name + "=" + prefix.replace(".", "\\.") + "[0-9a-f.]*";
+    for (int from = 0; from < files.size(); from += SCAN_BATCH) {
+      List<String> argv = new ArrayList<>(List.of(grepBinary, "-s", "-a", "-z", "-o", "-H", "-e", pattern, "--"));
+      argv.addAll(files.subList(from, Math.min(files.size(), from + SCAN_BATCH)));
+      String out;
+      try {
+        Process p = scanAs.helper(argv).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        out = new String(p.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+        if (!p.waitFor(10, TimeUnit.SECONDS)) {
+          p.destroyForcibly();
+        }
+      } catch (IOException e) {
+        log.warn("cannot run {} as {} to find escaped processes: {}", grepBinary, scanAs, e.toString());
+        return found;
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        return found;
+      }
+      for (String record : out.split("\0")) {
+        // "/proc/<pid>/environ:NAME=VALUE"
+        int colon = record.indexOf(":" + name + "=");
+        if (!record.startsWith("/proc/") || colon < 0) {
+          continue;
+        }
+        Path dir = Path.of(record.substring(0, colon)).getParent();
+        try {
+          long pid = Long.parseLong(dir.getFileName().toString());
+          long pgid = liveGroupOf(dir);
+          if (pgid > 0) {
+            found.add(new Marked(pid, pgid, record.substring(colon + name.length() + 2)));
+          }
+        } catch (NumberFormatException ignored) {
+          // not a process directory
+        }
+      }
+    }
+    return found;
+  }
+
+  /**
+   * Every live process whose real uid is {@code uid} (from /proc/<pid>/status, which anyone may
+   * read, even for a process that made itself non-dumpable), with its group; mark is null.
+   */
+  static List<Marked> ofUser(long uid) {
+    List<Marked> found = new ArrayList<>();
+    long self = ProcessHandle.current().pid();
+    forEachProcess((pid, dir) -> {
+      if (pid == self) {
+        return;
+      }
+      try {
+        for (String line : Files.readAllLines(dir.resolve("status"), StandardCharsets.ISO_8859_1)) {
+          if (line.startsWith("Uid:")) {
+            String[] ids = line.substring(4).trim().split("\\s+");
+            if (Long.parseLong(ids[0]) == uid) {
+              long pgid = liveGroupOf(dir);
+              if (pgid > 0) {
+                found.add(new Marked(pid, pgid, null));
+              }
+            }
+            return;
+          }
+        }
+      } catch (IOException | RuntimeException gone) {
+        // exited while we looked
       }
     });
     return found;

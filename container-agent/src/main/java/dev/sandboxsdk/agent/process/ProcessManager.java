@@ -40,10 +40,17 @@ public final class ProcessManager implements AutoCloseable {
   /** Never passed to a command, so a sandboxed command cannot read the agent's secret. */
   public static final String TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
   private static final File DEV_NULL = new File("/dev/null");
+  private static final File ROOT_DIR = new File("/");
+
+  private static final Path PASSWD = Path.of("/etc/passwd");
 
   private final AgentConfig config;
   /** What every command is prefixed with: setsid, plus a signal reset when the agent inherited ignored signals. */
   private final List<String> launcher;
+  /** The user commands run as ({@code --command-user}), or null to run them as the agent's own. */
+  private final CommandUser commandUser;
+  /** env(1), which changes into a command's directory once it runs as the command user. */
+  private final String envBinary;
   private final ProcessGroups groups;
   private final FifoPool fifos;
   private final ExecutorService io;
@@ -69,6 +76,14 @@ public final class ProcessManager implements AutoCloseable {
   private final java.util.concurrent.locks.ReadWriteLock spawnGate = new java.util.concurrent.locks.ReentrantReadWriteLock();
 
   public ProcessManager(AgentConfig config) {
+    this(config, config.freshWorkspace());
+  }
+
+  /**
+   * @param workspaceCreated whether the agent made the workspace directory itself, so that it
+   *     may give it to the command user
+   */
+  public ProcessManager(AgentConfig config, boolean workspaceCreated) {
     this.config = config;
     this.outputBudget = new OutputBudget(config.outputBudget());
     String path = System.getenv("PATH");
@@ -79,16 +94,19 @@ public final class ProcessManager implements AutoCloseable {
           + " (Debian/Ubuntu: util-linux and procps); missing: "
           + (setsid == null ? "setsid " : "") + (kill == null ? "kill" : ""));
     }
-    this.groups = new ProcessGroups(kill);
+    this.envBinary = ProcessGroups.which("env", path);
+    this.commandUser = config.commandUser() == null ? null : commandUser(config, path, envBinary, workspaceCreated);
+    this.groups = new ProcessGroups(kill, commandUser, ProcessGroups.which("grep", path));
     String runId = randomRunId();
-    this.environment = new CommandEnvironment(System.getenv(), config.inheritEnv(), config.workspace(), runId, TOKEN_ENV);
-    this.launcher = launcher(setsid, ProcessGroups.which("env", path));
+    this.environment = new CommandEnvironment(System.getenv(), config.inheritEnv(), config.workspace(), runId, TOKEN_ENV,
+        commandUser == null ? null : commandUser.home());
+    this.launcher = launcher(setsid, envBinary);
     String mkfifo = ProcessGroups.which("mkfifo", path);
     if (mkfifo == null) {
       throw new IllegalStateException("the agent needs mkfifo(1) on its PATH (Debian/Ubuntu: coreutils)");
     }
     try {
-      this.fifos = new FifoPool(mkfifo);
+      this.fifos = new FifoPool(mkfifo, commandUser != null);
     } catch (IOException e) {
       throw new IllegalStateException("cannot create the agent's pipe directory: " + e.getMessage(), e);
     }
@@ -96,11 +114,42 @@ public final class ProcessManager implements AutoCloseable {
     ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, daemonThreads("agent-timer"));
     timers.setRemoveOnCancelPolicy(true);
     this.scheduler = timers;
-    this.watchdog = Watchdog.start(setsid, runId, path);
+    this.watchdog = Watchdog.start(setsid, runId, path, commandUser);
     // A group number is free for reuse once its last member dies; forget dead groups promptly so
     // kill-all and shutdown never signal a stranger that inherited the number.
     timers.scheduleWithFixedDelay(this::pruneStartedGroups, 5, 5, TimeUnit.SECONDS);
     timers.scheduleWithFixedDelay(this::watchExits, 20, 20, TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * Resolves {@code --command-user}, checks that the agent can switch to it (the way every
+   * command will, including env's change of directory) and that it can use the workspace.
+   *
+   * @throws IllegalStateException with a one-line reason
+   */
+  private static CommandUser commandUser(AgentConfig config, String path, String env, boolean workspaceCreated) {
+    CommandUser user = CommandUser.resolve(config.commandUser(), PASSWD, ProcessGroups.which("setpriv", path));
+    String grep = ProcessGroups.which("grep", path);
+    if (env == null || grep == null) {
+      throw new IllegalStateException("--command-user needs env(1) and grep(1) on the agent's PATH"
+          + " (Debian/Ubuntu: coreutils, grep)");
+    }
+    user.probe(List.of(env, "--chdir=/"), grep);
+    Path ws = config.workspace();
+    if (workspaceCreated) {
+      user.adopt(ws);
+    }
+    if (!user.canWrite(ws)) {
+      log.warn("--command-user {}: that user cannot write the workspace {}; commands that write there will fail"
+          + " (give it to them: chown {}:{} {})", user, ws, user.uid(), user.gid(), ws);
+    }
+    log.info("commands run as {}, without capabilities", user);
+    return user;
+  }
+
+  /** The user commands run as, or null when they run as the agent's own user. */
+  public CommandUser commandUser() {
+    return commandUser;
   }
 
   /**
@@ -226,17 +275,33 @@ public final class ProcessManager implements AutoCloseable {
     String mark = environment.mark(spawnSerial.incrementAndGet());
     environment.fill(env, spec.env(), mark);
     List<String> cmd = new ArrayList<>();
+    if (commandUser != null) {
+      // Switch user first, then let env change directory as that user: the root agent itself may
+      // not be allowed into the user's directories (it has no CAP_DAC_READ_SEARCH). Both exec in
+      // place, like setsid, so pid == pgid still holds.
+      cmd.addAll(commandUser.prefix());
+      cmd.add(envBinary);
+      cmd.add("--chdir=" + cwd);
+      pb.directory(ROOT_DIR);
+    } else {
+      pb.directory(cwd.toFile());
+    }
     cmd.addAll(launcher); // new session and process group; setsid execs in place, so pid == pgid
     if (spec.argv() != null) {
-      checkExecutable(spec.argv().get(0), cwd, env.get("PATH"));
+      if (commandUser != null) {
+        checkExecutableAsUser(spec.argv().get(0), cwd, env.get("PATH"));
+      } else {
+        checkExecutable(spec.argv().get(0), cwd, env.get("PATH"));
+      }
       cmd.addAll(spec.argv());
     } else {
       cmd.add("/bin/sh");
       cmd.add("-c");
       cmd.add(spec.shellCommand());
     }
-    pb.command(cmd).directory(cwd.toFile());
-    if (!spec.stdinPipe() && spec.stdinData() == null) {
+    pb.command(cmd);
+    boolean wantsStdin = spec.stdinPipe() || spec.stdinData() != null;
+    if (!wantsStdin) {
       pb.redirectInput(ProcessBuilder.Redirect.from(DEV_NULL));
     }
     if (running.incrementAndGet() > config.effectiveMaxProcesses()) {
@@ -275,7 +340,14 @@ public final class ProcessManager implements AutoCloseable {
       running.decrementAndGet();
       throw new AgentException(ErrorCode.INTERNAL_ERROR, "cannot open the output pipe of the new process: " + e.getMessage());
     }
-    ManagedProcess p = new ManagedProcess(id, kind, spec, process, out, err, this, config.logWindowBytes());
+    java.io.OutputStream stdin = wantsStdin ? process.getOutputStream() : null;
+    if (stdin != null && commandUser != null) {
+      // The pipe exists only now; the command gets to it after setpriv, env and setsid have
+      // exec'd, by which time this chmod is normally done.
+      StdinPipes.shareWithOthers(stdin);
+    }
+    ManagedProcess p = new ManagedProcess(id, kind, spec, process, spec.stdinPipe() ? stdin : null, out, err, this,
+        config.logWindowBytes());
     p.mark(mark);
     live.add(p);
     startedGroups.add(p.pid());
@@ -293,7 +365,7 @@ public final class ProcessManager implements AutoCloseable {
     if (spec.stdinData() != null) {
       byte[] data = spec.stdinData().getBytes(java.nio.charset.StandardCharsets.UTF_8);
       io.execute(() -> {
-        try (var stdin = process.getOutputStream()) {
+        try (stdin) {
           stdin.write(data);
         } catch (IOException e) {
           log.debug("stdin of {} closed early: {}", id, e.toString());
@@ -338,7 +410,8 @@ public final class ProcessManager implements AutoCloseable {
     } catch (InvalidPathException e) {
       throw AgentException.invalid("cwd", "cwd is not a valid path: " + e.getMessage());
     }
-    if (!Files.isDirectory(dir)) {
+    Seen seen = commandUser != null ? lookAsUser(dir) : Files.isDirectory(dir) ? Seen.DIRECTORY : Seen.MISSING;
+    if (seen != Seen.DIRECTORY && seen != Seen.UNKNOWN) {
       throw new AgentException(ErrorCode.VALIDATION_FAILED,
           "cwd '" + abbreviate(cwd) + "' is not an existing directory in the sandbox",
           Map.of("field", "cwd", "cwd", dir.toString()));
@@ -368,6 +441,69 @@ public final class ProcessManager implements AutoCloseable {
           Map.of("command", abbreviate(program)));
     }
     if (!Files.isRegularFile(found) || !Files.isExecutable(found)) {
+      throw new AgentException(ErrorCode.INVALID_COMMAND,
+          "'" + abbreviate(program) + "' is not an executable file (" + found + ")",
+          Map.of("command", abbreviate(program)));
+    }
+  }
+
+  /** What the agent can tell about a path on behalf of the command user. */
+  private enum Seen { MISSING, DIRECTORY, EXECUTABLE, NOT_EXECUTABLE, UNKNOWN }
+
+  /**
+   * Looks at {@code p} for the command user. The agent has no CAP_DAC_READ_SEARCH, so a
+   * directory of the user's it may not search is UNKNOWN (the command itself will find out), and
+   * a file counts as executable if any execute bit could apply to the user (the owner's if the
+   * user owns it, else the group's or others').
+   */
+  private Seen lookAsUser(Path p) {
+    try {
+      var a = Files.readAttributes(p, java.nio.file.attribute.PosixFileAttributes.class);
+      if (a.isDirectory()) {
+        return Seen.DIRECTORY;
+      }
+      if (!a.isRegularFile()) {
+        return Seen.NOT_EXECUTABLE;
+      }
+      var perms = a.permissions();
+      boolean owned = Integer.toUnsignedLong((Integer) Files.getAttribute(p, "unix:uid")) == commandUser.uid();
+      boolean x = owned ? perms.contains(java.nio.file.attribute.PosixFilePermission.OWNER_EXECUTE)
+          : perms.contains(java.nio.file.attribute.PosixFilePermission.GROUP_EXECUTE)
+              || perms.contains(java.nio.file.attribute.PosixFilePermission.OTHERS_EXECUTE);
+      return x ? Seen.EXECUTABLE : Seen.NOT_EXECUTABLE;
+    } catch (java.nio.file.NoSuchFileException | java.nio.file.NotDirectoryException e) {
+      return Seen.MISSING;
+    } catch (IOException | RuntimeException e) {
+      return Seen.UNKNOWN;
+    }
+  }
+
+  /** {@link #checkExecutable} as the command user would see it (see {@link #lookAsUser}). */
+  private void checkExecutableAsUser(String program, Path cwd, String path) {
+    Path found = null;
+    Seen seen = Seen.MISSING;
+    if (program.contains("/")) {
+      found = cwd.resolve(program);
+      seen = lookAsUser(found);
+    } else {
+      for (String dir : (path == null ? ProcessGroups.DEFAULT_PATH : path).split(":")) {
+        Path p = cwd.resolve(dir.isEmpty() ? "." : dir).resolve(program);
+        Seen s = lookAsUser(p);
+        if (s == Seen.EXECUTABLE || s == Seen.UNKNOWN) {
+          return;
+        }
+        if (seen == Seen.MISSING && s != Seen.MISSING) {
+          found = p;
+          seen = s;
+        }
+      }
+    }
+    if (seen == Seen.MISSING) {
+      throw new AgentException(ErrorCode.COMMAND_NOT_FOUND,
+          "command not found: '" + abbreviate(program) + "' (searched " + (program.contains("/") ? "the path as given" : "PATH") + ")",
+          Map.of("command", abbreviate(program)));
+    }
+    if (seen == Seen.DIRECTORY || seen == Seen.NOT_EXECUTABLE) {
       throw new AgentException(ErrorCode.INVALID_COMMAND,
           "'" + abbreviate(program) + "' is not an executable file (" + found + ")",
           Map.of("command", abbreviate(program)));
@@ -445,7 +581,7 @@ public final class ProcessManager implements AutoCloseable {
       groups.signal(List.of(p.pid()), signal);
     }
     List<Long> escaped = new ArrayList<>();
-    for (ProcessGroups.Marked m : ProcessGroups.marked(CommandEnvironment.RUN_VAR, p.mark())) {
+    for (ProcessGroups.Marked m : groups.find(CommandEnvironment.RUN_VAR, p.mark())) {
       if (m.mark().equals(p.mark()) && m.pgid() != p.pid()) {
         escaped.add(m.pid());
       }
@@ -457,11 +593,23 @@ public final class ProcessManager implements AutoCloseable {
     return groupAlive || !escaped.isEmpty();
   }
 
-  /** This run's marked processes outside {@code pgids} whose marker {@code include} accepts. */
+  /**
+   * This run's marked processes outside {@code pgids} whose marker {@code include} accepts; with
+   * {@code include} null, every process of the command user outside them (shutdown: that finds
+   * even a process that cleared its marker or made itself unreadable).
+   */
   private List<Long> escapees(Collection<Long> pgids, Predicate<String> include) {
     Set<Long> inGroups = new HashSet<>(pgids);
     List<Long> pids = new ArrayList<>();
-    for (ProcessGroups.Marked m : ProcessGroups.marked(CommandEnvironment.RUN_VAR, environment.runId() + ".")) {
+    if (include == null) {
+      for (ProcessGroups.Marked m : ProcessGroups.ofUser(commandUser.uid())) {
+        if (!inGroups.contains(m.pgid())) {
+          pids.add(m.pid());
+        }
+      }
+      return pids;
+    }
+    for (ProcessGroups.Marked m : groups.find(CommandEnvironment.RUN_VAR, environment.runId() + ".")) {
       if (!inGroups.contains(m.pgid()) && include.test(m.mark())) {
         pids.add(m.pid());
       }
@@ -643,7 +791,8 @@ public final class ProcessManager implements AutoCloseable {
     if (!targets.isEmpty()) {
       log.info("stopping {} process(es)", targets.size());
     }
-    terminateAll(targets, finishedGroups(), mark -> true, ManagedProcess.KillReason.SHUTDOWN);
+    // Shutdown stops everything of the command user: it is there for the agent's commands only.
+    terminateAll(targets, finishedGroups(), commandUser != null ? null : mark -> true, ManagedProcess.KillReason.SHUTDOWN);
     if (watchdog != null) {
       watchdog.close(); // everything is stopped: it can go without a sweep
     }

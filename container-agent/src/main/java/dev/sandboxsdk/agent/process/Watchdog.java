@@ -18,13 +18,21 @@ import org.slf4j.LoggerFactory;
  * whose environment carries this run's {@link CommandEnvironment#RUN_VAR} marker (found in
  * {@code /proc/<pid>/environ}), three rounds to catch processes forked meanwhile, and exits.
  *
+ * <p>With a command user ({@code --command-user}) the watchdog runs as root like the agent,
+ * so commands can neither signal nor read it, but it cannot read their environ either (no
+ * CAP_DAC_READ_SEARCH): its sweep instead kills every process whose real uid is the command
+ * user's, found in {@code /proc/<pid>/status}, which anyone may read.
+ *
  * <p>Needs only {@code sh}, {@code grep}, {@code tr} and {@code sleep}. The JDK closes every
  * other descriptor in the child, so commands never hold the pipe and cannot keep it open.
  */
 final class Watchdog implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(Watchdog.class);
 
-  /** $1: the grep pattern matching this run's marker in an environ file. */
+  /**
+   * $1: the grep pattern matching this run's marker in an environ file; $2: the command user's
+   * uid, or empty to sweep by marker.
+   */
   static final String SCRIPT = String.join("\n",
       "trap '' HUP INT TERM PIPE",
       "groups=' '",
@@ -37,8 +45,12 @@ final class Watchdog implements AutoCloseable {
       "done",
       "for round in 1 2 3; do",
       "  for g in $groups; do kill -KILL -\"$g\" 2>/dev/null; done",
-      "  pids=$(grep -lz -e \"$1\" /proc/[0-9]*/environ 2>/dev/null | tr '\\000' ' ')",
-      "  for f in $pids; do p=${f#/proc/}; kill -KILL \"${p%/environ}\" 2>/dev/null; done",
+      "  if [ -n \"$2\" ]; then",
+      "    pids=$(grep -l -E \"^Uid:[[:space:]]+$2[[:space:]]\" /proc/[0-9]*/status 2>/dev/null)",
+      "  else",
+      "    pids=$(grep -lz -e \"$1\" /proc/[0-9]*/environ 2>/dev/null | tr '\\000' ' ')",
+      "  fi",
+      "  for f in $pids; do p=${f#/proc/}; p=${p%/*}; [ \"$p\" -gt 1 ] && kill -KILL \"$p\" 2>/dev/null; done",
       "  sleep 0.1",
       "done",
       "");
@@ -70,9 +82,10 @@ final class Watchdog implements AutoCloseable {
    * Starts the watchdog for the run {@code runId}, or returns null (with a warning) if it cannot
    * be started: the agent then works as before, without a backstop for its own death.
    */
-  static Watchdog start(String setsid, String runId, String path) {
+  static Watchdog start(String setsid, String runId, String path, CommandUser commandUser) {
     String pattern = "^" + CommandEnvironment.RUN_VAR + "=" + runId + "\\.";
-    ProcessBuilder pb = new ProcessBuilder(setsid, "/bin/sh", "-c", SCRIPT, "sandbox-agent-watchdog", pattern)
+    String uid = commandUser == null ? "" : String.valueOf(commandUser.uid());
+    ProcessBuilder pb = new ProcessBuilder(setsid, "/bin/sh", "-c", SCRIPT, "sandbox-agent-watchdog", pattern, uid)
         .redirectOutput(ProcessBuilder.Redirect.DISCARD)
         .redirectError(ProcessBuilder.Redirect.DISCARD)
         .directory(new File("/"));

@@ -38,4 +38,15 @@ class CommandEnvironmentTest {
         .containsEntry(CommandEnvironment.RUN_VAR, "abc.7")
         .doesNotContainKeys("PATH", TOKEN, "MISSING", "UNNAMED", "JUNK");
   }
+
+  @Test
+  void aCommandUsersHomeReplacesTheAgentsButAnExplicitlyInheritedHomeStillWins() {
+    Map<String, String> agent = Map.of("HOME", "/root");
+    assertThat(new CommandEnvironment(agent, List.of(), Path.of("/ws"), "abc", TOKEN, "/home/sandbox").start())
+        .containsEntry("HOME", "/home/sandbox");
+    assertThat(new CommandEnvironment(agent, List.of("HOME"), Path.of("/ws"), "abc", TOKEN, "/home/sandbox").start())
+        .containsEntry("HOME", "/root");
+    assertThat(new CommandEnvironment(agent, List.of(), Path.of("/ws"), "abc", TOKEN, null).start())
+        .containsEntry("HOME", "/root");
+  }
 }
