@@ -118,6 +118,13 @@ public final class AgentServer implements AutoCloseable {
         version(), config.bind(), server.port(), config.workspace(), config.token() != null ? "bearer token" : "DISABLED",
         config.effectiveMaxConnections(), config.requestTimeoutSeconds(),
         config.idleTimeoutMs() > 0 ? ", stops after " + config.idleTimeoutMs() + " ms without requests" : "");
+    // The JDK encodes a child's argv and environment in this charset: without a UTF-8 locale
+    // (a container with no LANG) every non-ASCII character of a command would become '?'.
+    String jnu = System.getProperty("sun.jnu.encoding", "");
+    if (!jnu.equalsIgnoreCase("UTF-8")) {
+      log.warn("this JVM passes command lines and environment to commands as {}, not UTF-8: non-ASCII characters"
+          + " become '?'. Start the agent with a UTF-8 locale, e.g. LANG=C.UTF-8", jnu);
+    }
     return server;
   }
 
