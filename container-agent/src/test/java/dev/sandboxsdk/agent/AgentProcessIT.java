@@ -103,7 +103,8 @@ class AgentProcessIT {
     String help = new String(agent.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     assertThat(help).contains("--port", "--bind", "--workspace", "--token-file", "--max-processes",
         "--insecure-no-auth", "--grace-ms", "--keep-alive-ms", "--max-body-bytes", "--log-window-bytes",
-        "--max-output-bytes", "--auto-cleanup-delay-ms", "--exit-on-stdin-eof", "SANDBOX_AGENT_TOKEN", "SANDBOX_AGENT_READY");
+        "--max-output-bytes", "--auto-cleanup-delay-ms", "--exit-on-stdin-eof", "--idle-timeout-ms", "--command-user",
+        "SANDBOX_AGENT_TOKEN", "SANDBOX_AGENT_READY");
   }
 
   @Test

@@ -147,12 +147,20 @@ public final class CommandUser {
     }
   }
 
+  /** What {@link #probe} reads of its own /proc/self/status once it runs as the user. */
+  static final String PROBE_PATTERN = "^(Uid|Gid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):";
+  private static final String NO_CAPS = "0000000000000000";
+
   /**
-   * Switches to the user once and runs {@code argv} the way every command will start, and fails
-   * with setpriv's own reason if that is impossible: the agent is not root, or lacks CAP_SETUID,
-   * CAP_SETGID or CAP_SETPCAP.
+   * Switches to the user once, the way every command will start ({@code launch}, e.g. env's
+   * change of directory, then grep reading its own /proc/self/status), and fails with one line
+   * if that is impossible (the agent is not root, or lacks CAP_SETUID or CAP_SETGID: setpriv
+   * says why) or leaves the command anything: setpriv 2.38 exits 0 without emptying the
+   * bounding set when the agent lacks CAP_SETPCAP, so the result is checked, not the status.
    */
-  void probe(List<String> argv) {
+  void probe(List<String> launch, String grep) {
+    List<String> argv = new ArrayList<>(launch);
+    argv.addAll(List.of(grep, "-E", PROBE_PATTERN, "/proc/self/status"));
     String out;
     int status;
     try {
@@ -169,11 +177,41 @@ public final class CommandUser {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("--command-user: interrupted while checking the user switch");
     }
-    if (status != 0) {
+    String wrong = status != 0 ? (out.isEmpty() ? "setpriv exit status " + status : out.replace('\n', ' '))
+        : leftOver(out);
+    if (wrong != null) {
       throw new IllegalStateException("--command-user " + spec + ": the agent cannot switch to uid " + uid
-          + " (" + (out.isEmpty() ? "setpriv exit status " + status : out.replace('\n', ' '))
-          + "); the agent must run as root with CAP_SETUID, CAP_SETGID and CAP_SETPCAP");
+          + " (" + wrong + "); the agent must run as root with CAP_SETUID, CAP_SETGID and CAP_SETPCAP");
     }
+  }
+
+  /** What the probe's status lines show the command would keep, or null if they are as they must be. */
+  String leftOver(String statusLines) {
+    java.util.Map<String, String> seen = new java.util.HashMap<>();
+    for (String line : statusLines.split("\n")) {
+      int colon = line.indexOf(':');
+      if (colon > 0) {
+        seen.put(line.substring(0, colon), line.substring(colon + 1).trim().replaceAll("\\s+", " "));
+      }
+    }
+    List<String> wrong = new ArrayList<>();
+    String uids = uid + " " + uid + " " + uid + " " + uid;
+    String gids = gid + " " + gid + " " + gid + " " + gid;
+    if (!uids.equals(seen.get("Uid"))) {
+      wrong.add("Uid " + seen.get("Uid"));
+    }
+    if (!gids.equals(seen.get("Gid"))) {
+      wrong.add("Gid " + seen.get("Gid"));
+    }
+    for (String caps : List.of("CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb")) {
+      if (!NO_CAPS.equals(seen.get(caps))) {
+        wrong.add(caps + " " + seen.get(caps));
+      }
+    }
+    if (!"1".equals(seen.get("NoNewPrivs"))) {
+      wrong.add("NoNewPrivs " + seen.get("NoNewPrivs"));
+    }
+    return wrong.isEmpty() ? null : "it would keep " + String.join(", ", wrong);
   }
 
   /**
@@ -183,9 +221,11 @@ public final class CommandUser {
    */
   void adopt(Path workspace) {
     try {
-      Files.setAttribute(workspace, "unix:uid", (int) uid, LinkOption.NOFOLLOW_LINKS);
-      Files.setAttribute(workspace, "unix:gid", (int) gid, LinkOption.NOFOLLOW_LINKS);
+      // rwxr-xr-x before the owner changes (then only CAP_FOWNER could): the agent, which cannot
+      // search the user's directories otherwise, still sees what is in the workspace itself.
       Files.setPosixFilePermissions(workspace, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+      Files.setAttribute(workspace, "unix:gid", (int) gid, LinkOption.NOFOLLOW_LINKS);
+      Files.setAttribute(workspace, "unix:uid", (int) uid, LinkOption.NOFOLLOW_LINKS);
     } catch (IOException | UnsupportedOperationException e) {
       throw new IllegalStateException("--command-user: cannot give the new workspace " + workspace + " to uid " + uid
           + " (" + e.getMessage() + "); pass --workspace with a directory that user owns");

@@ -28,9 +28,9 @@ import java.util.stream.Stream;
  *
  * <p>The directory is root's alone ({@code rwx------}), so nobody else can reach a FIFO by its
  * name. With a command user the FIFOs themselves are {@code rw----rw-}: a command that reopens
- * its own stdout or stdin by name ({@code echo x > /dev/stdout}, {@code cat /dev/stdin} go
- * through {@code /proc/self/fd/N}, which skips the directory but not the FIFO's own mode) must
- * be allowed to, and the agent cannot give them to the user without CAP_CHOWN. Others still
+ * its own stdout or stderr by name ({@code echo x > /dev/stderr} goes through
+ * {@code /proc/self/fd/2}, which skips the directory but not the FIFO's own mode) must be
+ * allowed to, and the agent cannot give them to the user without CAP_CHOWN. Others still
  * cannot get at them: the directory bars the name, and {@code /proc/<pid>/fd} of a command is
  * open only to its own user.
  */

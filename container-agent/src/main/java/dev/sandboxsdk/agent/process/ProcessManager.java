@@ -129,11 +129,12 @@ public final class ProcessManager implements AutoCloseable {
    */
   private static CommandUser commandUser(AgentConfig config, String path, String env, boolean workspaceCreated) {
     CommandUser user = CommandUser.resolve(config.commandUser(), PASSWD, ProcessGroups.which("setpriv", path));
-    if (env == null || ProcessGroups.which("grep", path) == null) {
+    String grep = ProcessGroups.which("grep", path);
+    if (env == null || grep == null) {
       throw new IllegalStateException("--command-user needs env(1) and grep(1) on the agent's PATH"
           + " (Debian/Ubuntu: coreutils, grep)");
     }
-    user.probe(List.of(env, "--chdir=/", "true"));
+    user.probe(List.of(env, "--chdir=/"), grep);
     Path ws = config.workspace();
     if (workspaceCreated) {
       user.adopt(ws);
@@ -341,6 +342,8 @@ public final class ProcessManager implements AutoCloseable {
     }
     java.io.OutputStream stdin = wantsStdin ? process.getOutputStream() : null;
     if (stdin != null && commandUser != null) {
+      // The pipe exists only now; the command gets to it after setpriv, env and setsid have
+      // exec'd, by which time this chmod is normally done.
       StdinPipes.shareWithOthers(stdin);
     }
     ManagedProcess p = new ManagedProcess(id, kind, spec, process, spec.stdinPipe() ? stdin : null, out, err, this,

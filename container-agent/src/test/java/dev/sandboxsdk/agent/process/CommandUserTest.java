@@ -90,4 +90,20 @@ class CommandUserTest {
     assertThat(CommandUser.syntaxError("1000:x")).contains("neither a user name nor UID or UID:GID");
     assertThat(CommandUser.syntaxError("")).contains("neither");
   }
+
+  @Test
+  void theProbeAcceptsOnlyTheUserWithoutAnyCapabilityAndWithNoNewPrivs() {
+    CommandUser user = CommandUser.resolve("4242:4343", passwd, "setpriv");
+    String good = String.join("\n", "Uid:\t4242\t4242\t4242\t4242", "Gid:\t4343\t4343\t4343\t4343",
+        "CapInh:\t0000000000000000", "CapPrm:\t0000000000000000", "CapEff:\t0000000000000000",
+        "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1");
+
+    assertThat(user.leftOver(good)).isNull();
+    // What setpriv 2.38 leaves when the agent lacks CAP_SETPCAP: it exits 0 all the same.
+    assertThat(user.leftOver(good.replace("CapBnd:\t0000000000000000", "CapBnd:\t00000000000000e0")))
+        .isEqualTo("it would keep CapBnd 00000000000000e0");
+    assertThat(user.leftOver(good.replace("NoNewPrivs:\t1", "NoNewPrivs:\t0").replace("Uid:\t4242", "Uid:\t0")))
+        .isEqualTo("it would keep Uid 0 4242 4242 4242, NoNewPrivs 0");
+    assertThat(user.leftOver("")).contains("Uid null").contains("CapEff null");
+  }
 }
