@@ -40,6 +40,13 @@ path-exclude /usr/share/lintian/*
 path-exclude /usr/share/linda/*
 CFG
 debootstrap --variant=minbase bookworm "$root" "$mirror" >/dev/null
+# debootstrap unpacks the essential packages itself, past dpkg's path-exclude (which only the
+# packages installed later honour), so remove now what the rules above would have left out:
+# 38 of the 116 MB otherwise (78 MB with them gone).
+find "$root/usr/share/doc" -depth -type f ! -name copyright -delete
+find "$root/usr/share/doc" -empty -delete
+rm -rf "$root"/usr/share/man/* "$root"/usr/share/groff/* "$root"/usr/share/info/* \
+  "$root"/usr/share/locale/* "$root"/usr/share/lintian/* "$root"/usr/share/linda/*
 # The image's own apt then uses the same mirror (and its security suite, if the host has one).
 security=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/null \
              | grep -oE 'https?://[^ ]*security[^ ]*' | head -1 || true)
@@ -48,6 +55,6 @@ security=$(cat /etc/apt/sources.list.d/*.sources /etc/apt/sources.list 2>/dev/nu
   echo "deb $mirror bookworm-updates main"
   [ -n "$security" ] && echo "deb $security bookworm-security main"
 } >"$root/etc/apt/sources.list"
-rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/lib/apt/lists/*
+rm -rf "$root"/var/cache/apt/archives/*.deb "$root"/var/cache/apt/*.bin "$root"/var/lib/apt/lists/*
 tar -C "$root" -c . | "$engine" import --change 'CMD ["/bin/bash"]' - "$image" >/dev/null
 echo "base image $image: $("$engine" image inspect "$image" --format '{{.Size}}') bytes"
