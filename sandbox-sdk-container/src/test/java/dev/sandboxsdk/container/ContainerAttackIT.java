@@ -44,7 +44,20 @@ class ContainerAttackIT {
   }
 
   private static ExecResult sh(String command) {
-    return sandbox.exec(command, ExecOptions.builder().timeout(Duration.ofSeconds(30)).build());
+    return run(command, ExecOptions.builder().timeout(Duration.ofSeconds(30)).build());
+  }
+
+  /** Runs an attack and prints what it got, for the table in docs/containers.md. */
+  private static ExecResult run(String command, ExecOptions options) {
+    ExecResult r = sandbox.exec(command, options);
+    System.out.printf("ATTACK %s%n  -> exit %d%s, stdout %s, stderr %s%n", command.replace(token, "<token>"), r.exitCode(),
+        r.timedOut() ? " (timed out)" : "", firstLine(r.stdout()), firstLine(r.stderr()));
+    return r;
+  }
+
+  private static String firstLine(String s) {
+    String line = s.lines().findFirst().orElse("");
+    return "'" + (line.length() > 100 ? line.substring(0, 100) + "..." : line) + "'" + (s.lines().count() > 1 ? " ..." : "");
   }
 
   /** The pid of the agent's JVM, as commands see it. */
@@ -91,7 +104,7 @@ class ContainerAttackIT {
   @Test
   void noFileACommandCanReadHoldsTheToken() {
     // The token reaches this command only through its own request's environment, for grep.
-    ExecResult r = sandbox.exec("grep -rlsF -e \"$T\" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; echo done",
+    ExecResult r = run("grep -rlsF -e \"$T\" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; echo done",
         ExecOptions.builder().env(Map.of("T", token)).timeout(Duration.ofSeconds(60)).build());
 
     assertThat(r.stdout()).isEqualTo("done\n");
@@ -107,13 +120,14 @@ class ContainerAttackIT {
   }
 
   @Test
-  void theRootFileSystemIsReadOnlyWhileWorkspaceAndTmpAreWritable() {
-    for (String path : new String[] {"/usr/pwned", "/etc/pwned", "/pwned", "/home/sandbox/pwned"}) {
+  void theRootFileSystemIsReadOnlyWhileWorkspaceTmpAndHomeAreWritable() {
+    for (String path : new String[] {"/usr/pwned", "/etc/pwned", "/pwned", "/opt/sandbox-agent/pwned"}) {
       ExecResult r = sh("echo x > " + path);
       assertThat(r.exitCode()).as(path).isNotZero();
       assertThat(r.stderr()).as(path).containsAnyOf("Read-only file system", "Permission denied");
     }
-    assertThat(sh("echo w > /workspace/ok && echo t > /tmp/ok && cat /workspace/ok /tmp/ok").stdout()).isEqualTo("w\nt\n");
+    assertThat(sh("echo w > /workspace/ok && echo t > /tmp/ok && echo h > ~/ok && cat /workspace/ok /tmp/ok ~/ok").stdout())
+        .isEqualTo("w\nt\nh\n");
   }
 
   @Test
@@ -148,7 +162,7 @@ class ContainerAttackIT {
 
   @Test
   void aForkBombHitsThePidsLimitAndTheAgentKeepsServing() {
-    ExecResult r = sandbox.exec("bomb() { bomb | bomb & }; bomb; sleep 5",
+    ExecResult r = run("bomb() { bomb | bomb & }; bomb; sleep 5",
         ExecOptions.builder().timeout(Duration.ofSeconds(8)).build());
 
     assertThat(r.timedOut() || r.exitCode() != 0 || r.stderr().contains("fork")).isTrue();
@@ -160,7 +174,7 @@ class ContainerAttackIT {
 
   @Test
   void aMemoryHogIsKilledAndTheAgentKeepsServing() {
-    ExecResult r = sandbox.exec("a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done",
+    ExecResult r = run("a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done",
         ExecOptions.builder().timeout(Duration.ofSeconds(60)).build());
 
     assertThat(r.exitCode()).as("killed, not finished: " + r).isNotZero();

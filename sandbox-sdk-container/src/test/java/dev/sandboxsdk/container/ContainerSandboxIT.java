@@ -34,10 +34,11 @@ class ContainerSandboxIT {
   @Test
   void aStartedSandboxRunsCommandsAsTheSandboxUserInTheWorkspaceWithTheCallersEnv() {
     try (ContainerSandbox s = sandbox().env("GREETING", "hello from the host").start()) {
-      ExecResult r = s.exec("id -u; id -un; pwd; echo \"$GREETING\"; echo \"[${SANDBOX_AGENT_TOKEN-}]\"");
+      ExecResult r = s.exec("id -u; id -un; pwd; echo \"$GREETING\"; echo \"[${SANDBOX_AGENT_TOKEN-}]\";"
+          + " echo \"$HOME\"; touch \"$HOME/.written\" && echo home-writable");
 
       assertThat(r.exitCode()).isZero();
-      assertThat(r.stdout()).isEqualTo("1000\nsandbox\n/workspace\nhello from the host\n[]\n");
+      assertThat(r.stdout()).isEqualTo("1000\nsandbox\n/workspace\nhello from the host\n[]\n/home/sandbox\nhome-writable\n");
       assertThat(s.baseUrl().getHost()).isEqualTo("127.0.0.1");
     }
   }
@@ -99,20 +100,22 @@ class ContainerSandboxIT {
   }
 
   @Test
-  void destroyRemovesTheContainerAndItsWorkspaceVolume() throws IOException {
+  void destroyRemovesTheContainerAndItsVolumes() throws IOException {
     ContainerSandbox s = sandbox().start();
-    String volume;
     try (DockerClient docker = ContainerEngine.client()) {
       InspectContainerResponse c = docker.inspectContainerCmd(s.id()).exec();
-      volume = c.getMounts().stream().filter(m -> "/workspace".equals(m.getDestination().getPath()))
-          .findFirst().orElseThrow().getName();
-      assertThat(volume).isNotBlank();
-      s.exec("head -c 1000000 /dev/zero > big");
+      List<String> volumes = c.getMounts().stream()
+          .filter(m -> List.of("/workspace", "/home/sandbox").contains(m.getDestination().getPath()))
+          .map(InspectContainerResponse.Mount::getName).toList();
+      assertThat(volumes).hasSize(2).allSatisfy(v -> assertThat(v).isNotBlank());
+      s.exec("head -c 1000000 /dev/zero > big; touch ~/.profile-of-mine");
 
       s.destroy();
 
       assertThatThrownBy(() -> docker.inspectContainerCmd(s.id()).exec()).isInstanceOf(NotFoundException.class);
-      assertThatThrownBy(() -> docker.inspectVolumeCmd(volume).exec()).isInstanceOf(NotFoundException.class);
+      for (String v : volumes) {
+        assertThatThrownBy(() -> docker.inspectVolumeCmd(v).exec()).as(v).isInstanceOf(NotFoundException.class);
+      }
     }
     assertThatThrownBy(() -> s.exec("true")).isInstanceOf(IllegalStateException.class);
   }

@@ -35,6 +35,8 @@ public final class Launch {
   public static final int AGENT_PORT = 3000;
   /** Where commands work; an anonymous volume, removed with the container. */
   public static final String WORKSPACE = "/workspace";
+  /** That user's home directory in the image. */
+  public static final String HOME = "/home/sandbox";
   /** The unprivileged user of the image that runs every command. */
   public static final String COMMAND_USER = "sandbox";
   /** The variable that carries the token to the agent; only root (the agent) can read it in /proc. */
@@ -141,7 +143,10 @@ public final class Launch {
             .withEnv(env)
             .withCmd(cmd)
             .withExposedPorts(ExposedPort.tcp(AGENT_PORT))
-            .withVolumes(new Volume(WORKSPACE))
+            // Anonymous volumes, removed with the container; the engine copies the image's
+            // ownership (the sandbox user) into each. HOME too: npm, pip and git write there,
+            // and the root file system is read-only.
+            .withVolumes(new Volume(WORKSPACE), new Volume(HOME))
             .withStopTimeout(10)
             .withHostConfig(host)
             .exec()
