@@ -139,6 +139,33 @@ class ContainerProviderIT {
   }
 
   @Test
+  void aSandboxIdleForItsTimeoutStopsAndIsRemoved() throws Exception {
+    try (StdioServer server = StdioServer.start(tmp, List.of("--provider", "container", "--image",
+        ContainerEngine.IMAGE))) {
+      server.initialize();
+      JsonNode got = server.call("getSandbox", args("sandboxId", "idle", "idleTimeoutSeconds", 10));
+      assertThat(isError(got)).as("getSandbox: %s", got).isFalse();
+      JsonNode sandbox = got.path("structuredContent").path("sandbox");
+      assertThat(sandbox.path("keepAlive").asBoolean()).isFalse();
+      assertThat(sandbox.path("idleTimeoutSeconds").asInt()).isEqualTo(10);
+      String containerId = sandbox.path("providerId").asText();
+      assertThat(running(containerId)).isPresent();
+
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(40);
+      int count;
+      do {
+        Thread.sleep(1000);
+        count = server.call("listSandboxes", args()).path("structuredContent").path("count").asInt();
+      } while (count > 0 && System.nanoTime() < deadline);
+
+      assertThat(count).as("the idle sandbox is no longer listed").isZero();
+      assertThat(listed(containerId)).as("its stopped container was removed").isEmpty();
+      JsonNode gone = server.call("exec", args("command", "true", "sandboxId", "idle"));
+      assertThat(gone.path("content").path(0).path("text").asText()).startsWith("There is no sandbox 'idle'.");
+    }
+  }
+
+  @Test
   void aMissingImageIsAnErrorResultThatSaysSo() throws Exception {
     try (StdioServer server = StdioServer.start(tmp, List.of("--provider", "container", "--image",
         "sandbox-agent-missing-" + System.nanoTime()))) {

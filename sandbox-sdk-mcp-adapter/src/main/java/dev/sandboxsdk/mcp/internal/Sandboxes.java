@@ -227,9 +227,11 @@ public final class Sandboxes implements AutoCloseable {
       stopped.addAll(notRunning(toCheck, checkAll));
     }
     for (Entry e : stopped) {
+      if (!remove(e)) {
+        continue; // another call found it first
+      }
       log.info("sandbox {}: {} has stopped (idle timeout, or killed); forgetting it", e.id(),
           e.mode() == SandboxMode.LOCAL ? "its agent" : "its " + provider().name() + " " + e.providerId());
-      remove(e);
       try {
         if (e.mode() == SandboxMode.LOCAL) {
           e.sandbox().close();
@@ -398,12 +400,10 @@ public final class Sandboxes implements AutoCloseable {
     return out;
   }
 
-  /** Forgets {@code entry} (after destroy, or once found gone). */
-  public void remove(Entry entry) {
+  /** Forgets {@code entry} (after destroy, or once found gone); false if it was already forgotten. */
+  public boolean remove(Entry entry) {
     CompletableFuture<Entry> f = byId.get(entry.id());
-    if (f != null && f.isDone() && !f.isCompletedExceptionally() && f.join() == entry) {
-      byId.remove(entry.id(), f);
-    }
+    return f != null && f.isDone() && !f.isCompletedExceptionally() && f.join() == entry && byId.remove(entry.id(), f);
   }
 
   /**
