@@ -53,6 +53,7 @@ public final class McpMain {
     });
     McpServer server = new McpServer(config);
     log.info("sandbox-mcp {}", config);
+    server.sandboxes().logProviderInBackground();
     if (!config.http()) {
       Runtime.getRuntime().addShutdownHook(new Thread(server::close, "mcp-shutdown"));
       new StdioTransport(server, System.in, protocolOut).run();

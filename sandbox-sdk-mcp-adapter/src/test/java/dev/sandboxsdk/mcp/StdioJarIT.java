@@ -150,7 +150,8 @@ class StdioJarIT {
   }
 
   @ParameterizedTest
-  @ValueSource(strings = {"--bogus", "--port 5", "--stdio --http"})
+  @ValueSource(strings = {"--bogus", "--port 5", "--stdio --http", "--image sandbox-agent",
+      "--provider container --memory 12x", "--provider docker"})
   void badOptionExitsWithStatus2AndUsageOnStderrOnly(String args) throws Exception {
     Finished f = runToExit(Arrays.asList(args.split(" ")));
 

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
+import dev.sandboxsdk.SandboxSpec;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.URI;
@@ -12,7 +13,10 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * The adapter's settings, parsed from the command line and the environment.
@@ -22,7 +26,10 @@ import java.util.Map;
  * @param bind HTTP bind address
  * @param httpToken bearer token HTTP clients must send; null only with {@code noAuth}
  * @param noAuth serve HTTP without a token (loopback binds only)
- * @param agentUrl a remote agent to drive; null for local sandboxes
+ * @param mode where sandboxes run: local agents, containers, or the one remote agent
+ * @param containerSpec with {@link SandboxMode#CONTAINER}, the image, limits and network of every
+ *     container (without the environment, labels and idle timeout, which each sandbox adds); else null
+ * @param agentUrl a remote agent to drive; null unless {@link SandboxMode#REMOTE}
  * @param agentToken the remote agent's token
  * @param passEnv variables (name to value) injected into every sandbox process and redacted from output
  * @param maxOutputBytes output per stream handed to the model in one result
@@ -39,6 +46,8 @@ public record AdapterConfig(
     String bind,
     String httpToken,
     boolean noAuth,
+    SandboxMode mode,
+    SandboxSpec containerSpec,
     URI agentUrl,
     String agentToken,
     Map<String, String> passEnv,
@@ -52,7 +61,10 @@ public record AdapterConfig(
 
   public static final String USAGE = String.join("\n",
       "usage: java -jar sandbox-mcp.jar [--stdio | --http [--port 8080] [--bind 127.0.0.1]]",
-      "           [--token-file F | --no-auth] [--agent-url URL --agent-token-file F]",
+      "           [--token-file F | --no-auth]",
+      "           [--provider local | --provider container [--image NAME] [--memory SIZE] [--cpus N]",
+      "                                 [--pids-limit N] [--network on|off]",
+      "            | --agent-url URL --agent-token-file F]",
       "           [--pass-env NAME ...] [--max-output-bytes N] [--max-sandboxes N]",
       "           [--allow-host HOST] [--allow-origin ORIGIN] [--keep-alive-seconds N]",
       "",
@@ -62,7 +74,16 @@ public record AdapterConfig(
       "  --bind ADDR          HTTP bind address (default 127.0.0.1)",
       "  --token-file F       bearer token for HTTP clients (or env SANDBOX_MCP_TOKEN)",
       "  --no-auth            HTTP without a token; only on a loopback address",
-      "  --agent-url URL      drive this remote container agent instead of local sandboxes",
+      "  --provider P         where each sandbox runs: local (the default; an agent process on this",
+      "                       machine, as this OS user, NOT isolated) or container (a container per",
+      "                       sandbox on Docker or Podman, found through DOCKER_HOST or the local socket)",
+      "  --image NAME         container: the agent image (default sandbox-agent)",
+      "  --memory SIZE        container: memory limit per sandbox, bytes or with k, m, g (default 1g,",
+      "                       at least 64m)",
+      "  --cpus N             container: CPU limit per sandbox, e.g. 1.5 (default 1)",
+      "  --pids-limit N       container: processes and threads per sandbox (default 512, at least 64)",
+      "  --network on|off     container: whether commands may open connections (default off)",
+      "  --agent-url URL      drive this remote container agent instead of a provider",
       "  --agent-token-file F the remote agent's token (or env SANDBOX_AGENT_TOKEN)",
       "  --pass-env NAME ...  inject these variables of the adapter's environment into every",
       "                       sandbox process; its value is redacted from all output",
@@ -78,6 +99,13 @@ public record AdapterConfig(
 
   private static final List<String> HTTP_ONLY = List.of("--port", "--bind", "--token-file", "--no-auth",
       "--allow-host", "--allow-origin", "--keep-alive-seconds", "--max-connections");
+  private static final List<String> CONTAINER_ONLY = List.of("--image", "--memory", "--cpus", "--pids-limit",
+      "--network");
+  private static final Pattern SIZE = Pattern.compile("(\\d{1,19})([kmg]?)", Pattern.CASE_INSENSITIVE);
+  private static final Pattern DECIMAL = Pattern.compile("\\d{1,6}(\\.\\d{1,9})?");
+  static final long MIN_MEMORY_BYTES = 64L << 20;
+  static final long MAX_MEMORY_BYTES = 1L << 40;
+  static final int MAX_PIDS_LIMIT = 4_194_304; // the kernel's largest pid_max
   /** The adapter's own secrets: never passed to sandboxes, whatever --pass-env says. */
   /** Where the HTTP token and the remote agent's token may come from; never passed to commands. */
   static final String HTTP_TOKEN_ENV = "SANDBOX_MCP_TOKEN";
@@ -103,6 +131,9 @@ public record AdapterConfig(
     boolean noAuth = false;
     String agentUrl = null;
     String agentTokenFile = null;
+    String provider = null;
+    SandboxSpec.Builder spec = SandboxSpec.builder();
+    List<String> containerOnly = new ArrayList<>();
     Map<String, String> passEnv = new LinkedHashMap<>();
     int maxOutput = 16_384;
     int maxSandboxes = 8;
@@ -117,6 +148,9 @@ public record AdapterConfig(
       if (HTTP_ONLY.contains(a)) {
         httpOnly.add(a);
       }
+      if (CONTAINER_ONLY.contains(a) && !containerOnly.contains(a)) {
+        containerOnly.add(a);
+      }
       switch (a) {
         case "--stdio" -> stdio = true;
         case "--http" -> http = true;
@@ -126,6 +160,30 @@ public record AdapterConfig(
         case "--token-file" -> tokenFile = value(args, ++i, a);
         case "--agent-url" -> agentUrl = value(args, ++i, a);
         case "--agent-token-file" -> agentTokenFile = value(args, ++i, a);
+        case "--provider" -> {
+          provider = value(args, ++i, a);
+          if (!provider.equals("local") && !provider.equals("container")) {
+            throw new UsageException("--provider must be local or container, got '" + provider + "'");
+          }
+        }
+        case "--image" -> {
+          String image = value(args, ++i, a);
+          try {
+            spec.image(image);
+          } catch (IllegalArgumentException e) {
+            throw new UsageException("--image: " + e.getMessage());
+          }
+        }
+        case "--memory" -> spec.memoryBytes(memoryValue(a, value(args, ++i, a)));
+        case "--cpus" -> spec.cpus(cpusValue(a, value(args, ++i, a)));
+        case "--pids-limit" -> spec.pidsLimit(intValue(a, value(args, ++i, a), 64, MAX_PIDS_LIMIT));
+        case "--network" -> {
+          String v = value(args, ++i, a);
+          if (!v.equals("on") && !v.equals("off")) {
+            throw new UsageException("--network must be on or off, got '" + v + "'");
+          }
+          spec.network(v.equals("on"));
+        }
         case "--max-output-bytes" -> maxOutput = intValue(a, value(args, ++i, a), 256, 16 * 1024 * 1024);
         case "--max-sandboxes" -> maxSandboxes = intValue(a, value(args, ++i, a), 1, 1_000);
         case "--keep-alive-seconds" -> keepAliveSeconds = intValue(a, value(args, ++i, a), 1, 3_600);
@@ -176,6 +234,25 @@ public record AdapterConfig(
         throw new UsageException("--no-auth is only allowed on a loopback bind address, not " + bind);
       }
     }
+    if (agentUrl != null && provider != null) {
+      throw new UsageException("--agent-url conflicts with --provider " + provider + ": --agent-url drives one"
+          + " remote agent instead of creating sandboxes; give one of them");
+    }
+    SandboxMode mode = agentUrl != null ? SandboxMode.REMOTE
+        : "container".equals(provider) ? SandboxMode.CONTAINER : SandboxMode.LOCAL;
+    if (mode != SandboxMode.CONTAINER && !containerOnly.isEmpty()) {
+      throw new UsageException(String.join(", ", containerOnly) + " appl" + (containerOnly.size() == 1 ? "ies" : "y")
+          + " to --provider container only");
+    }
+    SandboxSpec containerSpec = null;
+    if (mode == SandboxMode.CONTAINER) {
+      try { // the passed variables travel in the container's environment: its rules apply to their names
+        SandboxSpec.builder().env(passEnv);
+      } catch (IllegalArgumentException e) {
+        throw new UsageException("--pass-env with --provider container: " + e.getMessage());
+      }
+      containerSpec = spec.build();
+    }
     URI agent = null;
     String agentToken = null;
     if (agentUrl != null) {
@@ -195,7 +272,8 @@ public record AdapterConfig(
     } else if (agentTokenFile != null) {
       throw new UsageException("--agent-token-file needs --agent-url");
     }
-    return new AdapterConfig(http, port, bind, httpToken, noAuth, agent, agentToken, Map.copyOf(passEnv),
+    return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agent, agentToken,
+        Map.copyOf(passEnv),
         maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds),
         maxConnections, maxCalls);
   }
@@ -206,15 +284,33 @@ public record AdapterConfig(
   }
 
   public AdapterConfig withMaxOutputBytes(int bytes) {
-    return new AdapterConfig(http, port, bind, httpToken, noAuth, agentUrl, agentToken, passEnv,
+    return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agentUrl, agentToken, passEnv,
         bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive, maxConnections, maxConcurrentCalls);
   }
 
   @Override
   public String toString() { // never the tokens or the passed values
     return "AdapterConfig{" + (http ? "http " + bind + ":" + port + (noAuth ? " no-auth" : " token") : "stdio")
-        + ", " + (agentUrl != null ? "agent " + agentUrl : "local sandboxes") + ", passEnv=" + passEnv.keySet()
+        + ", " + where() + ", passEnv=" + passEnv.keySet()
         + ", maxOutputBytes=" + maxOutputBytes + "}";
+  }
+
+  private String where() {
+    return switch (mode) {
+      case LOCAL -> "local sandboxes";
+      case REMOTE -> "agent " + agentUrl;
+      case CONTAINER -> "containers of " + containerSpec.image() + " (memory " + containerSpec.memoryBytes()
+          + " bytes, " + containerSpec.cpus() + " CPUs, pids " + containerSpec.pidsLimit() + ", network "
+          + (containerSpec.network() ? "on" : "off") + ")";
+    };
+  }
+
+  /**
+   * Whether the passed variables go with every request (local sandboxes, a remote agent) rather
+   * than into the sandbox's own environment when it is created (containers).
+   */
+  public boolean passEnvPerCall() {
+    return mode != SandboxMode.CONTAINER;
   }
 
   static boolean isLoopback(String address) {
@@ -242,6 +338,44 @@ public record AdapterConfig(
     } catch (NumberFormatException e) {
       throw new UsageException(option + " takes a number, got '" + text + "'");
     }
+  }
+
+  /** A size in bytes, with an optional k, m or g (powers of 1024), between 64m and 1024g. */
+  static long memoryValue(String option, String text) {
+    Matcher m = SIZE.matcher(text);
+    if (!m.matches()) {
+      throw new UsageException(option + " takes a size in bytes, optionally with k, m or g (e.g. 512m), got '"
+          + text + "'");
+    }
+    int shift = switch (m.group(2).toLowerCase(Locale.ROOT)) {
+      case "k" -> 10;
+      case "m" -> 20;
+      case "g" -> 30;
+      default -> 0;
+    };
+    long n;
+    try {
+      n = Long.parseLong(m.group(1));
+    } catch (NumberFormatException e) {
+      n = Long.MAX_VALUE;
+    }
+    long bytes = n > (MAX_MEMORY_BYTES >> shift) ? Long.MAX_VALUE : n << shift;
+    if (bytes < MIN_MEMORY_BYTES || bytes > MAX_MEMORY_BYTES) {
+      throw new UsageException(option + " must be between 64m and 1024g, got " + text);
+    }
+    return bytes;
+  }
+
+  /** A decimal number of CPUs between 0.01 and 1024. */
+  static double cpusValue(String option, String text) {
+    if (!DECIMAL.matcher(text).matches()) {
+      throw new UsageException(option + " takes a decimal number of CPUs (e.g. 1.5), got '" + text + "'");
+    }
+    double v = Double.parseDouble(text);
+    if (v < 0.01 || v > 1024) {
+      throw new UsageException(option + " must be between 0.01 and 1024, got " + text);
+    }
+    return v;
   }
 
   private static String readToken(String file, String option) {

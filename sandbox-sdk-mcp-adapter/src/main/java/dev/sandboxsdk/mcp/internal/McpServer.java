@@ -157,12 +157,16 @@ public final class McpServer implements AutoCloseable {
         .put("name", "sandbox-sdk-mcp-adapter")
         .put("title", "Sandbox SDK")
         .put("version", version());
-    String where = config.agentUrl() == null
-        ? "Sandboxes here are local and not isolated from this machine: each is a working directory with its own"
-            + " process group and a minimal environment, but commands run as the host user with the host's files"
-            + " and network."
-        : "Sandboxes here live on a remote agent: commands run in its container, isolated as far as that"
-            + " container is.";
+    String where = switch (config.mode()) {
+      case LOCAL -> "Sandboxes here are local and not isolated from this machine: each is a working directory with its"
+          + " own process group and a minimal environment, but commands run as the host user with the host's files"
+          + " and network.";
+      case CONTAINER -> "Each sandbox here is its own container: commands run as an unprivileged user in /workspace,"
+          + " with limited memory, CPU and processes, a read-only system outside /workspace and /tmp, and "
+          + (config.containerSpec().network() ? "network access." : "no network.");
+      case REMOTE -> "Sandboxes here live on a remote agent: commands run in its container, isolated as far as that"
+          + " container is.";
+    };
     result.put("instructions", "Run commands and code in sandboxes. " + where + " exec runs a command and waits;"
         + " runCode runs a snippet; startProcess starts a background process whose output you read with"
         + " getProcessLogs or streamProcessLogs. Tools act on the sandbox \"default\" unless you pass sandboxId;"
@@ -304,7 +308,7 @@ public final class McpServer implements AutoCloseable {
     return v != null ? v : "dev";
   }
 
-  /** Sandboxes are the server's, shared by every session; closing the server destroys local ones. */
+  /** Sandboxes are the server's, shared by every session; closing the server destroys local ones and containers. */
   public Sandboxes sandboxes() {
     return sandboxes;
   }

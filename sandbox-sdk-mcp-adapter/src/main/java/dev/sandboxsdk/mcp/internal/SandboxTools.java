@@ -121,6 +121,7 @@ public final class SandboxTools implements AutoCloseable {
     }
     // Calls in flight are counted per sandbox (destroy refuses while any run); a cancelled call never completes.
     AtomicBoolean inUse = new AtomicBoolean(!name.equals("listSandboxes"));
+    boolean reachesAgent = inUse.get() && !name.equals("getSandbox");
     String sandboxId = sandboxId(args);
     Runnable release = () -> {
       if (inUse.compareAndSet(true, false)) {
@@ -132,13 +133,16 @@ public final class SandboxTools implements AutoCloseable {
     }
     try {
       CompletableFuture<ToolOutcome> f = t.call(args, ctx);
-      f.whenComplete((r, e) -> release.run());
+      f.whenComplete((r, e) -> {
+        release.run();
+        if (e == null && reachesAgent) {
+          sandboxes.reached(sandboxId);
+        }
+      });
       ctx.onCancel(release);
       return f.exceptionally(e -> {
         Throwable cause = e instanceof java.util.concurrent.CompletionException ? e.getCause() : e;
-        if (cause instanceof IllegalStateException) { // the SDK's "sandbox was closed"
-          sandboxes.closed(sandboxId);
-        }
+        sandboxes.failed(sandboxId, cause); // e.g. the SDK's "sandbox was closed", an agent gone
         ToolOutcome o = describe(cause);
         if (o == null) {
           throw e instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(e);
@@ -147,9 +151,7 @@ public final class SandboxTools implements AutoCloseable {
       });
     } catch (RuntimeException e) {
       release.run();
-      if (e instanceof IllegalStateException) {
-        sandboxes.closed(sandboxId);
-      }
+      sandboxes.failed(sandboxId, e);
       ToolOutcome o = describe(e);
       if (o == null) {
         throw e;
@@ -185,9 +187,9 @@ public final class SandboxTools implements AutoCloseable {
       return ToolOutcome.error("The sandbox did not answer in time: " + e.getMessage() + ". Try again.");
     }
     if (e instanceof SandboxConnectionException || e instanceof IllegalStateException) {
-      return ToolOutcome.error("The sandbox is not reachable: " + e.getMessage() + ". A local sandbox that was"
-          + " destroyed is created again by getSandbox (its files and processes are gone); a remote agent"
-          + " (--agent-url) must be running and reachable from this server.");
+      return ToolOutcome.error("The sandbox is not reachable: " + e.getMessage() + ". A sandbox that was"
+          + " destroyed or has stopped is created again by getSandbox (its files and processes are gone); a"
+          + " remote agent (--agent-url) must be running and reachable from this server.");
     }
     if (e instanceof SandboxException) {
       return ToolOutcome.error("The sandbox reported an error: " + e.getMessage());
@@ -712,7 +714,7 @@ public final class SandboxTools implements AutoCloseable {
     long t0 = System.nanoTime();
     Sandboxes.Got got = sandboxes.getOrCreate(id, keepAlive, idle);
     if (got.created()) {
-      ctx.log("info", "created " + (got.entry().local() ? "local" : "remote") + " sandbox '" + id + "' in "
+      ctx.log("info", "created " + got.entry().mode().wireName() + " sandbox '" + id + "' in "
           + (System.nanoTime() - t0) / 1_000_000 + " ms");
     }
     ObjectNode r = Json.object();
@@ -750,7 +752,7 @@ public final class SandboxTools implements AutoCloseable {
           + " killAllProcesses, or cancel the calls), or call destroy with force: true to kill everything.");
     }
     int killed = 0;
-    if (sb.local()) {
+    if (sb.mode() != SandboxMode.REMOTE) { // a local agent with its workspace, or a container with its volume
       killed = running.size();
       sb.sandbox().destroy();
     } else {
@@ -803,7 +805,11 @@ public final class SandboxTools implements AutoCloseable {
         env.put(f.getKey(), f.getValue().asText());
       }
     }
-    env.putAll(config.passEnv());
+    if (config.passEnvPerCall()) {
+      env.putAll(config.passEnv());
+    } else { // the sandbox's own environment has them; a call's variable of that name would override it
+      config.passEnv().keySet().forEach(env::remove);
+    }
     return env;
   }
 
@@ -836,10 +842,11 @@ public final class SandboxTools implements AutoCloseable {
   }
 
   private static ObjectNode sandboxJson(Sandboxes.Entry e) {
-    ObjectNode o = Json.object().put("sandboxId", e.id()).put("mode", e.local() ? "local" : "remote")
+    ObjectNode o = Json.object().put("sandboxId", e.id()).put("mode", e.mode().wireName())
         .put("keepAlive", e.keepAlive());
     o.put("idleTimeoutSeconds", e.idleTimeout() == null ? null : e.idleTimeout().toSeconds());
     o.put("createdAt", e.createdAt().toString());
-    return o.put("workspace", e.workspace());
+    o.put("workspace", e.workspace());
+    return o.put("providerId", e.providerId());
   }
 }

@@ -1,36 +1,70 @@
 package dev.sandboxsdk.mcp.internal;
 
 import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxProvider;
+import dev.sandboxsdk.SandboxSpec;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The server's sandboxes by id. Without an agent URL each id is its own {@link LocalSandbox};
- * with one, there is a single sandbox, {@code default}, on that agent. The {@code default}
- * sandbox is created on first use; other ids only by {@code getSandbox}. Thread-safe.
+ * The server's sandboxes by id. Locally each id is its own {@link LocalSandbox}; with
+ * {@code --provider container} each id is a sandbox the {@link SandboxProvider} creates from the
+ * configured {@link SandboxSpec}; with an agent URL there is a single sandbox, {@code default}, on
+ * that agent. The {@code default} sandbox is created on first use; other ids only by
+ * {@code getSandbox}. Thread-safe.
  */
 public final class Sandboxes implements AutoCloseable {
   public static final String DEFAULT_ID = "default";
   static final Duration DEFAULT_IDLE = Duration.ofMinutes(10);
+  /**
+   * A provider's sandbox that a call reached, or that the provider listed as running, this
+   * recently counts as alive without asking the provider again. It cannot have stopped for
+   * idleness since (the shortest idle timeout is 10 s); if it was killed, the next call fails and
+   * marks it for a check.
+   */
+  static final Duration SEEN_FOR = Duration.ofSeconds(5);
+  /** Where the container provider's commands start (its image's workspace volume). */
+  static final String CONTAINER_WORKSPACE = "/workspace";
+  /** Labels on every provider sandbox: the MCP sandbox id, and the server process that made it. */
+  static final String ID_LABEL = "mcp.sandbox-id";
+  static final String SERVER_LABEL = "mcp.server-pid";
+  private static final Duration CLOSE_WAIT = Duration.ofSeconds(30);
   private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
   private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
 
-  /** One sandbox and how it was made; {@code agentPid} is -1 for a remote agent. */
-  public record Entry(String id, Sandbox sandbox, boolean local, boolean keepAlive, Duration idleTimeout,
-      Instant createdAt, String workspace, long agentPid, AtomicBoolean dead) {
+  /**
+   * One sandbox and how it was made.
+   *
+   * @param workspace the directory commands start in, when known (null for a remote agent)
+   * @param agentPid the local agent's process id; -1 unless {@link SandboxMode#LOCAL}
+   * @param providerId the provider's id of the sandbox (a container id); null unless {@link SandboxMode#CONTAINER}
+   * @param dead set once the sandbox is known to be gone; it is then forgotten
+   * @param seenAt {@link System#nanoTime()} when a call last reached it or its provider last listed it running
+   */
+  public record Entry(String id, Sandbox sandbox, SandboxMode mode, boolean keepAlive, Duration idleTimeout,
+      Instant createdAt, String workspace, long agentPid, String providerId, AtomicBoolean dead,
+      AtomicLong seenAt) {
   }
 
   /** The outcome of {@link #getOrCreate}. */
@@ -38,12 +72,70 @@ public final class Sandboxes implements AutoCloseable {
   }
 
   private final AdapterConfig config;
+  /** Makes the provider on first use: its engine client (docker-java) takes a third of a second to load. */
+  private final Supplier<SandboxProvider> providerFactory;
+  private volatile SandboxProvider provider;
   private final Map<String, CompletableFuture<Entry>> byId = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
+  private final Object providerCheck = new Object();
   private volatile boolean closed;
 
   public Sandboxes(AdapterConfig config) {
+    this(config, config.mode() == SandboxMode.CONTAINER ? ContainerProviders::fromEnvironment : null);
+  }
+
+  /** With {@code provider} making the sandboxes of a {@link SandboxMode#CONTAINER} configuration (tests pass a fake). */
+  Sandboxes(AdapterConfig config, SandboxProvider provider) {
+    this(config, provider == null ? null : () -> provider);
+  }
+
+  private Sandboxes(AdapterConfig config, Supplier<SandboxProvider> providerFactory) {
+    if ((config.mode() == SandboxMode.CONTAINER) != (providerFactory != null)) {
+      throw new IllegalArgumentException("a provider is needed exactly with --provider container");
+    }
     this.config = config;
+    this.providerFactory = providerFactory;
+  }
+
+  /** The provider, made on first use; only with {@link SandboxMode#CONTAINER}. */
+  private SandboxProvider provider() {
+    SandboxProvider p = provider;
+    if (p == null) {
+      synchronized (this) {
+        p = provider;
+        if (p == null) {
+          try {
+            p = providerFactory.get();
+          } catch (SandboxException e) {
+            throw e;
+          } catch (RuntimeException e) { // e.g. a DOCKER_HOST that is not a URI
+            throw new SandboxException("cannot set up the container provider: " + e.getMessage(), e);
+          }
+          provider = p;
+        }
+      }
+    }
+    return p;
+  }
+
+  /**
+   * With a provider: makes it and logs whether its engine answers, on a background thread, so
+   * the first sandbox does not wait for the engine client to load and an operator sees a missing
+   * engine in the log at start. For the server's start.
+   */
+  public void logProviderInBackground() {
+    if (providerFactory == null) {
+      return;
+    }
+    Thread t = new Thread(() -> {
+      try {
+        ContainerProviders.logEngine(provider(), config.containerSpec().image());
+      } catch (RuntimeException e) {
+        log.warn("container provider: {}", e.getMessage());
+      }
+    }, "mcp-provider-check");
+    t.setDaemon(true);
+    t.start();
   }
 
   /**
@@ -51,7 +143,7 @@ public final class Sandboxes implements AutoCloseable {
    * {@link #end}. Stopped sandboxes are forgotten first, so the call never gets one.
    */
   public void begin(String id) {
-    expire();
+    expire(false);
     inFlight.computeIfAbsent(id == null ? DEFAULT_ID : id, k -> new AtomicInteger()).incrementAndGet();
   }
 
@@ -68,32 +160,117 @@ public final class Sandboxes implements AutoCloseable {
     return n == null ? 0 : Math.max(0, n.get());
   }
 
-  /**
-   * A call found the sandbox closed (the SDK destroyed it, for example after its idle timeout):
-   * it is forgotten at once rather than when its agent has finished exiting.
-   */
-  public void closed(String id) {
-    CompletableFuture<Entry> f = byId.get(id == null ? DEFAULT_ID : id);
-    if (f != null && f.isDone() && !f.isCompletedExceptionally() && f.join().local()) {
-      f.join().dead().set(true);
+  /** A call on sandbox {@code id} got an answer from its agent: it is alive. */
+  public void reached(String id) {
+    Entry e = done(id);
+    if (e != null) {
+      e.seenAt().set(System.nanoTime());
     }
   }
 
   /**
-   * Forgets local sandboxes whose agent has gone: destroyed by the SDK after their idle timeout,
-   * found closed by a call, or killed. They must not be listed or handed out any more.
+   * A call on sandbox {@code id} failed with {@code cause}. A local sandbox the SDK has closed
+   * (for example after its idle timeout; an {@link IllegalStateException}) is forgotten at once
+   * rather than when its agent has finished exiting. A provider's sandbox that could not be
+   * reached is checked with its provider before the next call.
    */
-  private void expire() {
+  public void failed(String id, Throwable cause) {
+    Entry e = done(id);
+    if (e == null) {
+      return;
+    }
+    if (e.mode() == SandboxMode.LOCAL && cause instanceof IllegalStateException) {
+      e.dead().set(true);
+    } else if (e.mode() == SandboxMode.CONTAINER
+        && (cause instanceof IllegalStateException || cause instanceof SandboxConnectionException)) {
+      e.seenAt().set(System.nanoTime() - 2 * SEEN_FOR.toNanos());
+    }
+  }
+
+  private Entry done(String id) {
+    CompletableFuture<Entry> f = byId.get(id == null ? DEFAULT_ID : id);
+    return f != null && f.isDone() && !f.isCompletedExceptionally() ? f.join() : null;
+  }
+
+  /**
+   * Forgets sandboxes that have stopped: local ones whose agent has gone (destroyed by the SDK
+   * after their idle timeout, found closed by a call, or killed), and provider sandboxes that
+   * the provider no longer lists as running (their agent stopped after the idle timeout, or the
+   * container was killed or removed). They must not be listed or handed out any more. Provider
+   * sandboxes are checked only when not seen for {@link #SEEN_FOR}, or all with {@code checkAll};
+   * one listing of the provider covers all of them. Never throws: if the provider cannot be asked,
+   * its sandboxes are kept, and calls on them say what is wrong.
+   */
+  private void expire(boolean checkAll) {
+    List<Entry> stopped = new ArrayList<>();
+    List<Entry> toCheck = new ArrayList<>();
+    long now = System.nanoTime();
     for (Entry e : list0()) {
-      if (e.local() && (e.dead().get() || !ProcessHandle.of(e.agentPid()).map(ProcessHandle::isAlive).orElse(false))) {
-        log.info("sandbox {}: its agent has stopped (idle timeout or killed); forgetting it", e.id());
-        remove(e);
-        try {
-          e.sandbox().close();
-        } catch (RuntimeException ex) {
-          log.debug("closing stopped sandbox {}: {}", e.id(), ex.toString());
+      switch (e.mode()) {
+        case LOCAL -> {
+          if (e.dead().get() || !ProcessHandle.of(e.agentPid()).map(ProcessHandle::isAlive).orElse(false)) {
+            stopped.add(e);
+          }
+        }
+        case CONTAINER -> {
+          if (e.dead().get()) {
+            stopped.add(e);
+          } else if (checkAll || now - e.seenAt().get() > SEEN_FOR.toNanos()) {
+            toCheck.add(e);
+          }
+        }
+        case REMOTE -> {
         }
       }
+    }
+    if (!toCheck.isEmpty()) {
+      stopped.addAll(notRunning(toCheck, checkAll));
+    }
+    for (Entry e : stopped) {
+      if (!remove(e)) {
+        continue; // another call found it first
+      }
+      log.info("sandbox {}: {} has stopped (idle timeout, or killed); forgetting it", e.id(),
+          e.mode() == SandboxMode.LOCAL ? "its agent" : "its " + provider().name() + " " + e.providerId());
+      try {
+        if (e.mode() == SandboxMode.LOCAL) {
+          e.sandbox().close();
+        } else {
+          e.sandbox().destroy(); // removes the stopped container and its workspace volume
+        }
+      } catch (RuntimeException ex) {
+        log.debug("closing stopped sandbox {}: {}", e.id(), ex.toString());
+      }
+    }
+  }
+
+  /** The entries among {@code entries} whose sandbox the provider does not list as running. */
+  private List<Entry> notRunning(List<Entry> entries, boolean checkAll) {
+    synchronized (providerCheck) { // one listing at a time; a call that waited finds the entries just seen
+      long now = System.nanoTime();
+      List<Entry> stale = entries.stream().filter(e -> checkAll || now - e.seenAt().get() > SEEN_FOR.toNanos())
+          .collect(Collectors.toList());
+      if (stale.isEmpty()) {
+        return List.of();
+      }
+      Set<String> running;
+      try {
+        running = provider().list().stream().filter(SandboxInfo::isRunning).map(SandboxInfo::id)
+            .collect(Collectors.toSet());
+      } catch (RuntimeException e) {
+        log.debug("cannot ask the provider which sandboxes run: {}", e.toString());
+        return List.of();
+      }
+      long listed = System.nanoTime();
+      List<Entry> out = new ArrayList<>();
+      for (Entry e : stale) {
+        if (running.contains(e.providerId())) {
+          e.seenAt().set(listed);
+        } else {
+          out.add(e);
+        }
+      }
+      return out;
     }
   }
 
@@ -141,15 +318,21 @@ public final class Sandboxes implements AutoCloseable {
     if (existing != null) {
       return new Got(await(id, existing), false);
     }
+    Entry e;
     try {
-      Entry e = create(id, keepAlive != null && keepAlive, idleTimeoutSeconds);
-      mine.complete(e);
-      return new Got(e, true);
-    } catch (RuntimeException e) {
+      e = create(id, keepAlive != null && keepAlive, idleTimeoutSeconds);
+    } catch (RuntimeException ex) {
       byId.remove(id, mine);
-      mine.completeExceptionally(e);
-      throw e;
+      mine.completeExceptionally(ex);
+      throw ex;
     }
+    mine.complete(e);
+    if (closed) { // the server began to shut down while this one started: close() did not see it
+      remove(e);
+      dispose(e);
+      throw new ToolException("the server is shutting down");
+    }
+    return new Got(e, true);
   }
 
   private Entry create(String id, boolean keepAlive, Integer idleSeconds) {
@@ -157,15 +340,33 @@ public final class Sandboxes implements AutoCloseable {
     if (config.agentUrl() != null) {
       Sandbox s = Sandbox.connect(config.agentUrl(), config.agentToken());
       log.info("sandbox {}: connected to remote agent {}", id, config.agentUrl());
-      return new Entry(id, s, false, true, null, Instant.now(), null, -1, new AtomicBoolean());
+      return new Entry(id, s, SandboxMode.REMOTE, true, null, Instant.now(), null, -1, null, new AtomicBoolean(),
+          new AtomicLong(t0));
     }
     Duration idle = idleSeconds != null ? Duration.ofSeconds(idleSeconds) : DEFAULT_IDLE;
     try {
+      if (providerFactory != null) {
+        SandboxProvider provider = provider();
+        SandboxSpec.Builder spec = config.containerSpec().toBuilder()
+            .env(config.passEnv()) // in the sandbox's own environment, so every command gets them
+            .label(ID_LABEL, id)
+            .label(SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
+        if (keepAlive) {
+          spec.keepAlive();
+        } else {
+          spec.idleTimeout(idle);
+        }
+        ManagedSandbox s = provider.create(spec.build());
+        log.info("sandbox {}: created {} sandbox {} in {} ms", id, provider.name(), s.id(),
+            (System.nanoTime() - t0) / 1_000_000);
+        return new Entry(id, s, SandboxMode.CONTAINER, keepAlive, keepAlive ? null : idle, Instant.now(),
+            CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()));
+      }
       LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle).start();
       log.info("sandbox {}: started local agent in {} ms, workspace {}", id,
           (System.nanoTime() - t0) / 1_000_000, s.workspace());
-      return new Entry(id, s, true, keepAlive, keepAlive ? null : idle, Instant.now(), s.workspace().toString(),
-          s.agentPid(), new AtomicBoolean());
+      return new Entry(id, s, SandboxMode.LOCAL, keepAlive, keepAlive ? null : idle, Instant.now(),
+          s.workspace().toString(), s.agentPid(), null, new AtomicBoolean(), new AtomicLong(System.nanoTime()));
     } catch (SandboxException e) {
       throw new ToolException("Could not start sandbox '" + id + "': " + e.getMessage());
     }
@@ -182,9 +383,9 @@ public final class Sandboxes implements AutoCloseable {
     }
   }
 
-  /** The sandboxes that exist, oldest first. */
+  /** The sandboxes that exist, oldest first; asks the provider, if any, which of its sandboxes still run. */
   public List<Entry> list() {
-    expire();
+    expire(true);
     return list0();
   }
 
@@ -199,24 +400,57 @@ public final class Sandboxes implements AutoCloseable {
     return out;
   }
 
-  /** Forgets {@code entry} (after destroy, or once found gone) and closes it. */
-  public void remove(Entry entry) {
+  /** Forgets {@code entry} (after destroy, or once found gone); false if it was already forgotten. */
+  public boolean remove(Entry entry) {
     CompletableFuture<Entry> f = byId.get(entry.id());
-    if (f != null && f.isDone() && !f.isCompletedExceptionally() && f.join() == entry) {
-      byId.remove(entry.id(), f);
-    }
+    return f != null && f.isDone() && !f.isCompletedExceptionally() && f.join() == entry && byId.remove(entry.id(), f);
   }
 
+  /**
+   * Stops every sandbox: local ones with their processes and workspaces, provider sandboxes are
+   * removed (containers with their workspace volumes), in parallel, since each waits for its
+   * agent to stop its processes. Remote agents keep running. Then releases the provider.
+   */
   @Override
   public void close() {
     closed = true;
-    for (Entry e : list0()) {
+    List<Entry> all = list0();
+    byId.clear();
+    List<Thread> stopping = new ArrayList<>();
+    for (Entry e : all) {
+      Thread t = new Thread(() -> dispose(e), "mcp-close-" + e.id());
+      t.setDaemon(true);
+      t.start();
+      stopping.add(t);
+    }
+    long deadline = System.nanoTime() + CLOSE_WAIT.toNanos();
+    for (Thread t : stopping) {
       try {
-        e.sandbox().close();
-      } catch (RuntimeException ex) {
-        log.warn("closing sandbox {} failed: {}", e.id(), ex.toString());
+        t.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime())));
+      } catch (InterruptedException ie) {
+        Thread.currentThread().interrupt();
+        break;
+      }
+      if (t.isAlive()) {
+        log.warn("{} did not finish within {}", t.getName(), CLOSE_WAIT);
       }
     }
-    byId.clear();
+    SandboxProvider p = provider;
+    if (p != null) {
+      p.close();
+    }
+  }
+
+  /** Ends a sandbox the server no longer keeps: removes a provider's sandbox, stops a local one, leaves a remote agent. */
+  private void dispose(Entry e) {
+    try {
+      if (e.mode() == SandboxMode.CONTAINER) {
+        e.sandbox().destroy();
+      } else {
+        e.sandbox().close();
+      }
+    } catch (RuntimeException ex) {
+      log.warn("closing sandbox {} failed: {}", e.id(), ex.toString());
+    }
   }
 }

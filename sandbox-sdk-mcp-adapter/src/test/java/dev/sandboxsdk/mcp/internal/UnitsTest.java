@@ -3,6 +3,7 @@ package dev.sandboxsdk.mcp.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sandboxsdk.SandboxSpec;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -100,6 +101,126 @@ class UnitsTest {
     AdapterConfig several = AdapterConfig.parse(new String[] {"--pass-env", "A_KEY", "B_KEY", "--pass-env", "C_KEY"},
         Map.of("A_KEY", "aaaa", "B_KEY", "bbbb", "C_KEY", "cccc"));
     assertThat(several.passEnv()).containsOnlyKeys("A_KEY", "B_KEY", "C_KEY");
+  }
+
+  // ---- AdapterConfig: --provider container and its options
+
+  @Test
+  void theProviderIsLocalUnlessContainerIsChosen() {
+    AdapterConfig local = AdapterConfig.parse(new String[0], Map.of());
+    assertThat(local.mode()).isEqualTo(SandboxMode.LOCAL);
+    assertThat(local.containerSpec()).isNull();
+    assertThat(local.passEnvPerCall()).isTrue();
+    assertThat(AdapterConfig.parse(new String[] {"--provider", "local"}, Map.of()).mode()).isEqualTo(SandboxMode.LOCAL);
+
+    AdapterConfig c = AdapterConfig.parse(new String[] {"--provider", "container"}, Map.of());
+    assertThat(c.mode()).isEqualTo(SandboxMode.CONTAINER);
+    assertThat(c.passEnvPerCall()).as("secrets go into the container's environment").isFalse();
+    SandboxSpec spec = c.containerSpec();
+    assertThat(spec.image()).isEqualTo("sandbox-agent");
+    assertThat(spec.memoryBytes()).isEqualTo(1L << 30);
+    assertThat(spec.cpus()).isEqualTo(1.0);
+    assertThat(spec.pidsLimit()).isEqualTo(512);
+    assertThat(spec.network()).isFalse();
+    assertThat(c.toString()).contains("containers of sandbox-agent", "network off");
+  }
+
+  @Test
+  void containerOptionsSetTheSpecOfEverySandbox() {
+    AdapterConfig c = AdapterConfig.parse(new String[] {"--provider", "container", "--image", "registry.example/agent:1",
+        "--memory", "512m", "--cpus", "1.5", "--pids-limit", "256", "--network", "on"}, Map.of());
+    SandboxSpec spec = c.containerSpec();
+    assertThat(spec.image()).isEqualTo("registry.example/agent:1");
+    assertThat(spec.memoryBytes()).isEqualTo(512L << 20);
+    assertThat(spec.cpus()).isEqualTo(1.5);
+    assertThat(spec.pidsLimit()).isEqualTo(256);
+    assertThat(spec.network()).isTrue();
+    assertThat(spec.env()).isEmpty();
+    assertThat(AdapterConfig.parse(new String[] {"--network", "off", "--provider", "container"}, Map.of())
+        .containerSpec().network()).as("options may come before --provider").isFalse();
+  }
+
+  @Test
+  void memoryTakesBytesOrKMGSuffixesWithinItsRange() {
+    assertThat(AdapterConfig.memoryValue("--memory", "67108864")).isEqualTo(64L << 20);
+    assertThat(AdapterConfig.memoryValue("--memory", "65536k")).isEqualTo(64L << 20);
+    assertThat(AdapterConfig.memoryValue("--memory", "64M")).isEqualTo(64L << 20);
+    assertThat(AdapterConfig.memoryValue("--memory", "2g")).isEqualTo(2L << 30);
+    assertThat(AdapterConfig.memoryValue("--memory", "1024G")).isEqualTo(1L << 40);
+    for (String tooSmallOrLarge : new String[] {"63m", "67108863", "1025g", "9999999999999999999g", "0"}) {
+      assertThatThrownBy(() -> AdapterConfig.memoryValue("--memory", tooSmallOrLarge)).as(tooSmallOrLarge)
+          .isInstanceOf(AdapterConfig.UsageException.class)
+          .hasMessage("--memory must be between 64m and 1024g, got " + tooSmallOrLarge);
+    }
+    for (String notASize : new String[] {"512mb", "1.5g", "-1", "12x", "m", " 64m", "99999999999999999999"}) {
+      assertThatThrownBy(() -> AdapterConfig.memoryValue("--memory", notASize)).as(notASize)
+          .isInstanceOf(AdapterConfig.UsageException.class)
+          .hasMessageContaining("--memory takes a size in bytes, optionally with k, m or g (e.g. 512m)");
+    }
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--memory"}, Map.of()))
+        .hasMessage("--memory needs a value");
+  }
+
+  @Test
+  void cpusAndPidsLimitAndNetworkAreChecked() {
+    assertThat(AdapterConfig.cpusValue("--cpus", "0.01")).isEqualTo(0.01);
+    assertThat(AdapterConfig.cpusValue("--cpus", "2")).isEqualTo(2.0);
+    for (String bad : new String[] {"0", "0.001", "1025", "0.009"}) {
+      assertThatThrownBy(() -> AdapterConfig.cpusValue("--cpus", bad)).as(bad)
+          .hasMessage("--cpus must be between 0.01 and 1024, got " + bad);
+    }
+    for (String bad : new String[] {"1e3", "NaN", "Infinity", "-1", ".5", "1,5", "abc"}) {
+      assertThatThrownBy(() -> AdapterConfig.cpusValue("--cpus", bad)).as(bad)
+          .hasMessageContaining("--cpus takes a decimal number of CPUs");
+    }
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--pids-limit", "63"}, Map.of()))
+        .hasMessage("--pids-limit must be between 64 and 4194304, got 63");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--pids-limit", "many"},
+        Map.of())).hasMessage("--pids-limit takes a number, got 'many'");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--network", "yes"}, Map.of()))
+        .hasMessage("--network must be on or off, got 'yes'");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--image", "a b"}, Map.of()))
+        .hasMessageStartingWith("--image: not an image name");
+  }
+
+  @Test
+  void containerOptionsWithoutTheContainerProviderAreAMistake() {
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--image", "sandbox-agent"}, Map.of()))
+        .isInstanceOf(AdapterConfig.UsageException.class)
+        .hasMessage("--image applies to --provider container only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "local", "--memory", "1g", "--cpus", "2",
+        "--memory", "2g"}, Map.of()))
+        .hasMessage("--memory, --cpus apply to --provider container only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--pids-limit", "100", "--network", "on"}, Map.of()))
+        .hasMessage("--pids-limit, --network apply to --provider container only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "docker"}, Map.of()))
+        .hasMessage("--provider must be local or container, got 'docker'");
+  }
+
+  @Test
+  void agentUrlIsItsOwnModeAndConflictsWithAProvider() {
+    Map<String, String> env = Map.of("SANDBOX_AGENT_TOKEN", "agent-token");
+    assertThat(AdapterConfig.parse(new String[] {"--agent-url", "http://agent:3000"}, env).mode())
+        .isEqualTo(SandboxMode.REMOTE);
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--agent-url",
+        "http://agent:3000"}, env))
+        .isInstanceOf(AdapterConfig.UsageException.class)
+        .hasMessageStartingWith("--agent-url conflicts with --provider container");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--agent-url", "http://agent:3000", "--image", "x"}, env))
+        .hasMessage("--image applies to --provider container only");
+  }
+
+  @Test
+  void passEnvWithContainersFollowsTheContainerEnvironmentsRules() {
+    AdapterConfig c = AdapterConfig.parse(new String[] {"--provider", "container", "--pass-env", "API_KEY"},
+        Map.of("API_KEY", "sk-very-secret"));
+    assertThat(c.passEnv()).containsEntry("API_KEY", "sk-very-secret");
+    assertThat(c.containerSpec().env()).as("each sandbox adds them").isEmpty();
+    assertThat(c.toString()).contains("API_KEY").doesNotContain("sk-very-secret");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--pass-env",
+        "SANDBOX_WORKSPACE"}, Map.of("SANDBOX_WORKSPACE", "/x")))
+        .isInstanceOf(AdapterConfig.UsageException.class)
+        .hasMessageStartingWith("--pass-env with --provider container: SANDBOX_WORKSPACE is set by the sandbox itself");
   }
 
   @Test

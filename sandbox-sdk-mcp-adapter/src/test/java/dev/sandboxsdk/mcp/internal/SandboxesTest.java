@@ -1,0 +1,241 @@
+package dev.sandboxsdk.mcp.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sandboxsdk.ForwardingSandbox;
+import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.SandboxConnectionException;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxProvider;
+import dev.sandboxsdk.SandboxSpec;
+import java.net.URI;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The sandbox registry on a provider, with a fake provider: what it asks the provider to create,
+ * when it asks whether sandboxes still run, and that it removes what it created. The real
+ * container provider is driven end to end by {@code ContainerProviderIT}.
+ */
+class SandboxesTest {
+  private final FakeProvider provider = new FakeProvider();
+
+  private static AdapterConfig containers(String... more) {
+    List<String> args = new ArrayList<>(List.of("--provider", "container", "--image", "my-agent", "--memory", "256m",
+        "--cpus", "0.5", "--pids-limit", "128", "--pass-env", "API_KEY"));
+    args.addAll(List.of(more));
+    return AdapterConfig.parse(args.toArray(new String[0]), Map.of("API_KEY", "sk-very-secret"));
+  }
+
+  @Test
+  void aSandboxIsCreatedFromTheConfiguredSpecWithTheSecretsAndItsOwnIdleTimeout() {
+    try (Sandboxes sandboxes = new Sandboxes(containers(), provider)) {
+      Sandboxes.Got got = sandboxes.getOrCreate("web", null, 30);
+
+      assertThat(got.created()).isTrue();
+      SandboxSpec spec = provider.specs.get(0);
+      assertThat(spec.image()).isEqualTo("my-agent");
+      assertThat(spec.memoryBytes()).isEqualTo(256L << 20);
+      assertThat(spec.cpus()).isEqualTo(0.5);
+      assertThat(spec.pidsLimit()).isEqualTo(128);
+      assertThat(spec.network()).isFalse();
+      assertThat(spec.env()).containsExactly(Map.entry("API_KEY", "sk-very-secret"));
+      assertThat(spec.idleTimeout()).isEqualTo(Duration.ofSeconds(30));
+      assertThat(spec.labels()).containsEntry(Sandboxes.ID_LABEL, "web")
+          .containsEntry(Sandboxes.SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
+      Sandboxes.Entry e = got.entry();
+      assertThat(e.mode()).isEqualTo(SandboxMode.CONTAINER);
+      assertThat(e.providerId()).isEqualTo("c1");
+      assertThat(e.workspace()).isEqualTo("/workspace");
+      assertThat(e.keepAlive()).isFalse();
+      assertThat(e.idleTimeout()).isEqualTo(Duration.ofSeconds(30));
+
+      sandboxes.getOrCreate("kept", true, null);
+      assertThat(provider.specs.get(1).idleTimeout()).as("keepAlive: no idle timeout").isNull();
+      sandboxes.getOrCreate("plain", null, null);
+      assertThat(provider.specs.get(2).idleTimeout()).isEqualTo(Sandboxes.DEFAULT_IDLE);
+    }
+  }
+
+  @Test
+  void aProviderFailureIsAnErrorResultAndLeavesNoEntry() {
+    provider.failCreate = new SandboxException("image 'my-agent' not found on the container engine", null);
+    try (Sandboxes sandboxes = new Sandboxes(containers(), provider)) {
+      assertThatThrownBy(() -> sandboxes.getOrCreate("x", null, null))
+          .isInstanceOf(ToolException.class)
+          .hasMessage("Could not start sandbox 'x': image 'my-agent' not found on the container engine");
+      assertThat(sandboxes.list()).isEmpty();
+    }
+  }
+
+  @Test
+  void aSandboxTheProviderNoLongerRunsIsForgottenAndRemoved() {
+    try (Sandboxes sandboxes = new Sandboxes(containers(), provider)) {
+      sandboxes.getOrCreate("a", null, null);
+      sandboxes.getOrCreate("b", null, null);
+      assertThat(sandboxes.list()).hasSize(2);
+
+      provider.state.put("c1", "exited"); // its agent stopped after the idle timeout
+      List<Sandboxes.Entry> left = sandboxes.list();
+
+      assertThat(left).extracting(Sandboxes.Entry::id).containsExactly("b");
+      assertThat(provider.sandboxes.get(0).destroyed).as("the stopped container is removed").isTrue();
+      assertThat(provider.sandboxes.get(1).destroyed).isFalse();
+      assertThat(sandboxes.getOrCreate("a", null, null).created()).as("and can be created again").isTrue();
+    }
+  }
+
+  @Test
+  void callsAskTheProviderOnlyAboutSandboxesNotSeenLatelyOrThatFailed() {
+    try (Sandboxes sandboxes = new Sandboxes(containers(), provider)) {
+      sandboxes.getOrCreate("a", null, null);
+      int listed = provider.lists.get();
+      sandboxes.begin("a");
+      sandboxes.end("a");
+      assertThat(provider.lists.get()).as("just created: no engine call per tool call").isEqualTo(listed);
+
+      sandboxes.failed("a", new SandboxConnectionException("connection refused", null));
+      provider.state.put("c1", "exited");
+      sandboxes.begin(null);
+      sandboxes.end(null);
+
+      assertThat(provider.lists.get()).isEqualTo(listed + 1);
+      assertThat(sandboxes.list()).isEmpty();
+      assertThat(provider.sandboxes.get(0).destroyed).isTrue();
+    }
+  }
+
+  @Test
+  void anUnreachableProviderKeepsTheSandboxes() {
+    try (Sandboxes sandboxes = new Sandboxes(containers(), provider)) {
+      sandboxes.getOrCreate("a", null, null);
+      provider.failList = new SandboxConnectionException("no container engine reachable", null);
+      sandboxes.failed("a", new SandboxConnectionException("connection refused", null));
+      sandboxes.begin("a"); // must not throw: the call itself reports what is wrong
+      sandboxes.end("a");
+      assertThat(sandboxes.list()).hasSize(1);
+      provider.failList = null;
+    }
+  }
+
+  @Test
+  void closingRemovesEverySandboxThenReleasesTheProvider() {
+    Sandboxes sandboxes = new Sandboxes(containers(), provider);
+    sandboxes.getOrCreate("a", true, null);
+    sandboxes.getOrCreate("b", null, null);
+
+    sandboxes.close();
+
+    assertThat(provider.sandboxes).allMatch(s -> s.destroyed);
+    assertThat(provider.closed).isTrue();
+    assertThatThrownBy(() -> sandboxes.getOrCreate("c", null, null)).hasMessage("the server is shutting down");
+  }
+
+  @Test
+  void aProviderIsNeededExactlyForContainers() {
+    assertThatThrownBy(() -> new Sandboxes(AdapterConfig.defaults(), provider))
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new Sandboxes(containers(), null)).isInstanceOf(IllegalArgumentException.class);
+  }
+
+  /** Creates {@link FakeSandbox}es, lists them with the state the test sets, and records what it was asked. */
+  private static final class FakeProvider implements SandboxProvider {
+    final List<SandboxSpec> specs = new CopyOnWriteArrayList<>();
+    final List<FakeSandbox> sandboxes = new CopyOnWriteArrayList<>();
+    final Map<String, String> state = new java.util.concurrent.ConcurrentHashMap<>();
+    final AtomicInteger lists = new AtomicInteger();
+    volatile RuntimeException failCreate;
+    volatile RuntimeException failList;
+    volatile boolean closed;
+
+    @Override
+    public String name() {
+      return "container";
+    }
+
+    @Override
+    public ManagedSandbox create(SandboxSpec spec) {
+      if (failCreate != null) {
+        throw failCreate;
+      }
+      specs.add(spec);
+      FakeSandbox s = new FakeSandbox("c" + (sandboxes.size() + 1), this);
+      sandboxes.add(s);
+      state.put(s.id(), "running");
+      return s;
+    }
+
+    @Override
+    public Optional<ManagedSandbox> get(String id) {
+      return sandboxes.stream().filter(s -> s.id().equals(id) && "running".equals(state.get(id)))
+          .map(s -> (ManagedSandbox) s).findFirst();
+    }
+
+    @Override
+    public List<SandboxInfo> list() {
+      lists.incrementAndGet();
+      if (failList != null) {
+        throw failList;
+      }
+      List<SandboxInfo> out = new ArrayList<>();
+      state.forEach((id, st) -> out.add(new SandboxInfo(id, name(), "sandbox-" + id, "my-agent", st, Instant.EPOCH,
+          URI.create("http://127.0.0.1:1"), Map.of())));
+      return out;
+    }
+
+    @Override
+    public void close() {
+      closed = true;
+    }
+  }
+
+  /** A managed sandbox that only records destroy; no call reaches an agent in these tests. */
+  private static final class FakeSandbox extends ForwardingSandbox implements ManagedSandbox {
+    private final String id;
+    private final FakeProvider provider;
+    volatile boolean destroyed;
+    private final AtomicBoolean closed = new AtomicBoolean();
+
+    FakeSandbox(String id, FakeProvider provider) {
+      this.id = id;
+      this.provider = provider;
+    }
+
+    @Override
+    protected Sandbox delegate() {
+      throw new UnsupportedOperationException("no agent in this test");
+    }
+
+    @Override
+    public String id() {
+      return id;
+    }
+
+    @Override
+    public SandboxInfo info() {
+      return provider.list().stream().filter(i -> i.id().equals(id)).findFirst().orElseThrow();
+    }
+
+    @Override
+    public void destroy() {
+      destroyed = true;
+      provider.state.remove(id);
+    }
+
+    @Override
+    public void close() {
+      closed.set(true);
+    }
+  }
+}
