@@ -2,6 +2,7 @@ package dev.sandboxsdk.container;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.github.dockerjava.api.DockerClient;
 import com.github.dockerjava.api.command.InspectContainerResponse;
@@ -14,6 +15,7 @@ import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxSpec;
 import java.io.IOException;
+import java.net.URI;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
@@ -149,6 +151,17 @@ class ContainerSandboxIT {
       assertThat(p.list()).noneMatch(i -> i.id().equals(s.id()));
     } finally {
       s.destroy();
+    }
+  }
+
+  @Test
+  void anEngineOnTcpWorksLikeTheSocket() {
+    // .ci/run starts the same engine's API on TCP too and names it here.
+    String tcp = System.getenv("SANDBOX_TEST_TCP_DOCKER_HOST");
+    assumeTrue(tcp != null && !tcp.isBlank(), "SANDBOX_TEST_TCP_DOCKER_HOST names no tcp:// engine address");
+    try (ContainerSandbox s = sandbox().dockerHost(URI.create(tcp)).start()) {
+      assertThat(s.baseUrl().getHost()).isEqualTo(URI.create(tcp).getHost());
+      assertThat(s.exec("id -un").stdout()).isEqualTo("sandbox\n");
     }
   }
 
