@@ -84,6 +84,15 @@ public final class ContainerProvider implements SandboxProvider {
   }
 
   /**
+   * Whether the engine has this image (the provider does not pull images).
+   *
+   * @throws dev.sandboxsdk.SandboxConnectionException if no engine answers
+   */
+  public boolean hasImage(String image) {
+    return engine.hasImage(Objects.requireNonNull(image, "image == null"));
+  }
+
+  /**
    * Creates a container sandbox and returns once its agent answers. Closing the sandbox (or
    * this JVM's exit) removes it; see {@link ContainerSandbox.Builder#removeOnClose(boolean)}.
    */

@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.container.ContainerEngine;
 import dev.sandboxsdk.container.ContainerProvider;
 import java.io.BufferedReader;
 import java.io.IOException;
