@@ -119,7 +119,7 @@ public final class ContainerProvider implements SandboxProvider {
   public Optional<ManagedSandbox> get(String id) {
     Objects.requireNonNull(id, "id == null");
     return engine.findRunning(id).map(f -> new ContainerSandbox(this, f.id(),
-        URI.create("http://" + connectHost + ":" + f.hostPort()), f.token(), false, true, false));
+        Launch.endpoint(connectHost, f.hostPort()), f.token(), false, true, false));
   }
 
   /** Every sandbox container on the engine, running or stopped, oldest first. */

@@ -235,7 +235,7 @@ public final class Engine implements AutoCloseable {
     if ("running".equals(c.getState()) && c.getPorts() != null) {
       for (ContainerPort p : c.getPorts()) {
         if (p.getPrivatePort() != null && p.getPrivatePort() == Launch.AGENT_PORT && p.getPublicPort() != null) {
-          endpoint = URI.create("http://" + connectHost + ":" + p.getPublicPort());
+          endpoint = Launch.endpoint(connectHost, p.getPublicPort());
         }
       }
     }

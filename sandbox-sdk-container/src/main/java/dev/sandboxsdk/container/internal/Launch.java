@@ -177,7 +177,7 @@ public final class Launch {
         }
         int port = Engine.hostPort(c, AGENT_PORT);
         if (port > 0) {
-          endpoint = URI.create("http://" + hostLiteral(connectHost) + ":" + port);
+          endpoint = endpoint(connectHost, port);
         }
       }
       if (endpoint != null && answersPing(endpoint)) {
@@ -198,8 +198,10 @@ public final class Launch {
     }
   }
 
-  private static String hostLiteral(String host) {
-    return host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host;
+  /** The agent's address at a published port; an IPv6 host gets its brackets. */
+  public static URI endpoint(String host, int port) {
+    String literal = host.indexOf(':') >= 0 && !host.startsWith("[") ? "[" + host + "]" : host;
+    return URI.create("http://" + literal + ":" + port);
   }
 
   /** One GET /api/ping with short timeouts; true on a 200 whose body says healthy. */
