@@ -311,14 +311,20 @@ class ContainerProviderIT {
     }
 
     @Override
-    public void close() throws Exception {
+    public void close() throws IOException {
       if (process.isAlive()) {
         stdin.close();
-        if (!process.waitFor(60, TimeUnit.SECONDS)) {
+        try {
+          if (!process.waitFor(60, TimeUnit.SECONDS)) {
+            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
+          }
+        } catch (InterruptedException e) {
+          Thread.currentThread().interrupt();
           process.destroyForcibly();
+          return;
         }
       }
-      if (process.exitValue() != 0) {
+      if (!process.isAlive() && process.exitValue() != 0) {
         System.err.println("[it] server stderr:\n" + stderr().lines().limit(80).collect(Collectors.joining("\n")));
       }
     }
