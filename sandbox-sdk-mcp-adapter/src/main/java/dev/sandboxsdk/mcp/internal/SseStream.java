@@ -46,14 +46,55 @@ final class SseStream {
     this.body = exchange.getResponseBody();
   }
 
-  /** Writes one message event; false if the stream is closed. Blocks while the client does not read. */
+  /** Writes one message event without an id; false if the stream is closed. Blocks while the client does not read. */
   boolean send(ObjectNode message) {
+    return sendEvent(event(null, message));
+  }
+
+  /** The text of a {@code message} event, with an {@code id} line unless {@code id} is null. */
+  static String event(String id, ObjectNode message) {
+    return (id == null ? "" : "id: " + id + "\n") + "event: message\ndata: " + Json.write(message) + "\n\n";
+  }
+
+  /**
+   * The priming event of a resumable stream (MCP 2025-11-25): an id with empty data, which the
+   * client remembers as its Last-Event-ID, and the {@code retry} field, the milliseconds to wait
+   * before reconnecting when the server closes the stream.
+   */
+  static String priming(String id, long retryMillis) {
+    return "id: " + id + "\nretry: " + retryMillis + "\ndata: \n\n";
+  }
+
+  /** Writes one complete event (its text ends with a blank line); false if the stream is closed. Blocks like {@link #send}. */
+  boolean sendEvent(String text) {
     if (closed) {
       return false;
     }
     lock.lock();
     try {
-      return write("event: message\ndata: " + Json.write(message) + "\n\n");
+      return write(text);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Holds every later write back until {@link #releaseWrites}: a resumed stream is made the live
+   * connection first and then written the events the client missed, and events sent meanwhile
+   * must come after those. Call only on a new stream, which no one writes yet: it never blocks.
+   */
+  void holdWrites() {
+    lock.lock();
+  }
+
+  /** Writes {@code backlog} (complete events), then lets the held writes through. Only by the thread that held them. */
+  void releaseWrites(java.util.List<String> backlog) {
+    try {
+      for (String text : backlog) {
+        if (!write(text)) {
+          break;
+        }
+      }
     } finally {
       lock.unlock();
     }
