@@ -31,7 +31,7 @@ public final class McpServer implements AutoCloseable {
    * answers on the resumed stream. Only with {@code -Dsandbox.mcp.conformanceFixtures=true}, which
    * node/run-conformance.sh sets.
    */
-  static final boolean CONFORMANCE_FIXTURES = Boolean.getBoolean("sandbox.mcp.conformanceFixtures");
+  static final String CONFORMANCE_FIXTURES = "sandbox.mcp.conformanceFixtures";
 
   private final AdapterConfig config;
   private final ToolCatalog catalog;
@@ -203,7 +203,7 @@ public final class McpServer implements AutoCloseable {
     if (name == null || !name.isTextual()) {
       throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "tools/call needs \"name\" (a string)");
     }
-    if (CONFORMANCE_FIXTURES && name.asText().equals("test_reconnection")) {
+    if (name.asText().equals("test_reconnection") && Boolean.getBoolean(CONFORMANCE_FIXTURES)) {
       testReconnection(id, out);
       return;
     }

@@ -71,7 +71,8 @@ final class ResumableStream {
 
   /**
    * Sends one message as an event with the next id, to the current connection if there is one, and
-   * keeps it for replay. Blocks while the client does not read. False if the stream has ended.
+   * keeps it for replay. Blocks while the client does not read. False if the stream has ended or
+   * its session has (then nothing is kept).
    */
   boolean send(ObjectNode message) {
     sendLock.lock();
@@ -79,7 +80,7 @@ final class ResumableStream {
       SseStream c;
       String text;
       synchronized (this) {
-        if (ended) {
+        if (ended || evicted) {
           return false;
         }
         long seq = nextSeq++;
