@@ -256,7 +256,8 @@ async function runStdio(jar) {
 // ---------------------------------------------------------------- HTTP
 
 function startHttpServer(jar, tokenFile) {
-  const child = spawn(JAVA, [...JAVA_OPTS, '-jar', jar, '--http', '--port', '0', '--bind', '127.0.0.1', '--token-file', tokenFile], {
+  // The fixture tool test_reconnection (see checkResumption) exists only with this property.
+  const child = spawn(JAVA, [...JAVA_OPTS, '-Dsandbox.mcp.conformanceFixtures=true', '-jar', jar, '--http', '--port', '0', '--bind', '127.0.0.1', '--token-file', tokenFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (d) => logServer('http stdout', d));
@@ -338,6 +339,7 @@ async function runHttp(jar) {
       return `server ${v?.name} ${v?.version}, session ${transport.sessionId ?? '(none)'}`;
     });
     if (connected) await runCommonChecks(t, client);
+    if (connected) await checkResumption(t, client);
 
     await check(t, 'POST with a wrong bearer token -> 401, WWW-Authenticate: Bearer ... error="invalid_token"', async () => {
       const r = await postInitialize(url, { Authorization: 'Bearer wrong-token-0123456789' });
@@ -391,6 +393,27 @@ async function runHttp(jar) {
     await stopProcess(child);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+// The server closes the POST stream of the fixture tool test_reconnection right after its priming
+// event (an event id and retry: 1000) and sends the result 300 ms later. The SDK must wait the
+// retry time, reconnect with GET and Last-Event-ID, and get the result there (MCP 2025-11-25
+// "Resumability and Redelivery"; the server is polling its client).
+async function checkResumption(t, client) {
+  await check(t, 'a tools/call stream the server closes early is resumed by the SDK with GET + Last-Event-ID', async () => {
+    const tokens = [];
+    const started = Date.now();
+    const r = await client.callTool({ name: 'test_reconnection', arguments: {} }, undefined,
+      reqOpts({ onresumptiontoken: (id) => tokens.push(id) }));
+    const millis = Date.now() - started;
+    assert(r.content?.[0]?.text === 'Reconnection test completed', `result ${short(r)}`);
+    assert(tokens.length === 2, `event ids seen: ${short(tokens)} (expected the priming event's and the result's)`);
+    const [priming, result] = tokens.map((id) => /^([0-9a-f]{8}-\d+)-(\d+)$/.exec(id));
+    assert(priming && result && priming[1] === result[1] && priming[2] === '0' && result[2] === '1',
+      `ids not of one stream, numbered 0 and 1: ${short(tokens)}`);
+    assert(millis >= 900, `reconnected after ${millis} ms, before the 1000 ms the retry field asks for`);
+    return `ids ${tokens.join(', ')}; result after ${millis} ms`;
+  });
 }
 
 // ---------------------------------------------------------------- main
