@@ -10,6 +10,7 @@
 // then "real-client: N passed, M failed", and exits non-zero if any check failed.
 
 import { spawn } from 'node:child_process';
+import { createServer as createTcpServer, connect as tcpConnect } from 'node:net';
 import { mkdtempSync, writeFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -340,6 +341,7 @@ async function runHttp(jar) {
     });
     if (connected) await runCommonChecks(t, client);
     if (connected) await checkResumption(t, client);
+    if (up) await checkCutResumption(t, url, token);
 
     await check(t, 'POST with a wrong bearer token -> 401, WWW-Authenticate: Bearer ... error="invalid_token"', async () => {
       const r = await postInitialize(url, { Authorization: 'Bearer wrong-token-0123456789' });
@@ -413,6 +415,70 @@ async function checkResumption(t, client) {
       `ids not of one stream, numbered 0 and 1: ${short(tokens)}`);
     assert(millis >= 900, `reconnected after ${millis} ms, before the 1000 ms the retry field asks for`);
     return `ids ${tokens.join(', ')}; result after ${millis} ms`;
+  });
+}
+
+// A TCP proxy to the server that, once, breaks the connection carrying the first progress
+// notification (a tools/call's event stream) right after passing that event on, with a reset:
+// the client is cut off mid-stream. Later connections pass untouched.
+async function startCuttingProxy(target) {
+  const { hostname, port } = new URL(target);
+  const proxy = { cut: false, server: null, url: null };
+  const sockets = new Set();
+  proxy.server = createTcpServer((downstream) => {
+    const upstream = tcpConnect(Number(port), hostname);
+    sockets.add(downstream).add(upstream);
+    downstream.on('data', (d) => upstream.write(d));
+    upstream.on('data', (d) => {
+      downstream.write(d);
+      if (!proxy.cut && d.includes('notifications/progress')) {
+        proxy.cut = true;
+        downstream.resetAndDestroy();
+        upstream.destroy();
+      }
+    });
+    downstream.on('close', () => upstream.destroy());
+    upstream.on('close', () => downstream.destroy());
+    downstream.on('error', () => {});
+    upstream.on('error', () => {});
+  });
+  proxy.close = () => {
+    for (const s of sockets) s.destroy();
+    return new Promise((r) => proxy.server.close(r));
+  };
+  await new Promise((r) => proxy.server.listen(0, '127.0.0.1', r));
+  proxy.url = `http://127.0.0.1:${proxy.server.address().port}/mcp`;
+  return proxy;
+}
+
+// A client cut off in the middle of an exec's event stream: the SDK reconnects with GET and
+// Last-Event-ID and must get the rest, so the progress it saw carries every line exactly once.
+async function checkCutResumption(t, url, token) {
+  await check(t, 'a client cut mid-stream resumes with Last-Event-ID and gets every event once', async () => {
+    const proxy = await startCuttingProxy(url);
+    const transport = new StreamableHTTPClientTransport(new URL(proxy.url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    });
+    const client = newClient();
+    try {
+      await client.connect(transport, reqOpts());
+      const events = [];
+      const tokens = [];
+      const r = await execTool(client, { command: 'for i in $(seq 1 10); do echo line$i; sleep 0.2; done' },
+        { onprogress: (p) => events.push(p), onresumptiontoken: (id) => tokens.push(id) });
+      const expected = Array.from({ length: 10 }, (_, i) => `line${i + 1}\n`).join('');
+      assert(proxy.cut, 'the proxy never saw a progress notification to cut after');
+      assert(r.structuredContent?.stdout === expected, `final stdout ${short(r.structuredContent?.stdout)}`);
+      const printed = events.map((e) => e.message ?? '').join('');
+      assert(printed === expected, `progress messages, before and after the cut: ${short(printed)}`);
+      const seqs = tokens.map((id) => Number(id.split('-')[2]));
+      assert(seqs.every((n, i) => n === i), `event ids not numbered 0, 1, 2, ... without repeats: ${short(tokens)}`);
+      return `${events.length} progress notifications, ${tokens.length} event ids`;
+    } finally {
+      await transport.terminateSession().catch(() => {});
+      await client.close().catch(() => {});
+      await proxy.close();
+    }
   });
 }
 
