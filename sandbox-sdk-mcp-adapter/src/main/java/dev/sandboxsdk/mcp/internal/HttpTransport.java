@@ -7,6 +7,7 @@ import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -585,52 +586,34 @@ public final class HttpTransport implements AutoCloseable {
    * issued that id; 410 if the events after it are no longer kept (see {@link ResumableStream}).
    */
   private void resume(HttpExchange ex, HttpSession hs, String lastEventId) throws IOException {
+    ResumableStream.Resume outcome = ResumableStream.Resume.NOT_ISSUED;
     String[] parts = lastEventId.split("-", -1);
-    int number;
-    long seq;
-    try {
-      if (parts.length != 3 || !parts[0].equals(hs.streams.tag)) {
-        throw new NumberFormatException();
-      }
-      number = Integer.parseInt(parts[1]);
-      seq = Long.parseLong(parts[2]);
-    } catch (NumberFormatException e) {
-      rpcError(ex, 400, "Last-Event-ID '" + abbreviate(lastEventId) + "' was not issued in this session;"
-          + " open the GET stream without Last-Event-ID");
-      return;
-    }
-    if (!hs.streams.issued(number) || seq < 0) {
-      rpcError(ex, 400, "Last-Event-ID '" + abbreviate(lastEventId) + "' was not issued in this session;"
-          + " open the GET stream without Last-Event-ID");
-      return;
-    }
-    ResumableStream stream = hs.streams.get(number);
-    ResumableStream.Resume outcome;
-    if (stream == null) {
-      outcome = ResumableStream.Resume.GONE;
-    } else {
+    if (parts.length == 3 && parts[0].equals(hs.streams.tag) && parts[1].matches("\\d{1,9}")
+        && parts[2].matches("\\d{1,18}") && hs.streams.issued(Integer.parseInt(parts[1]))) {
+      ResumableStream stream = hs.streams.get(Integer.parseInt(parts[1]));
+      long seq = Long.parseLong(parts[2]);
       try {
-        outcome = stream.resume(seq, () -> {
+        outcome = stream == null ? ResumableStream.Resume.GONE : stream.resume(seq, () -> {
           try {
             SseStream connection = new SseStream(ex);
             streams.add(connection);
             return connection;
           } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
+            throw new UncheckedIOException(e);
           }
         });
-      } catch (java.io.UncheckedIOException e) {
+      } catch (UncheckedIOException e) {
         throw e.getCause(); // the client went away: the handler closes the connection
       }
     }
     switch (outcome) {
-      case RESUMED -> log.debug("session {}: stream {} resumed after {}", hs.session.id(), number, lastEventId);
+      case RESUMED -> log.debug("session {}: stream resumed after {}", hs.session.id(), lastEventId);
       case NOT_ISSUED -> rpcError(ex, 400, "Last-Event-ID '" + abbreviate(lastEventId)
           + "' was not issued in this session; open the GET stream without Last-Event-ID");
       case GONE -> rpcError(ex, 410, "the events after Last-Event-ID '" + lastEventId + "' are no longer kept"
-          + " (the server keeps " + ResumableStream.MAX_BYTES / 1024 + " KiB of events per stream and the last "
-          + ResumableStream.Registry.MAX_ENDED_PER_SESSION + " ended streams per session); what they carried is"
-          + " lost: call the tool again if its result is missing");
+          + " (the server keeps " + ResumableStream.MAX_BYTES / 1024 + " Ki characters of events per stream and"
+          + " the last " + ResumableStream.Registry.MAX_ENDED_PER_SESSION + " ended streams per session); what"
+          + " they carried is lost: call the tool again if its result is missing");
     }
   }
 

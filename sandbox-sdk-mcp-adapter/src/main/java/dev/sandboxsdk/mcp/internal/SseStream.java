@@ -5,6 +5,7 @@ import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -13,9 +14,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * One open {@code text/event-stream} response: JSON-RPC messages as {@code message} events and
- * keep-alive comments. A write that fails (the client went away) closes it; later writes are
- * dropped. Thread-safe.
+ * One open {@code text/event-stream} response: JSON-RPC messages as {@code message} events (with
+ * the ids {@link ResumableStream} gives them), the priming event, and keep-alive comments. A write
+ * that fails (the client went away) closes it; later writes are dropped. Thread-safe.
  *
  * <p>A client that stops reading makes a write block until its connection dies. Only that
  * stream's writer waits: closing, cancelling and keep-alives never wait for it (they hand the
@@ -88,7 +89,7 @@ final class SseStream {
   }
 
   /** Writes {@code backlog} (complete events), then lets the held writes through. Only by the thread that held them. */
-  void releaseWrites(java.util.List<String> backlog) {
+  void releaseWrites(List<String> backlog) {
     try {
       for (String text : backlog) {
         if (!write(text)) {
