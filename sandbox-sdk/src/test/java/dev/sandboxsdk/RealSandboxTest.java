@@ -595,21 +595,33 @@ class RealSandboxTest extends MockAgentTest {
   @Test
   void execAsyncCancelAbortsTheHttpCallAndDoesNotRetry() throws Exception {
     try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
+          if (request.method().equals("DELETE")) {
+            exchange.respond(200, "application/json", "{\"processId\":\"x\",\"signal\":\"SIGTERM\",\"success\":true}");
+            return false;
+          }
           exchange.startChunkedJson();
           exchange.writeUntilHangUp("1\r\n \r\n", 100); // the agent's heartbeat while the command runs
           return false;
         });
         Sandbox client = Fixtures.client(raw.url())) {
       CompletableFuture<ExecResult> future = client.execAsync("sleep 600");
-      assertThat(raw.requests.poll(5, SECONDS).target()).isEqualTo("/api/execute");
+      RawHttpServer.Request exec = raw.requests.poll(5, SECONDS);
+      assertThat(exec.target()).isEqualTo("/api/execute");
+      String execId = exec.header("X-Sandbox-Exec-Id");
+      assertThat(execId).as("the exec is named, so it can be killed").isNotBlank();
       Thread.sleep(200); // the response has started
 
       assertThat(future.cancel(true)).isTrue();
 
       assertThat(raw.hungUp.await(5, SECONDS)).as("the agent saw the client hang up").isTrue();
       assertThat(future).isCancelled();
+      RawHttpServer.Request kill = raw.requests.poll(5, SECONDS);
+      assertThat(kill).as("the cancel asked for a kill at once").isNotNull();
+      assertThat(kill.method()).isEqualTo("DELETE");
+      assertThat(kill.target()).isEqualTo("/api/execute/" + execId);
+      assertThat(kill.header("Authorization")).startsWith("Bearer ");
       Thread.sleep(300);
-      assertThat(raw.connections).as("the call was not retried").hasValue(1);
+      assertThat(raw.connections).as("the call was not retried: one for the exec, one for the kill").hasValue(2);
       assertThat(raw.requests).isEmpty();
     }
   }

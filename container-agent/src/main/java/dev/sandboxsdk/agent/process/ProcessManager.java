@@ -14,6 +14,7 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -58,6 +59,11 @@ public final class ProcessManager implements AutoCloseable {
   private final OutputBudget outputBudget;
   private final Map<String, ManagedProcess> background = new ConcurrentHashMap<>();
   private final Set<String> reservedIds = ConcurrentHashMap.newKeySet();
+  /**
+   * Running execs (execute and execute/stream) by id, for {@code DELETE /api/execute/{id}}. An id
+   * is reserved (mapped to empty) while its process spawns, and dropped once it has finished.
+   */
+  private final Map<String, Optional<ManagedProcess>> execs = new ConcurrentHashMap<>();
   private final Set<ManagedProcess> live = ConcurrentHashMap.newKeySet();
   private final AtomicInteger running = new AtomicInteger();
   private final AtomicLong idSequence = new AtomicLong();
@@ -220,7 +226,66 @@ public final class ProcessManager implements AutoCloseable {
    * ({@link ManagedProcess#startPumps}) once it is ready to receive output.
    */
   public ManagedProcess spawnForeground(ExecSpec spec, ManagedProcess.Kind kind) {
-    return spawn("exec_" + idSequence.incrementAndGet(), spec, kind);
+    return spawnForeground(spec, kind, null);
+  }
+
+  /**
+   * Spawns an exec under the id its client chose ({@code requestedId}, from the
+   * {@code X-Sandbox-Exec-Id} header) or, if null, a generated {@code exec_<n>}, and registers it
+   * for {@link #killExec} until it has finished. A chosen id must match the process id pattern
+   * (400), not be {@code stream} (the path of execute/stream), and not be the id of a running exec (409 PROCESS_ALREADY_EXISTS).
+   */
+  public ManagedProcess spawnForeground(ExecSpec spec, ManagedProcess.Kind kind, String requestedId) {
+    String id;
+    if (requestedId != null) {
+      if (!PROCESS_ID.matcher(requestedId).matches() || requestedId.equals("stream")) {
+        throw AgentException.invalid(EXEC_ID_HEADER, "the " + EXEC_ID_HEADER + " header must match "
+            + PROCESS_ID.pattern() + " and not be 'stream': '" + abbreviate(requestedId) + "'");
+      }
+      id = requestedId;
+      if (execs.putIfAbsent(id, Optional.empty()) != null) {
+        throw new AgentException(ErrorCode.PROCESS_ALREADY_EXISTS, "an exec with id '" + id
+            + "' is already running; send a fresh " + EXEC_ID_HEADER, Map.of("processId", id));
+      }
+    } else {
+      do {
+        id = "exec_" + idSequence.incrementAndGet(); // a client may have chosen this one
+      } while (execs.putIfAbsent(id, Optional.empty()) != null);
+    }
+    ManagedProcess p;
+    try {
+      p = spawn(id, spec, kind);
+    } catch (RuntimeException | Error e) {
+      execs.remove(id);
+      throw e;
+    }
+    String key = id;
+    execs.put(key, Optional.of(p));
+    p.finished().whenComplete((done, e) -> execs.remove(key, Optional.of(p)));
+    return p;
+  }
+
+  /** The request header by which a client names its exec, so it can kill it at once. */
+  public static final String EXEC_ID_HEADER = "X-Sandbox-Exec-Id";
+
+  /**
+   * Terminates a running exec on its client's request (SIGTERM, SIGKILL after the grace period),
+   * as a hang-up does, but without waiting for a write to the client to fail. Asking again while
+   * the exec is still dying signals it again.
+   *
+   * @throws AgentException PROCESS_NOT_FOUND if no exec with that id is running (it never
+   *     existed, has finished, or is still being spawned)
+   */
+  public ManagedProcess killExec(String id) {
+    Optional<ManagedProcess> found = execs.get(id);
+    if (found == null || found.isEmpty() || found.get().isFinished()) {
+      throw new AgentException(ErrorCode.PROCESS_NOT_FOUND,
+          "no running exec with id '" + abbreviate(id) + "' (it never existed or has finished)",
+          Map.of("processId", abbreviate(id)));
+    }
+    ManagedProcess p = found.get();
+    p.terminate(Signal.SIGTERM, config.graceMs(), ManagedProcess.KillReason.DISCONNECT);
+    return p;
   }
 
   /** Starts a background process and registers it under its id. */
