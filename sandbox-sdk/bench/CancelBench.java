@@ -132,6 +132,11 @@ public class CancelBench {
         : (sorted[sorted.length / 2 - 1] + sorted[sorted.length / 2]) / 2;
     System.out.printf(Locale.ROOT, "%-32s n=%d median %.1f ms, max %.1f ms, min %.1f ms%n", what, ms.length, median,
         sorted[sorted.length - 1], sorted[0]);
+    StringBuilder each = new StringBuilder("  in order:");
+    for (double m : ms) {
+      each.append(String.format(Locale.ROOT, " %.1f", m));
+    }
+    System.out.println(each);
   }
 
   /** True while /proc/PID exists and is not a zombie. */
