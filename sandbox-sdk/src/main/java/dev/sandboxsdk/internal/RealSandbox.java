@@ -242,6 +242,16 @@ public final class RealSandbox implements Sandbox {
     EventCursor<ExecEvent> cursor = openExecStream(command, options, abort);
     abort.onAbort(cursor::close);
     String what = "exec " + command.display();
+    try {
+      return collect(command, options, cursor, stdout, stderr, what);
+    } catch (RuntimeException | Error e) {
+      abort.abort(); // a listener that threw, a broken stream, an interrupt: kill the command now
+      throw e;
+    }
+  }
+
+  private ExecResult collect(Command command, ExecOptions options, EventCursor<ExecEvent> cursor,
+      OutputCollector stdout, OutputCollector stderr, String what) {
     try (cursor) {
       ExecEvent.Start start = null;
       for (;;) {

@@ -217,12 +217,13 @@ final class ExecEndpoints {
 
   /**
    * DELETE /api/execute/{id}: terminates a running exec now, instead of when a keep-alive write
-   * finds its client gone. Answers right after the SIGTERM; 404 if no exec of that id is running.
+   * finds its client gone. Answers right after the SIGTERM (for an exec still being spawned: once
+   * its kill is due the moment it has started); 404 if no exec of that id is running.
    */
   void kill(HttpExchange exchange, String id) throws IOException {
-    ManagedProcess p = processes.killExec(id);
+    processes.killExec(id);
     ObjectNode body = Json.object();
-    body.put("processId", p.id());
+    body.put("processId", id);
     body.put("signal", "SIGTERM");
     Responses.ok(exchange, body);
   }

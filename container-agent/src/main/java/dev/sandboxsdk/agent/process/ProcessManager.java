@@ -14,7 +14,6 @@ import java.util.Comparator;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
@@ -61,9 +60,15 @@ public final class ProcessManager implements AutoCloseable {
   private final Set<String> reservedIds = ConcurrentHashMap.newKeySet();
   /**
    * Running execs (execute and execute/stream) by id, for {@code DELETE /api/execute/{id}}. An id
-   * is reserved (mapped to empty) while its process spawns, and dropped once it has finished.
+   * is reserved while its process spawns, and dropped once it has finished.
    */
-  private final Map<String, Optional<ManagedProcess>> execs = new ConcurrentHashMap<>();
+  private final Map<String, ExecSlot> execs = new ConcurrentHashMap<>();
+
+  /** An exec id's process, once spawned, and whether a kill came while it was spawning. */
+  private static final class ExecSlot {
+    private ManagedProcess process;
+    private boolean killRequested;
+  }
   private final Set<ManagedProcess> live = ConcurrentHashMap.newKeySet();
   private final AtomicInteger running = new AtomicInteger();
   private final AtomicLong idSequence = new AtomicLong();
@@ -243,25 +248,33 @@ public final class ProcessManager implements AutoCloseable {
             + PROCESS_ID.pattern() + " and not be 'stream': '" + abbreviate(requestedId) + "'");
       }
       id = requestedId;
-      if (execs.putIfAbsent(id, Optional.empty()) != null) {
+      if (execs.putIfAbsent(id, new ExecSlot()) != null) {
         throw new AgentException(ErrorCode.PROCESS_ALREADY_EXISTS, "an exec with id '" + id
             + "' is already running; send a fresh " + EXEC_ID_HEADER, Map.of("processId", id));
       }
     } else {
       do {
         id = "exec_" + idSequence.incrementAndGet(); // a client may have chosen this one
-      } while (execs.putIfAbsent(id, Optional.empty()) != null);
+      } while (execs.putIfAbsent(id, new ExecSlot()) != null);
     }
+    ExecSlot slot = execs.get(id);
     ManagedProcess p;
     try {
       p = spawn(id, spec, kind);
     } catch (RuntimeException | Error e) {
-      execs.remove(id);
+      execs.remove(id, slot);
       throw e;
     }
+    boolean killNow;
+    synchronized (slot) {
+      slot.process = p;
+      killNow = slot.killRequested;
+    }
+    if (killNow) { // the client gave up while the process was being spawned
+      p.terminate(Signal.SIGTERM, config.graceMs(), ManagedProcess.KillReason.DISCONNECT);
+    }
     String key = id;
-    execs.put(key, Optional.of(p));
-    p.finished().whenComplete((done, e) -> execs.remove(key, Optional.of(p)));
+    p.finished().whenComplete((done, e) -> execs.remove(key, slot));
     return p;
   }
 
@@ -273,19 +286,30 @@ public final class ProcessManager implements AutoCloseable {
    * as a hang-up does, but without waiting for a write to the client to fail. Asking again while
    * the exec is still dying signals it again.
    *
+   * An exec whose request has arrived but whose process is still being spawned is killed as soon
+   * as it has started.
+   *
    * @throws AgentException PROCESS_NOT_FOUND if no exec with that id is running (it never
-   *     existed, has finished, or is still being spawned)
+   *     existed, or has finished)
    */
-  public ManagedProcess killExec(String id) {
-    Optional<ManagedProcess> found = execs.get(id);
-    if (found == null || found.isEmpty() || found.get().isFinished()) {
+  public void killExec(String id) {
+    ExecSlot slot = execs.get(id);
+    ManagedProcess p = null;
+    if (slot != null) {
+      synchronized (slot) {
+        p = slot.process;
+        if (p == null) {
+          slot.killRequested = true; // spawnForeground kills it once spawned
+          return;
+        }
+      }
+    }
+    if (p == null || p.isFinished()) {
       throw new AgentException(ErrorCode.PROCESS_NOT_FOUND,
           "no running exec with id '" + abbreviate(id) + "' (it never existed or has finished)",
           Map.of("processId", abbreviate(id)));
     }
-    ManagedProcess p = found.get();
     p.terminate(Signal.SIGTERM, config.graceMs(), ManagedProcess.KillReason.DISCONNECT);
-    return p;
   }
 
   /** Starts a background process and registers it under its id. */
