@@ -238,7 +238,8 @@ public final class ProcessManager implements AutoCloseable {
    * Spawns an exec under the id its client chose ({@code requestedId}, from the
    * {@code X-Sandbox-Exec-Id} header) or, if null, a generated {@code exec_<n>}, and registers it
    * for {@link #killExec} until it has finished. A chosen id must match the process id pattern
-   * (400), not be {@code stream} (the path of execute/stream), and not be the id of a running exec (409 PROCESS_ALREADY_EXISTS).
+   * and not be {@code stream}, the path of execute/stream (400), and must not be the id of a
+   * running exec (409 PROCESS_ALREADY_EXISTS).
    */
   public ManagedProcess spawnForeground(ExecSpec spec, ManagedProcess.Kind kind, String requestedId) {
     String id;
@@ -286,7 +287,7 @@ public final class ProcessManager implements AutoCloseable {
    * as a hang-up does, but without waiting for a write to the client to fail. Asking again while
    * the exec is still dying signals it again.
    *
-   * An exec whose request has arrived but whose process is still being spawned is killed as soon
+   * <p>An exec whose request has arrived but whose process is still being spawned is killed as soon
    * as it has started.
    *
    * @throws AgentException PROCESS_NOT_FOUND if no exec with that id is running (it never
