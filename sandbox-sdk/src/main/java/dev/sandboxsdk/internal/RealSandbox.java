@@ -334,9 +334,15 @@ public final class RealSandbox implements Sandbox {
   /** How long a kill request may take; it is best effort, the hang-up is the fallback. */
   private static final long KILL_TIMEOUT_MS = 5_000;
 
-  /** A fresh exec id: random, so that no other client's kill can guess it by accident. */
+  /**
+   * A fresh exec id: 128 random bits in hex, so that ids of different clients do not collide.
+   * Not {@code UUID.randomUUID()}: its SecureRandom is seeded on first use, which can cost
+   * hundreds of milliseconds on a loaded machine, and the id needs no secrecy (the kill route
+   * requires the token like every other).
+   */
   static String newExecId() {
-    return java.util.UUID.randomUUID().toString();
+    java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+    return String.format("%016x%016x", random.nextLong(), random.nextLong());
   }
 
   /**
