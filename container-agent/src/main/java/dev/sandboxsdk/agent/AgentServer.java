@@ -137,6 +137,11 @@ public final class AgentServer implements AutoCloseable {
     return uri.getPort();
   }
 
+  /** The isolation in force: {@code none} or {@code bwrap} (never {@code auto}). */
+  public String isolation() {
+    return processes.isolation();
+  }
+
   public AgentConfig config() {
     return config;
   }
