@@ -12,6 +12,6 @@ import dev.sandboxsdk.contract.SandboxTarget;
 class LocalSandboxContractExecProbeIT extends SandboxContract {
   @Override
   protected SandboxTarget startTarget() {
-    return LocalSandboxTarget.start(true);
+    return LocalSandboxTarget.start(true, Isolation.NONE);
   }
 }

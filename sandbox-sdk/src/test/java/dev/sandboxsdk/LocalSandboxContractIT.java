@@ -7,6 +7,6 @@ import dev.sandboxsdk.contract.SandboxTarget;
 class LocalSandboxContractIT extends SandboxContract {
   @Override
   protected SandboxTarget startTarget() {
-    return LocalSandboxTarget.start(false);
+    return LocalSandboxTarget.start(false, Isolation.NONE);
   }
 }

@@ -142,6 +142,11 @@ public final class AgentServer implements AutoCloseable {
     return processes.isolation();
   }
 
+  /** Why {@code --isolation auto} fell back to none, or null. */
+  public String isolationUnavailable() {
+    return processes.isolationUnavailable();
+  }
+
   public AgentConfig config() {
     return config;
   }

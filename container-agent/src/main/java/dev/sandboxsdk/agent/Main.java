@@ -13,7 +13,7 @@ import java.util.function.BiConsumer;
 /**
  * Command line entry point. Prints exactly one line to stdout, the ready line:
  *
- * <pre>SANDBOX_AGENT_READY {"url":"http://127.0.0.1:3000","port":3000,"pid":42,"version":"0.1.0","protocol":1}</pre>
+ * <pre>SANDBOX_AGENT_READY {"url":"http://127.0.0.1:3000","port":3000,"pid":42,"version":"0.1.0","protocol":1,"isolation":"none"}</pre>
  *
  * Everything else (logs, errors) goes to stderr.
  */
@@ -92,7 +92,7 @@ public final class Main {
       "",
       "When ready, prints one line to stdout:",
       "  SANDBOX_AGENT_READY {\"url\":...,\"port\":...,\"pid\":...,\"version\":...,\"protocol\":1,",
-      "                       \"isolation\":\"none\"|\"bwrap\"}",
+      "                       \"isolation\":\"none\"|\"bwrap\"[,\"isolationUnavailable\":WHY]}",
       "Logs go to stderr. SIGTERM stops the agent and every process it started.");
 
   private static final String TOKEN_FILE = "--token-file";
@@ -160,9 +160,7 @@ public final class Main {
       server.close();
       stopped.countDown();
     }, "agent-shutdown"));
-    out.println(READY_PREFIX + "{\"url\":\"" + server.uri() + "\",\"port\":" + server.port()
-        + ",\"pid\":" + ProcessHandle.current().pid() + ",\"version\":\"" + AgentServer.version()
-        + "\",\"protocol\":1,\"isolation\":\"" + server.isolation() + "\"}");
+    out.println(READY_PREFIX + readyLine(server));
     out.flush();
     if (config.exitOnStdinEof()) {
       watchStdin();
@@ -241,6 +239,21 @@ public final class Main {
       throw new UsageException(COMMAND_USER + ": " + error);
     }
     b.commandUser(value);
+  }
+
+  /** The ready line's JSON object. */
+  static String readyLine(AgentServer server) {
+    com.fasterxml.jackson.databind.node.ObjectNode n = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+    n.put("url", server.uri().toString());
+    n.put("port", server.port());
+    n.put("pid", ProcessHandle.current().pid());
+    n.put("version", AgentServer.version());
+    n.put("protocol", 1);
+    n.put("isolation", server.isolation());
+    if (server.isolationUnavailable() != null) {
+      n.put("isolationUnavailable", server.isolationUnavailable());
+    }
+    return n.toString();
   }
 
   private static void isolation(AgentConfig.Builder b, String value) {

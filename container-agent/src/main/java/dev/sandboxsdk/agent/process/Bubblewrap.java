@@ -117,8 +117,10 @@ public final class Bubblewrap {
   }
 
   private static List<String> mounts(Path workspace, boolean network) {
+    // --cap-drop ALL: an agent running as root would otherwise hand its commands nearly every
+    // capability (CAP_MKNOD alone opens the host's disks through a device node in the workspace).
     List<String> args = new ArrayList<>(List.of(
-        "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+        "--cap-drop", "ALL", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
         "--hostname", "sandbox"));
     if (!network) {
       args.add("--unshare-net");

@@ -51,6 +51,8 @@ public final class ProcessManager implements AutoCloseable {
   private final CommandUser commandUser;
   /** Wraps every command in bubblewrap ({@code --isolation bwrap}), or null. */
   private final Bubblewrap bubblewrap;
+  /** Why {@code --isolation auto} runs commands without isolation, or null. */
+  private volatile String isolationUnavailable;
   /** env(1), which changes into a command's directory once it runs as the command user. */
   private final String envBinary;
   private final ProcessGroups groups;
@@ -157,7 +159,7 @@ public final class ProcessManager implements AutoCloseable {
    * The bubblewrap sandbox for {@code --isolation bwrap} (which fails the start if it cannot run)
    * and {@code auto} (which falls back to none with one warning), or null.
    */
-  private static Bubblewrap bubblewrap(AgentConfig config, String path) {
+  private Bubblewrap bubblewrap(AgentConfig config, String path) {
     switch (config.isolation()) {
       case "bwrap": {
         Bubblewrap b;
@@ -176,6 +178,7 @@ public final class ProcessManager implements AutoCloseable {
           return b;
         } catch (IllegalStateException e) {
           log.warn("--isolation auto: {}; commands run without isolation", e.getMessage());
+          isolationUnavailable = e.getMessage();
           return null;
         }
       default:
@@ -186,6 +189,11 @@ public final class ProcessManager implements AutoCloseable {
   /** The isolation in force: {@code bwrap} or {@code none}. */
   public String isolation() {
     return bubblewrap != null ? "bwrap" : "none";
+  }
+
+  /** Why {@code --isolation auto} fell back to none, or null. */
+  public String isolationUnavailable() {
+    return isolationUnavailable;
   }
 
   /** Whether commands may use the network: always without isolation, else as configured. */
