@@ -267,14 +267,31 @@ public final class SandboxTools implements AutoCloseable {
       this.language = language;
     }
 
+    /** {@code kill -TERM -GROUP} on this machine, not waited for; a group already gone is no error. */
+    private void killGroupHere(long group) {
+      try {
+        new ProcessBuilder("kill", "-TERM", "-" + group)
+            .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD).start();
+      } catch (java.io.IOException e) {
+        // no kill(1) here: the agent's own hang-up kill still ends the command, a few seconds later
+      }
+    }
+
     @Override
     public void onSubscribe(Flow.Subscription s) {
       progress.ctx.onCancel(() -> {
         s.cancel(); // the agent kills the command once it sees the stream gone, within 1-2 keep-alives
         long group = pid;
         if (group > 0 && !result.isDone()) { // so signal its process group at once as well
-          // dash's kill takes "-PGID" for a process group, and no "--"
-          sandbox.sandbox().execAsync(Command.shell("kill -TERM -" + group + " 2>/dev/null; true"));
+          if (sandbox.mode() == SandboxMode.LOCAL) {
+            // The local agent is this machine's, and its group ids are this machine's: signal
+            // from here. Through an exec it would not work where the local sandbox isolates
+            // commands, each in a PID namespace of its own that sees no other command.
+            killGroupHere(group);
+          } else {
+            // dash's kill takes "-PGID" for a process group, and no "--"
+            sandbox.sandbox().execAsync(Command.shell("kill -TERM -" + group + " 2>/dev/null; true"));
+          }
         }
       });
       s.request(Long.MAX_VALUE); // we only keep a capped prefix, so there is nothing to pace
