@@ -314,9 +314,9 @@ public final class LocalSandbox extends ForwardingSandbox {
      * and {@code TMPDIR} (and {@code LC_ALL}, {@code LC_CTYPE} if set), plus
      * {@code SANDBOX_WORKSPACE}, {@code SANDBOX_AGENT_RUN} and what each call passes with
      * {@code env(...)}: database passwords and cloud credentials of your application are not in
-     * a command's environment unless you name them here. (A local command runs as your OS user,
-     * so it can still read this JVM's {@code /proc/<pid>/environ}; this is not a security
-     * boundary.) A name this JVM has no value for is ignored.
+     * a command's environment unless you name them here. (An unisolated local command runs as
+     * your OS user, so it can still read this JVM's {@code /proc/<pid>/environ}; an isolated one
+     * cannot see this JVM's process, see {@link Isolation}.) A name this JVM has no value for is ignored.
      * Repeatable; the names add up.
      *
      * @throws IllegalArgumentException if a name is not a variable name ({@code [A-Za-z_][A-Za-z0-9_]*})

@@ -280,9 +280,10 @@ public final class SandboxTools implements AutoCloseable {
     @Override
     public void onSubscribe(Flow.Subscription s) {
       progress.ctx.onCancel(() -> {
+        boolean running = !result.isDone(); // before cancel(), which may end the result at once
         s.cancel(); // the agent kills the command once it sees the stream gone, within 1-2 keep-alives
         long group = pid;
-        if (group > 0 && !result.isDone()) { // so signal its process group at once as well
+        if (group > 0 && running) { // so signal its process group at once as well
           if (sandbox.mode() == SandboxMode.LOCAL) {
             // The local agent is this machine's, and its group ids are this machine's: signal
             // from here. Through an exec it would not work where the local sandbox isolates
