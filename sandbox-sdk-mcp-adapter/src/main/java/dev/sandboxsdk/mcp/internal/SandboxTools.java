@@ -270,7 +270,7 @@ public final class SandboxTools implements AutoCloseable {
     /** {@code kill -TERM -GROUP} on this machine, not waited for; a group already gone is no error. */
     private void killGroupHere(long group) {
       try {
-        new ProcessBuilder("kill", "-TERM", "-" + group)
+        new ProcessBuilder("kill", "-TERM", "--", "-" + group) // procps kill needs "--" before a group
             .redirectOutput(ProcessBuilder.Redirect.DISCARD).redirectError(ProcessBuilder.Redirect.DISCARD).start();
       } catch (java.io.IOException e) {
         // no kill(1) here: the agent's own hang-up kill still ends the command, a few seconds later
@@ -280,10 +280,11 @@ public final class SandboxTools implements AutoCloseable {
     @Override
     public void onSubscribe(Flow.Subscription s) {
       progress.ctx.onCancel(() -> {
-        boolean running = !result.isDone(); // before cancel(), which may end the result at once
-        s.cancel(); // the agent kills the command once it sees the stream gone, within 1-2 keep-alives
+        // Signal the process group before cancelling the stream: cancel() may end the result, and
+        // may wait for the stream's reader. The agent would kill the command anyway once it sees
+        // the stream gone, but only within 1-2 keep-alives.
         long group = pid;
-        if (group > 0 && running) { // so signal its process group at once as well
+        if (group > 0 && !result.isDone()) {
           if (sandbox.mode() == SandboxMode.LOCAL) {
             // The local agent is this machine's, and its group ids are this machine's: signal
             // from here. Through an exec it would not work where the local sandbox isolates
@@ -294,6 +295,7 @@ public final class SandboxTools implements AutoCloseable {
             sandbox.sandbox().execAsync(Command.shell("kill -TERM -" + group + " 2>/dev/null; true"));
           }
         }
+        s.cancel();
       });
       s.request(Long.MAX_VALUE); // we only keep a capped prefix, so there is nothing to pace
     }
