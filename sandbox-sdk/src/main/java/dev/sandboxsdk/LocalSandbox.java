@@ -31,9 +31,15 @@ import org.slf4j.LoggerFactory;
  * }</pre>
  *
  * <p><b>Isolation.</b> Commands run as the same OS user as your JVM, in their own process
- * groups, with the workspace as their working directory. This is process isolation for
- * development and tests, not a security boundary: use the container image for untrusted code.
- * Commands do not inherit this JVM's environment: they get {@code PATH}, {@code HOME},
+ * groups, with the workspace as their working directory. Where bubblewrap ({@code bwrap}) is
+ * installed and can create namespaces, each command also runs in its own bubblewrap sandbox
+ * (see {@link Isolation}): system directories read-only, only the workspace and a private
+ * {@code /tmp} writable, the rest of the host's files invisible, its own PID namespace and
+ * {@code /proc}, no network unless {@link Builder#network(boolean)}. Elsewhere the sandbox runs
+ * without it and logs one warning ({@link Builder#isolation(Isolation)} makes it required or
+ * turns it off); {@link #isolation()} tells which is in force. Either way this is isolation for
+ * development and tests, not a hardened security boundary (same OS user, same kernel): use the
+ * container image for untrusted code. Commands do not inherit this JVM's environment: they get {@code PATH}, {@code HOME},
  * {@code LANG}, {@code TERM}, {@code TMPDIR} (and {@code LC_ALL}, {@code LC_CTYPE} if set),
  * {@code SANDBOX_WORKSPACE}, {@code SANDBOX_AGENT_RUN}, the variables named with
  * {@link Builder#inheritEnv(String...)} and what each call passes; the agent's JVM itself is
@@ -55,7 +61,12 @@ import org.slf4j.LoggerFactory;
 public final class LocalSandbox extends ForwardingSandbox {
   private static final Logger log = LoggerFactory.getLogger(LocalSandbox.class);
 
+  /** Whether the fallback from {@link Isolation#ISOLATED} to none was logged yet (once per JVM). */
+  private static final java.util.concurrent.atomic.AtomicBoolean FALLBACK_LOGGED =
+      new java.util.concurrent.atomic.AtomicBoolean();
+
   private final AgentLauncher.Agent agent;
+  private final Isolation isolation;
   private final RealSandbox client;
   private final Path workspace;
   private final boolean ownsWorkspace;
@@ -80,7 +91,17 @@ public final class LocalSandbox extends ForwardingSandbox {
     }
     this.workspace = ws.toAbsolutePath();
     this.ownsWorkspace = owns;
-    List<String> agentArgs = new ArrayList<>(b.agentArguments);
+    List<String> agentArgs = new ArrayList<>();
+    // First: an --isolation among the caller's own agent arguments comes later and wins.
+    agentArgs.addAll(List.of("--isolation", switch (b.isolation) {
+      case NONE -> "none";
+      case ISOLATED -> "auto";
+      case REQUIRED -> "bwrap";
+    }));
+    if (b.isolation != Isolation.NONE) {
+      agentArgs.addAll(List.of("--isolation-network", b.network ? "on" : "off"));
+    }
+    agentArgs.addAll(b.agentArguments);
     if (!b.inheritEnv.isEmpty()) {
       agentArgs.addAll(List.of("--inherit-env", String.join(",", b.inheritEnv)));
     }
@@ -95,7 +116,22 @@ public final class LocalSandbox extends ForwardingSandbox {
       if (owns) {
         Workspaces.deleteOwned(workspace);
       }
+      if (b.isolation == Isolation.REQUIRED && e.getMessage() != null && e.getMessage().contains("--isolation bwrap:")) {
+        throw new SandboxException("the local sandbox cannot run commands isolated, which Isolation.REQUIRED demands"
+            + " (install bubblewrap, e.g. apt-get install bubblewrap, where unprivileged user namespaces are allowed;"
+            + " or use Isolation.ISOLATED to fall back to none): " + e.getMessage(), e);
+      }
       throw e;
+    }
+    this.isolation = agent.isolation().equals("bwrap") ? Isolation.ISOLATED : Isolation.NONE;
+    if (b.isolation == Isolation.ISOLATED && isolation == Isolation.NONE) {
+      String why = agent.isolationUnavailable() != null ? agent.isolationUnavailable() : "bwrap cannot be used";
+      if (FALLBACK_LOGGED.compareAndSet(false, true)) {
+        log.warn("local sandboxes run commands without isolation: {} (Isolation.REQUIRED makes this an error,"
+            + " Isolation.NONE silences it)", why);
+      } else {
+        log.debug("local sandbox {} runs commands without isolation: {}", workspace, why);
+      }
     }
     if (owns) {
       Workspaces.recordAgent(workspace, agent.handle());
@@ -154,6 +190,15 @@ public final class LocalSandbox extends ForwardingSandbox {
     return workspace;
   }
 
+  /**
+   * The isolation in force: {@link Isolation#ISOLATED} when commands run in bubblewrap,
+   * {@link Isolation#NONE} when they do not (asked for, or {@link Isolation#ISOLATED} fell back).
+   * Never {@link Isolation#REQUIRED}.
+   */
+  public Isolation isolation() {
+    return isolation;
+  }
+
   /** The pid of the agent's JVM. */
   public long agentPid() {
     return agent.pid();
@@ -166,7 +211,7 @@ public final class LocalSandbox extends ForwardingSandbox {
 
   @Override
   public String toString() {
-    return "LocalSandbox{" + agent.url() + ", workspace=" + workspace + (client.isClosed() ? ", closed" : "") + "}";
+    return "LocalSandbox{" + agent.url() + ", workspace=" + workspace + ", isolation=" + isolation + (client.isClosed() ? ", closed" : "") + "}";
   }
 
   // ---- lifecycle
@@ -246,8 +291,29 @@ public final class LocalSandbox extends ForwardingSandbox {
     private final List<String> jvmArguments = new ArrayList<>();
     private final List<String> agentArguments = new ArrayList<>();
     private final java.util.Set<String> inheritEnv = new java.util.LinkedHashSet<>();
+    private Isolation isolation = Isolation.ISOLATED;
+    private boolean network;
 
     private Builder() {}
+
+    /**
+     * How commands are isolated from the host (default {@link Isolation#ISOLATED}: in bubblewrap
+     * where it works, else without isolation and one warning in the log). See {@link Isolation}.
+     */
+    public Builder isolation(Isolation isolation) {
+      this.isolation = Objects.requireNonNull(isolation, "isolation == null");
+      return this;
+    }
+
+    /**
+     * Whether isolated commands may use the network (default false: they have only a loopback
+     * interface of their own, and reach neither the internet nor the host's listeners, not even
+     * on 127.0.0.1). Without isolation commands always have the host's network.
+     */
+    public Builder network(boolean network) {
+      this.network = network;
+      return this;
+    }
 
     /**
      * Names of this JVM's environment variables that commands also get. By default commands see
@@ -255,9 +321,9 @@ public final class LocalSandbox extends ForwardingSandbox {
      * and {@code TMPDIR} (and {@code LC_ALL}, {@code LC_CTYPE} if set), plus
      * {@code SANDBOX_WORKSPACE}, {@code SANDBOX_AGENT_RUN} and what each call passes with
      * {@code env(...)}: database passwords and cloud credentials of your application are not in
-     * a command's environment unless you name them here. (A local command runs as your OS user,
-     * so it can still read this JVM's {@code /proc/<pid>/environ}; this is not a security
-     * boundary.) A name this JVM has no value for is ignored.
+     * a command's environment unless you name them here. (An unisolated local command runs as
+     * your OS user, so it can still read this JVM's {@code /proc/<pid>/environ}; an isolated one
+     * cannot see this JVM's process, see {@link Isolation}.) A name this JVM has no value for is ignored.
      * Repeatable; the names add up.
      *
      * @throws IllegalArgumentException if a name is not a variable name ({@code [A-Za-z_][A-Za-z0-9_]*})

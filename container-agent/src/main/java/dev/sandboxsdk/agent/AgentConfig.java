@@ -20,6 +20,10 @@ import java.util.Objects;
  *     long; 0 never
  * @param freshWorkspace whether the workspace is a new directory the agent made itself (no
  *     {@code --workspace}), which it may give to the command user
+ * @param isolation how commands are isolated from the host: {@code none}, {@code bwrap} (each
+ *     command in a bubblewrap sandbox; the agent fails to start if it cannot) or {@code auto}
+ *     (bwrap where it works, else none with one warning)
+ * @param isolationNetwork whether isolated commands may use the network
  */
 public record AgentConfig(
     String bind,
@@ -41,7 +45,12 @@ public record AgentConfig(
     long outputBudgetBytes,
     String commandUser,
     long idleTimeoutMs,
-    boolean freshWorkspace) {
+    boolean freshWorkspace,
+    String isolation,
+    boolean isolationNetwork) {
+
+  /** The values of {@code --isolation}. */
+  public static final java.util.List<String> ISOLATION_MODES = java.util.List.of("none", "bwrap", "auto");
 
   public static final int DEFAULT_PORT = 3000;
   public static final String DEFAULT_BIND = "0.0.0.0";
@@ -112,6 +121,14 @@ public record AgentConfig(
     }
     if (idleTimeoutMs < 0) {
       throw new IllegalArgumentException("idleTimeoutMs must be >= 0 (0: never): " + idleTimeoutMs);
+    }
+    Objects.requireNonNull(isolation, "isolation == null");
+    if (!ISOLATION_MODES.contains(isolation)) {
+      throw new IllegalArgumentException("isolation must be one of " + ISOLATION_MODES + ": " + isolation);
+    }
+    if (!isolation.equals("none") && commandUser != null) {
+      throw new IllegalArgumentException("--isolation " + isolation + " cannot be combined with --command-user"
+          + " (use one: bwrap for a local sandbox, --command-user in a container)");
     }
   }
 
@@ -217,6 +234,7 @@ public record AgentConfig(
         + ", autoCleanupDelayMs=" + autoCleanupDelayMs + ", exitOnStdinEof=" + exitOnStdinEof
         + ", maxConnections=" + maxConnections + ", requestTimeoutSeconds=" + requestTimeoutSeconds
         + ", inheritEnv=" + inheritEnv + ", commandUser=" + commandUser + ", idleTimeoutMs=" + idleTimeoutMs
+        + ", isolation=" + isolation + (isolation.equals("none") ? "" : ", network=" + (isolationNetwork ? "on" : "off"))
         + ", outputBudgetBytes=" + (outputBudgetBytes > 0 ? outputBudgetBytes : "auto(" + outputBudget() + ")") + "]";
   }
 
@@ -242,6 +260,8 @@ public record AgentConfig(
     private String commandUser;
     private long idleTimeoutMs;
     private boolean freshWorkspace;
+    private String isolation = "none";
+    private boolean isolationNetwork;
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -269,12 +289,17 @@ public record AgentConfig(
     /** Whether the agent made the workspace itself (no {@code --workspace}). */
     public Builder freshWorkspace(boolean fresh) { this.freshWorkspace = fresh; return this; }
 
+    /** {@code none} (the default), {@code bwrap} or {@code auto}; see {@link AgentConfig#isolation()}. */
+    public Builder isolation(String isolation) { this.isolation = isolation; return this; }
+    /** Whether isolated commands may use the network (default false). */
+    public Builder isolationNetwork(boolean on) { this.isolationNetwork = on; return this; }
+
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
           keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof,
           maxConnections, requestTimeoutSeconds,
           java.util.List.copyOf(inheritEnv),
-          outputBudgetBytes, commandUser, idleTimeoutMs, freshWorkspace);
+          outputBudgetBytes, commandUser, idleTimeoutMs, freshWorkspace, isolation, isolationNetwork);
     }
   }
 }

@@ -137,6 +137,16 @@ public final class AgentServer implements AutoCloseable {
     return uri.getPort();
   }
 
+  /** The isolation in force: {@code none} or {@code bwrap} (never {@code auto}). */
+  public String isolation() {
+    return processes.isolation();
+  }
+
+  /** Why {@code --isolation auto} fell back to none, or null. */
+  public String isolationUnavailable() {
+    return processes.isolationUnavailable();
+  }
+
   public AgentConfig config() {
     return config;
   }

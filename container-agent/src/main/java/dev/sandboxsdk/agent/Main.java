@@ -13,7 +13,7 @@ import java.util.function.BiConsumer;
 /**
  * Command line entry point. Prints exactly one line to stdout, the ready line:
  *
- * <pre>SANDBOX_AGENT_READY {"url":"http://127.0.0.1:3000","port":3000,"pid":42,"version":"0.1.0","protocol":1}</pre>
+ * <pre>SANDBOX_AGENT_READY {"url":"http://127.0.0.1:3000","port":3000,"pid":42,"version":"0.1.0","protocol":1,"isolation":"none"}</pre>
  *
  * Everything else (logs, errors) goes to stderr.
  */
@@ -80,11 +80,19 @@ public final class Main {
       "                           run as root with CAP_SETUID, CAP_SETGID, CAP_SETPCAP and",
       "                           CAP_KILL; it checks it can switch at start. Shutdown kills",
       "                           every process of USER, so give it to nothing else",
+      "  --isolation MODE         none (default): commands see the host as the agent does;",
+      "                           bwrap: each command runs in a bubblewrap sandbox (system",
+      "                           directories read-only, the workspace and a private /tmp",
+      "                           writable, nothing else of the host's files, own PID, IPC,",
+      "                           UTS and network namespaces; start fails if bwrap cannot",
+      "                           run); auto: bwrap where it works, else none with a warning",
+      "  --isolation-network on|off  whether isolated commands may use the network (default off)",
       "  --help                   print this help and exit",
       "  --version                print the version and exit",
       "",
       "When ready, prints one line to stdout:",
-      "  SANDBOX_AGENT_READY {\"url\":...,\"port\":...,\"pid\":...,\"version\":...,\"protocol\":1}",
+      "  SANDBOX_AGENT_READY {\"url\":...,\"port\":...,\"pid\":...,\"version\":...,\"protocol\":1,",
+      "                       \"isolation\":\"none\"|\"bwrap\"[,\"isolationUnavailable\":WHY]}",
       "Logs go to stderr. SIGTERM stops the agent and every process it started.");
 
   private static final String TOKEN_FILE = "--token-file";
@@ -114,7 +122,9 @@ public final class Main {
           (int) number("--request-timeout-seconds", v, 1, AgentConfig.MAX_REQUEST_TIMEOUT_SECONDS))),
       Map.entry("--output-budget-bytes", (b, v) -> b.outputBudgetBytes(number("--output-budget-bytes", v, 0, Long.MAX_VALUE))),
       Map.entry(IDLE_TIMEOUT, (b, v) -> b.idleTimeoutMs(number(IDLE_TIMEOUT, v, 0, MAX_IDLE_TIMEOUT_MS))),
-      Map.entry(COMMAND_USER, Main::commandUser));
+      Map.entry(COMMAND_USER, Main::commandUser),
+      Map.entry("--isolation", Main::isolation),
+      Map.entry("--isolation-network", (b, v) -> b.isolationNetwork(onOff("--isolation-network", v))));
 
   private Main() {}
 
@@ -150,9 +160,7 @@ public final class Main {
       server.close();
       stopped.countDown();
     }, "agent-shutdown"));
-    out.println(READY_PREFIX + "{\"url\":\"" + server.uri() + "\",\"port\":" + server.port()
-        + ",\"pid\":" + ProcessHandle.current().pid() + ",\"version\":\"" + AgentServer.version()
-        + "\",\"protocol\":1}");
+    out.println(READY_PREFIX + readyLine(server));
     out.flush();
     if (config.exitOnStdinEof()) {
       watchStdin();
@@ -231,6 +239,40 @@ public final class Main {
       throw new UsageException(COMMAND_USER + ": " + error);
     }
     b.commandUser(value);
+  }
+
+  /** The ready line's JSON object. */
+  static String readyLine(AgentServer server) {
+    com.fasterxml.jackson.databind.node.ObjectNode n = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
+    n.put("url", server.uri().toString());
+    n.put("port", server.port());
+    n.put("pid", ProcessHandle.current().pid());
+    n.put("version", AgentServer.version());
+    n.put("protocol", 1);
+    n.put("isolation", server.isolation());
+    if (server.isolationUnavailable() != null) {
+      n.put("isolationUnavailable", server.isolationUnavailable());
+    }
+    return n.toString();
+  }
+
+  private static void isolation(AgentConfig.Builder b, String value) {
+    if (!AgentConfig.ISOLATION_MODES.contains(value)) {
+      throw new UsageException("--isolation must be one of " + String.join(", ", AgentConfig.ISOLATION_MODES)
+          + ": '" + value + "'");
+    }
+    b.isolation(value);
+  }
+
+  private static boolean onOff(String option, String value) {
+    switch (value) {
+      case "on":
+        return true;
+      case "off":
+        return false;
+      default:
+        throw new UsageException(option + " must be on or off: '" + value + "'");
+    }
   }
 
   private static void inheritEnv(AgentConfig.Builder b, String value) {
@@ -369,7 +411,11 @@ public final class Main {
     if (!workspaceGiven) {
       b.workspace(defaultWorkspace.get()).freshWorkspace(true);
     }
-    return b.token(token).insecureNoAuth(insecure).build();
+    try {
+      return b.token(token).insecureNoAuth(insecure).build();
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(e.getMessage());
+    }
   }
 
   private static boolean isOption(String arg) {

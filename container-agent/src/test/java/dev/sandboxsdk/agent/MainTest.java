@@ -62,6 +62,26 @@ class MainTest {
   }
 
   @Test
+  void isolationIsNoneByDefaultAndTakesBwrapOrAutoWithANetworkSwitch() {
+    AgentConfig defaults = parse(args(), TOKEN, out);
+    assertThat(defaults.isolation()).isEqualTo("none");
+    assertThat(defaults.isolationNetwork()).isFalse();
+    AgentConfig bwrap = parse(args("--isolation", "bwrap", "--isolation-network=on"), TOKEN, out);
+    assertThat(bwrap.isolation()).isEqualTo("bwrap");
+    assertThat(bwrap.isolationNetwork()).isTrue();
+    assertThat(bwrap.toString()).contains("isolation=bwrap, network=on");
+    assertThat(parse(args("--isolation=auto", "--isolation-network", "off"), TOKEN, out).isolation()).isEqualTo("auto");
+    assertThatThrownBy(() -> parse(args("--isolation", "firejail"), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessage("--isolation must be one of none, bwrap, auto: 'firejail'");
+    assertThatThrownBy(() -> parse(args("--isolation-network", "yes"), TOKEN, out))
+        .hasMessage("--isolation-network must be on or off: 'yes'");
+    assertThatThrownBy(() -> parse(args("--isolation", "auto", "--command-user", "1000"), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class)
+        .hasMessageStartingWith("--isolation auto cannot be combined with --command-user");
+  }
+
+  @Test
   void exitOnStdinEofIsAFlagWithoutValue() {
     assertThat(parse(args("--exit-on-stdin-eof"), TOKEN, out).exitOnStdinEof()).isTrue();
     assertThatThrownBy(() -> parse(args("--exit-on-stdin-eof=yes"), TOKEN, out))

@@ -58,11 +58,25 @@ public final class AgentLauncher {
     private final Process process;
     private final URI url;
     private final String token;
+    private final String isolation;
+    private final String isolationUnavailable;
 
-    Agent(Process process, URI url, String token) {
+    Agent(Process process, URI url, String token, String isolation, String isolationUnavailable) {
       this.process = process;
       this.url = url;
       this.token = token;
+      this.isolation = isolation;
+      this.isolationUnavailable = isolationUnavailable;
+    }
+
+    /** The isolation in force, from the ready line: {@code none} or {@code bwrap}. */
+    public String isolation() {
+      return isolation;
+    }
+
+    /** Why the agent's {@code --isolation auto} fell back to none, or null. */
+    public String isolationUnavailable() {
+      return isolationUnavailable;
     }
 
     public URI url() {
@@ -192,15 +206,19 @@ public final class AgentLauncher {
       throw new SandboxException("interrupted while starting the local agent", e);
     }
     URI url;
+    String isolation;
+    String isolationUnavailable;
     try {
       JsonNode n = Wire.MAPPER.readTree(readyJson);
       url = new URI(n.path("url").asText());
+      isolation = n.path("isolation").asText("none"); // agents before isolation existed: none
+      isolationUnavailable = n.hasNonNull("isolationUnavailable") ? n.get("isolationUnavailable").asText() : null;
     } catch (IOException | URISyntaxException e) {
       stop(process, Duration.ofSeconds(2));
       throw new SandboxException("the local agent printed an unreadable ready line: " + readyJson, e);
     }
     log.debug("local agent pid {} ready at {}", process.pid(), url);
-    return new Agent(process, url, token);
+    return new Agent(process, url, token, isolation, isolationUnavailable);
   }
 
   // ---- the agent's environment

@@ -47,6 +47,8 @@ public final class ApiHandler implements HttpHandler {
     this.exec = new ExecEndpoints(processes);
     this.process = new ProcessEndpoints(processes);
     this.commandUser = processes.commandUser();
+    this.isolationMode = processes.isolation();
+    this.network = processes.network();
   }
 
   private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
@@ -55,6 +57,9 @@ public final class ApiHandler implements HttpHandler {
   /** When an authenticated request last started or ended (System.nanoTime). */
   private volatile long lastActivityNanos = System.nanoTime();
   private final dev.sandboxsdk.agent.process.CommandUser commandUser;
+  /** {@code none} or {@code bwrap}, reported by /api/version. */
+  private final String isolationMode;
+  private final boolean network;
 
   /**
    * Nanoseconds without an authenticated request in progress: 0 while one is, else since the last
@@ -291,6 +296,9 @@ public final class ApiHandler implements HttpHandler {
           user.put("gid", commandUser.gid());
           user.put("home", commandUser.home());
         }
+        ObjectNode isolation = body.putObject("isolation");
+        isolation.put("mode", isolationMode);
+        isolation.put("network", network);
         Responses.ok(exchange, body);
         return;
       }

@@ -49,6 +49,10 @@ public final class ProcessManager implements AutoCloseable {
   private final List<String> launcher;
   /** The user commands run as ({@code --command-user}), or null to run them as the agent's own. */
   private final CommandUser commandUser;
+  /** Wraps every command in bubblewrap ({@code --isolation bwrap}), or null. */
+  private final Bubblewrap bubblewrap;
+  /** Why {@code --isolation auto} runs commands without isolation, or null. */
+  private volatile String isolationUnavailable;
   /** env(1), which changes into a command's directory once it runs as the command user. */
   private final String envBinary;
   private final ProcessGroups groups;
@@ -108,9 +112,13 @@ public final class ProcessManager implements AutoCloseable {
     this.envBinary = ProcessGroups.which("env", path);
     this.commandUser = config.commandUser() == null ? null : commandUser(config, path, envBinary, workspaceCreated);
     this.groups = new ProcessGroups(kill, commandUser, ProcessGroups.which("grep", path));
+    this.bubblewrap = bubblewrap(config, path);
     String runId = randomRunId();
+    // An isolated command cannot see the agent's HOME: its home is the workspace.
+    String home = commandUser != null ? commandUser.home()
+        : bubblewrap != null ? config.workspace().toString() : null;
     this.environment = new CommandEnvironment(System.getenv(), config.inheritEnv(), config.workspace(), runId, TOKEN_ENV,
-        commandUser == null ? null : commandUser.home());
+        home);
     this.launcher = launcher(setsid, envBinary);
     String mkfifo = ProcessGroups.which("mkfifo", path);
     if (mkfifo == null) {
@@ -156,6 +164,52 @@ public final class ProcessManager implements AutoCloseable {
     }
     log.info("commands run as {}, without capabilities", user);
     return user;
+  }
+
+  /**
+   * The bubblewrap sandbox for {@code --isolation bwrap} (which fails the start if it cannot run)
+   * and {@code auto} (which falls back to none with one warning), or null.
+   */
+  private Bubblewrap bubblewrap(AgentConfig config, String path) {
+    switch (config.isolation()) {
+      case "bwrap": {
+        Bubblewrap b;
+        try {
+          b = Bubblewrap.probe(path, config.workspace(), config.isolationNetwork());
+        } catch (IllegalStateException e) {
+          throw new IllegalStateException("--isolation bwrap: " + e.getMessage(), e);
+        }
+        log.info("commands run isolated by {}", b);
+        return b;
+      }
+      case "auto":
+        try {
+          Bubblewrap b = Bubblewrap.probe(path, config.workspace(), config.isolationNetwork());
+          log.info("commands run isolated by {}", b);
+          return b;
+        } catch (IllegalStateException e) {
+          log.warn("--isolation auto: {}; commands run without isolation", e.getMessage());
+          isolationUnavailable = e.getMessage();
+          return null;
+        }
+      default:
+        return null;
+    }
+  }
+
+  /** The isolation in force: {@code bwrap} or {@code none}. */
+  public String isolation() {
+    return bubblewrap != null ? "bwrap" : "none";
+  }
+
+  /** Why {@code --isolation auto} fell back to none, or null. */
+  public String isolationUnavailable() {
+    return isolationUnavailable;
+  }
+
+  /** Whether commands may use the network: always without isolation, else as configured. */
+  public boolean network() {
+    return bubblewrap == null || bubblewrap.network();
   }
 
   /** The user commands run as, or null when they run as the agent's own user. */
@@ -376,7 +430,14 @@ public final class ProcessManager implements AutoCloseable {
     } else {
       pb.directory(cwd.toFile());
     }
-    cmd.addAll(launcher); // new session and process group; setsid execs in place, so pid == pgid
+    if (bubblewrap != null) {
+      // setsid, then bwrap: the outer bwrap is the group leader (pid == pgid) and the namespace's
+      // processes stay in its group; see Bubblewrap for the signals.
+      cmd.add(launcher.get(0));
+      cmd.addAll(bubblewrap.prefix(cwd));
+    } else {
+      cmd.addAll(launcher); // new session and process group; setsid execs in place, so pid == pgid
+    }
     if (spec.argv() != null) {
       if (commandUser != null) {
         checkExecutableAsUser(spec.argv().get(0), cwd, env.get("PATH"));

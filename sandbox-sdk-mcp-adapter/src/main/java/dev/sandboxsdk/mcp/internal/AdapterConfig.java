@@ -1,5 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
+import dev.sandboxsdk.Isolation;
 import dev.sandboxsdk.SandboxSpec;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -39,6 +40,8 @@ import java.util.regex.Pattern;
  * @param keepAlive interval of SSE keep-alive comments
  * @param maxConnections HTTP connections open at once; 0 derives it from the open-file limit
  * @param maxConcurrentCalls tool calls running at once across all sessions
+ * @param localIsolation with {@link SandboxMode#LOCAL}, how each local sandbox is isolated ({@code --isolation})
+ * @param localNetwork with {@link SandboxMode#LOCAL}, whether isolated commands may use the network
  */
 public record AdapterConfig(
     boolean http,
@@ -57,13 +60,16 @@ public record AdapterConfig(
     int maxSandboxes,
     Duration keepAlive,
     int maxConnections,
-    int maxConcurrentCalls) {
+    int maxConcurrentCalls,
+    Isolation localIsolation,
+    boolean localNetwork) {
 
   public static final String USAGE = String.join("\n",
       "usage: java -jar sandbox-mcp.jar [--stdio | --http [--port 8080] [--bind 127.0.0.1]]",
       "           [--token-file F | --no-auth]",
-      "           [--provider local | --provider container [--image NAME] [--memory SIZE] [--cpus N]",
-      "                                 [--pids-limit N] [--network on|off]",
+      "           [[--provider local] | --provider container [--image NAME] [--memory SIZE] [--cpus N]",
+      "                                 [--pids-limit N]] [--network on|off]",
+      "           [--isolation isolated|none|required]  (local)",
       "            | --agent-url URL --agent-token-file F]",
       "           [--pass-env NAME ...] [--max-output-bytes N] [--max-sandboxes N]",
       "           [--allow-host HOST] [--allow-origin ORIGIN] [--keep-alive-seconds N]",
@@ -75,14 +81,18 @@ public record AdapterConfig(
       "  --token-file F       bearer token for HTTP clients (or env SANDBOX_MCP_TOKEN)",
       "  --no-auth            HTTP without a token; only on a loopback address",
       "  --provider P         where each sandbox runs: local (the default; an agent process on this",
-      "                       machine, as this OS user, NOT isolated) or container (a container per",
+      "                       machine, as this OS user, commands in bubblewrap where it works) or container (a container per",
       "                       sandbox on Docker or Podman, found through DOCKER_HOST or the local socket)",
       "  --image NAME         container: the agent image (default sandbox-agent)",
       "  --memory SIZE        container: memory limit per sandbox, bytes or with k, m, g (default 1g,",
       "                       at least 64m)",
       "  --cpus N             container: CPU limit per sandbox, e.g. 1.5 (default 1)",
       "  --pids-limit N       container: processes and threads per sandbox (default 512, at least 64)",
-      "  --network on|off     container: whether commands may open connections (default off)",
+      "  --network on|off     local (isolated) and container: whether commands may open connections",
+      "                       (default off)",
+      "  --isolation I        local: isolated (the default: each command in a bubblewrap sandbox where",
+      "                       bwrap works, else not isolated with one warning), required (fail if bwrap",
+      "                       cannot be used) or none (commands see this machine as this OS user does)",
       "  --agent-url URL      drive this remote container agent instead of a provider",
       "  --agent-token-file F the remote agent's token (or env SANDBOX_AGENT_TOKEN)",
       "  --pass-env NAME ...  inject these variables of the adapter's environment into every",
@@ -99,8 +109,7 @@ public record AdapterConfig(
 
   private static final List<String> HTTP_ONLY = List.of("--port", "--bind", "--token-file", "--no-auth",
       "--allow-host", "--allow-origin", "--keep-alive-seconds", "--max-connections");
-  private static final List<String> CONTAINER_ONLY = List.of("--image", "--memory", "--cpus", "--pids-limit",
-      "--network");
+  private static final List<String> CONTAINER_ONLY = List.of("--image", "--memory", "--cpus", "--pids-limit");
   private static final Pattern SIZE = Pattern.compile("(\\d{1,19})([kmg]?)", Pattern.CASE_INSENSITIVE);
   private static final Pattern DECIMAL = Pattern.compile("\\d{1,6}(\\.\\d{1,9})?");
   static final long MIN_MEMORY_BYTES = 64L << 20;
@@ -134,6 +143,8 @@ public record AdapterConfig(
     String provider = null;
     SandboxSpec.Builder spec = SandboxSpec.builder();
     List<String> containerOnly = new ArrayList<>();
+    Boolean network = null;
+    Isolation isolation = null;
     Map<String, String> passEnv = new LinkedHashMap<>();
     int maxOutput = 16_384;
     int maxSandboxes = 8;
@@ -182,7 +193,16 @@ public record AdapterConfig(
           if (!v.equals("on") && !v.equals("off")) {
             throw new UsageException("--network must be on or off, got '" + v + "'");
           }
-          spec.network(v.equals("on"));
+          network = v.equals("on");
+        }
+        case "--isolation" -> {
+          String v = value(args, ++i, a);
+          isolation = switch (v) {
+            case "isolated" -> Isolation.ISOLATED;
+            case "none" -> Isolation.NONE;
+            case "required" -> Isolation.REQUIRED;
+            default -> throw new UsageException("--isolation must be isolated, none or required, got '" + v + "'");
+          };
         }
         case "--max-output-bytes" -> maxOutput = intValue(a, value(args, ++i, a), 256, 16 * 1024 * 1024);
         case "--max-sandboxes" -> maxSandboxes = intValue(a, value(args, ++i, a), 1, 1_000);
@@ -244,6 +264,19 @@ public record AdapterConfig(
       throw new UsageException(String.join(", ", containerOnly) + " appl" + (containerOnly.size() == 1 ? "ies" : "y")
           + " to --provider container only");
     }
+    if (mode == SandboxMode.REMOTE && network != null) {
+      throw new UsageException("--network applies to --provider local or container, not to a remote agent");
+    }
+    if (mode != SandboxMode.LOCAL && isolation != null) {
+      throw new UsageException("--isolation applies to --provider local only (a container is isolated by its engine)");
+    }
+    if (isolation == Isolation.NONE && network != null) {
+      throw new UsageException("--network applies to isolated local sandboxes; with --isolation none commands"
+          + " always have this machine's network");
+    }
+    if (network != null) {
+      spec.network(network);
+    }
     SandboxSpec containerSpec = null;
     if (mode == SandboxMode.CONTAINER) {
       try { // the passed variables travel in the container's environment: its rules apply to their names
@@ -275,7 +308,7 @@ public record AdapterConfig(
     return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agent, agentToken,
         Map.copyOf(passEnv),
         maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds),
-        maxConnections, maxCalls);
+        maxConnections, maxCalls, isolation != null ? isolation : Isolation.ISOLATED, network != null && network);
   }
 
   /** Settings for an in-process server in tests: stdio, local sandboxes, defaults elsewhere. */
@@ -285,7 +318,8 @@ public record AdapterConfig(
 
   public AdapterConfig withMaxOutputBytes(int bytes) {
     return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agentUrl, agentToken, passEnv,
-        bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive, maxConnections, maxConcurrentCalls);
+        bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive, maxConnections, maxConcurrentCalls,
+        localIsolation, localNetwork);
   }
 
   @Override
@@ -297,7 +331,8 @@ public record AdapterConfig(
 
   private String where() {
     return switch (mode) {
-      case LOCAL -> "local sandboxes";
+      case LOCAL -> "local sandboxes (isolation " + localIsolation.name().toLowerCase(Locale.ROOT)
+          + (localIsolation == Isolation.NONE ? "" : ", network " + (localNetwork ? "on" : "off")) + ")";
       case REMOTE -> "agent " + agentUrl;
       case CONTAINER -> "containers of " + containerSpec.image() + " (memory " + containerSpec.memoryBytes()
           + " bytes, " + containerSpec.cpus() + " CPUs, pids " + containerSpec.pidsLimit() + ", network "

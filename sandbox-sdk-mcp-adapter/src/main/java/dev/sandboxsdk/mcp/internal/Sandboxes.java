@@ -362,9 +362,10 @@ public final class Sandboxes implements AutoCloseable {
         return new Entry(id, s, SandboxMode.CONTAINER, keepAlive, keepAlive ? null : idle, Instant.now(),
             CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()));
       }
-      LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle).start();
-      log.info("sandbox {}: started local agent in {} ms, workspace {}", id,
-          (System.nanoTime() - t0) / 1_000_000, s.workspace());
+      LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
+          .isolation(config.localIsolation()).network(config.localNetwork()).start();
+      log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
+          (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
       return new Entry(id, s, SandboxMode.LOCAL, keepAlive, keepAlive ? null : idle, Instant.now(),
           s.workspace().toString(), s.agentPid(), null, new AtomicBoolean(), new AtomicLong(System.nanoTime()));
     } catch (SandboxException e) {

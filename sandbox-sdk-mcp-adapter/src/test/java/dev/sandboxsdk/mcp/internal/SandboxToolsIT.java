@@ -224,18 +224,23 @@ class SandboxToolsIT {
 
   @Test
   void cancellingAnExecKillsItsProcessAndSendsNoResponse() throws Exception {
+    // Looked for from the host by its unique argument: the default local sandbox is isolated, so
+    // a pid the command prints is one of its own PID namespace, and a probe run as another command
+    // would not see it.
+    String seconds = "600." + (System.nanoTime() % 1_000_000);
     ObjectNode call = McpTestClient.requestMessage("cancel-me", "tools/call", McpTestClient.callParams("exec",
-        args("command", "echo $$ > cancel.pid; echo started; exec sleep 600"), "cancel-tok"));
+        args("command", "echo started; exec sleep " + seconds), "cancel-tok"));
     CompletableFuture<ObjectNode> answer = mcp.sendAsync(call);
     await("the command started", 20,
         () -> mcp.progress("cancel-tok").stream().anyMatch(p -> p.get("message").asText().contains("started")));
-    String pid = sc(mcp.call("exec", args("command", "cat cancel.pid"))).get("stdout").asText().strip();
+    await("sleep " + seconds + " runs", 20, () -> hostSleepRuns(seconds));
+    String pid = "sleep " + seconds;
     ObjectNode cancel = Json.object().put("jsonrpc", "2.0").put("method", "notifications/cancelled");
     cancel.putObject("params").put("requestId", "cancel-me").put("reason", "test");
     long t0 = System.nanoTime();
     mcp.send(cancel);
     assertThat(answer.get(20, TimeUnit.SECONDS)).as("no response to a cancelled request").isNull();
-    await("process " + pid + " is gone", 15, () -> !isAlive(mcp, pid));
+    await("process " + pid + " is gone", 15, () -> !hostSleepRuns(seconds));
     long ms = (System.nanoTime() - t0) / 1_000_000;
     System.err.printf("cancelled exec: process gone %d ms after notifications/cancelled%n", ms);
     // Waiting for the agent to notice the closed stream would take at least one 2 s keep-alive.
@@ -321,8 +326,11 @@ class SandboxToolsIT {
     }
   }
 
-  private static boolean isAlive(McpTestClient client, String pid) {
-    return sc(client.call("exec", args("command", "kill -0 " + pid))).get("exitCode").asInt() == 0;
+  /** Whether this machine runs {@code sleep SECONDS}, in any sandbox or none. */
+  private static boolean hostSleepRuns(String seconds) {
+    return ProcessHandle.allProcesses().anyMatch(p -> p.isAlive()
+        && p.info().command().map(c -> c.endsWith("/sleep")).orElse(false)
+        && p.info().arguments().map(a -> a.length == 1 && a[0].equals(seconds)).orElse(false));
   }
 
   @Test

@@ -192,9 +192,33 @@ class UnitsTest {
         "--memory", "2g"}, Map.of()))
         .hasMessage("--memory, --cpus apply to --provider container only");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--pids-limit", "100", "--network", "on"}, Map.of()))
-        .hasMessage("--pids-limit, --network apply to --provider container only");
+        .hasMessage("--pids-limit applies to --provider container only");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "docker"}, Map.of()))
         .hasMessage("--provider must be local or container, got 'docker'");
+  }
+
+  @Test
+  void localSandboxesAreIsolatedByDefaultAndTakeIsolationAndNetwork() {
+    AdapterConfig defaults = AdapterConfig.parse(new String[0], Map.of());
+    assertThat(defaults.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.ISOLATED);
+    assertThat(defaults.localNetwork()).isFalse();
+    assertThat(defaults.toString()).contains("local sandboxes (isolation isolated, network off)");
+    AdapterConfig required = AdapterConfig.parse(new String[] {"--isolation", "required", "--network", "on"}, Map.of());
+    assertThat(required.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.REQUIRED);
+    assertThat(required.localNetwork()).isTrue();
+    assertThat(AdapterConfig.parse(new String[] {"--provider", "local", "--isolation", "none"}, Map.of()).localIsolation())
+        .isEqualTo(dev.sandboxsdk.Isolation.NONE);
+    assertThat(AdapterConfig.parse(new String[] {"--provider", "container", "--network", "on"}, Map.of())
+        .containerSpec().network()).isTrue();
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--isolation", "bwrap"}, Map.of()))
+        .hasMessage("--isolation must be isolated, none or required, got 'bwrap'");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--isolation", "none", "--network", "off"}, Map.of()))
+        .hasMessageStartingWith("--network applies to isolated local sandboxes");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--isolation", "none"}, Map.of()))
+        .hasMessageStartingWith("--isolation applies to --provider local only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--agent-url", "http://agent:3000", "--network", "on"},
+        Map.of("SANDBOX_AGENT_TOKEN", "t")))
+        .hasMessageStartingWith("--network applies to --provider local or container");
   }
 
   @Test
