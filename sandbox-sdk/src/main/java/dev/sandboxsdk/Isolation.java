@@ -13,12 +13,17 @@ package dev.sandboxsdk;
  * only, not the agent or the host's), its own IPC and UTS namespaces, and no network unless
  * {@link LocalSandbox.Builder#network(boolean) network(true)}. Commands still run as your OS user,
  * with {@code HOME} set to the workspace. When a command's first process exits, whatever it left
- * running dies with its namespace.
+ * running dies with its namespace, and each command has its own loopback: a server started by
+ * one command is not reachable from another.
  */
 public enum Isolation {
-  /** Bubblewrap where it works, else no isolation with one warning in the log (the default). */
+  /** Bubblewrap where it works, else no isolation with one warning in the log. */
   ISOLATED,
-  /** No isolation: commands see the host's files, processes and network as your JVM does. */
+  /**
+   * No isolation: commands see the host's files, processes and network as your JVM does (the
+   * default for now: isolated, each command has a network namespace of its own, so a server one
+   * command starts cannot be reached from another command; docs/user-guide.md, section 12).
+   */
   NONE,
   /** Bubblewrap or nothing: {@link LocalSandbox.Builder#start()} fails if it cannot be used. */
   REQUIRED

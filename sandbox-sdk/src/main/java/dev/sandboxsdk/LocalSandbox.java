@@ -291,7 +291,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     private final List<String> jvmArguments = new ArrayList<>();
     private final List<String> agentArguments = new ArrayList<>();
     private final java.util.Set<String> inheritEnv = new java.util.LinkedHashSet<>();
-    private Isolation isolation = Isolation.ISOLATED;
+    private Isolation isolation = Isolation.NONE;
     private boolean network;
 
     private Builder() {}

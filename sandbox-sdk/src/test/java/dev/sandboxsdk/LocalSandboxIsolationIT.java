@@ -44,8 +44,8 @@ class LocalSandboxIsolationIT {
   }
 
   @Test
-  void theDefaultIsIsolatedWhereBwrapWorksAndTheModeInForceIsReported() {
-    try (LocalSandbox byDefault = LocalSandbox.start()) {
+  void isolatedIsIsolatedWhereBwrapWorksAndTheModeInForceIsReported() {
+    try (LocalSandbox byDefault = LocalSandbox.builder().isolation(Isolation.ISOLATED).start()) {
       assertThat(byDefault.isolation()).isEqualTo(Isolation.ISOLATED);
       assertThat(byDefault.toString()).contains("isolation=ISOLATED");
       assertThat(byDefault.exec("ls /proc | grep -c '^[0-9]'").exitCode()).isZero();

@@ -198,11 +198,10 @@ class UnitsTest {
   }
 
   @Test
-  void localSandboxesAreIsolatedByDefaultAndTakeIsolationAndNetwork() {
+  void localSandboxesAreNotIsolatedByDefaultAndTakeIsolationAndNetwork() {
     AdapterConfig defaults = AdapterConfig.parse(new String[0], Map.of());
-    assertThat(defaults.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.ISOLATED);
+    assertThat(defaults.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.NONE);
     assertThat(defaults.localNetwork()).isFalse();
-    assertThat(defaults.toString()).contains("local sandboxes (isolation isolated, network off)");
     AdapterConfig required = AdapterConfig.parse(new String[] {"--isolation", "required", "--network", "on"}, Map.of());
     assertThat(required.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.REQUIRED);
     assertThat(required.localNetwork()).isTrue();
@@ -213,6 +212,8 @@ class UnitsTest {
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--isolation", "bwrap"}, Map.of()))
         .hasMessage("--isolation must be isolated, none or required, got 'bwrap'");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--isolation", "none", "--network", "off"}, Map.of()))
+        .hasMessageStartingWith("--network applies to isolated local sandboxes");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--network", "off"}, Map.of()))
         .hasMessageStartingWith("--network applies to isolated local sandboxes");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--isolation", "none"}, Map.of()))
         .hasMessageStartingWith("--isolation applies to --provider local only");
