@@ -32,7 +32,7 @@ import org.junit.jupiter.api.Timeout;
 /**
  * Load and soak of the real agent, started by {@link LocalSandbox} with the JVM flags it always
  * uses ({@code -XX:+UseSerialGC -Xss512k -Xmx512m}): 32 clients doing mixed exec, execStream,
- * startProcess + kill, and process logs for a duration, then N sequential execs. Zero errors are
+ * startProcess + kill, and process logs for a duration, after N sequential execs. Zero errors are
  * allowed, and afterwards the agent must be back at its idle baseline, read from /proc: no
  * descendant or marked process beyond the watchdog, and file descriptors and threads within a
  * small tolerance; its RSS must stay within the bound its heap flag implies.
@@ -97,7 +97,7 @@ class LoadSoakIT {
   }
 
   @Test
-  @Order(1)
+  @Order(2)
   void thirtyTwoClientsDoingMixedWorkSeeNoErrorAndLeaveNothingBehind() throws Exception {
     AtomicLong ops = new AtomicLong();
     AtomicLong peakRss = new AtomicLong();
@@ -139,7 +139,7 @@ class LoadSoakIT {
   }
 
   @Test
-  @Order(2)
+  @Order(1) // first, on a fresh agent: its RSS curve from idle answers how the heap flag bounds it
   void sequentialExecsSeeNoErrorAndLeaveNothingBehind() throws Exception {
     List<String> errors = new ArrayList<>();
     long peak = 0;
