@@ -10,6 +10,7 @@
 // then "real-client: N passed, M failed", and exits non-zero if any check failed.
 
 import { spawn } from 'node:child_process';
+import { createServer as createTcpServer, connect as tcpConnect } from 'node:net';
 import { mkdtempSync, writeFileSync, rmSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -256,7 +257,8 @@ async function runStdio(jar) {
 // ---------------------------------------------------------------- HTTP
 
 function startHttpServer(jar, tokenFile) {
-  const child = spawn(JAVA, [...JAVA_OPTS, '-jar', jar, '--http', '--port', '0', '--bind', '127.0.0.1', '--token-file', tokenFile], {
+  // The fixture tool test_reconnection (see checkResumption) exists only with this property.
+  const child = spawn(JAVA, [...JAVA_OPTS, '-Dsandbox.mcp.conformanceFixtures=true', '-jar', jar, '--http', '--port', '0', '--bind', '127.0.0.1', '--token-file', tokenFile], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (d) => logServer('http stdout', d));
@@ -338,6 +340,8 @@ async function runHttp(jar) {
       return `server ${v?.name} ${v?.version}, session ${transport.sessionId ?? '(none)'}`;
     });
     if (connected) await runCommonChecks(t, client);
+    if (connected) await checkResumption(t, client);
+    if (up) await checkCutResumption(t, url, token);
 
     await check(t, 'POST with a wrong bearer token -> 401, WWW-Authenticate: Bearer ... error="invalid_token"', async () => {
       const r = await postInitialize(url, { Authorization: 'Bearer wrong-token-0123456789' });
@@ -391,6 +395,91 @@ async function runHttp(jar) {
     await stopProcess(child);
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+// The server closes the POST stream of the fixture tool test_reconnection right after its priming
+// event (an event id and retry: 1000) and sends the result 300 ms later. The SDK must wait the
+// retry time, reconnect with GET and Last-Event-ID, and get the result there (MCP 2025-11-25
+// "Resumability and Redelivery"; the server is polling its client).
+async function checkResumption(t, client) {
+  await check(t, 'a tools/call stream the server closes early is resumed by the SDK with GET + Last-Event-ID', async () => {
+    const tokens = [];
+    const started = Date.now();
+    const r = await client.callTool({ name: 'test_reconnection', arguments: {} }, undefined,
+      reqOpts({ onresumptiontoken: (id) => tokens.push(id) }));
+    const millis = Date.now() - started;
+    assert(r.content?.[0]?.text === 'Reconnection test completed', `result ${short(r)}`);
+    assert(tokens.length === 2, `event ids seen: ${short(tokens)} (expected the priming event's and the result's)`);
+    const [priming, result] = tokens.map((id) => /^([0-9a-f]{8}-\d+)-(\d+)$/.exec(id));
+    assert(priming && result && priming[1] === result[1] && priming[2] === '0' && result[2] === '1',
+      `ids not of one stream, numbered 0 and 1: ${short(tokens)}`);
+    assert(millis >= 900, `reconnected after ${millis} ms, before the 1000 ms the retry field asks for`);
+    return `ids ${tokens.join(', ')}; result after ${millis} ms`;
+  });
+}
+
+// A TCP proxy to the server that, once, breaks the connection carrying the first progress
+// notification (a tools/call's event stream) right after passing that event on, with a reset:
+// the client is cut off mid-stream. Later connections pass untouched.
+async function startCuttingProxy(target) {
+  const { hostname, port } = new URL(target);
+  const proxy = { cut: false, server: null, url: null };
+  const sockets = new Set();
+  proxy.server = createTcpServer((downstream) => {
+    const upstream = tcpConnect(Number(port), hostname);
+    sockets.add(downstream).add(upstream);
+    downstream.on('data', (d) => upstream.write(d));
+    upstream.on('data', (d) => {
+      downstream.write(d);
+      if (!proxy.cut && d.includes('notifications/progress')) {
+        proxy.cut = true;
+        downstream.resetAndDestroy();
+        upstream.destroy();
+      }
+    });
+    downstream.on('close', () => upstream.destroy());
+    upstream.on('close', () => downstream.destroy());
+    downstream.on('error', () => {});
+    upstream.on('error', () => {});
+  });
+  proxy.close = () => {
+    for (const s of sockets) s.destroy();
+    return new Promise((r) => proxy.server.close(r));
+  };
+  await new Promise((r) => proxy.server.listen(0, '127.0.0.1', r));
+  proxy.url = `http://127.0.0.1:${proxy.server.address().port}/mcp`;
+  return proxy;
+}
+
+// A client cut off in the middle of an exec's event stream: the SDK reconnects with GET and
+// Last-Event-ID and must get the rest, so the progress it saw carries every line exactly once.
+async function checkCutResumption(t, url, token) {
+  await check(t, 'a client cut mid-stream resumes with Last-Event-ID and gets every event once', async () => {
+    const proxy = await startCuttingProxy(url);
+    const transport = new StreamableHTTPClientTransport(new URL(proxy.url), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    });
+    const client = newClient();
+    try {
+      await client.connect(transport, reqOpts());
+      const events = [];
+      const tokens = [];
+      const r = await execTool(client, { command: 'for i in $(seq 1 10); do echo line$i; sleep 0.2; done' },
+        { onprogress: (p) => events.push(p), onresumptiontoken: (id) => tokens.push(id) });
+      const expected = Array.from({ length: 10 }, (_, i) => `line${i + 1}\n`).join('');
+      assert(proxy.cut, 'the proxy never saw a progress notification to cut after');
+      assert(r.structuredContent?.stdout === expected, `final stdout ${short(r.structuredContent?.stdout)}`);
+      const printed = events.map((e) => e.message ?? '').join('');
+      assert(printed === expected, `progress messages, before and after the cut: ${short(printed)}`);
+      const seqs = tokens.map((id) => Number(id.split('-')[2]));
+      assert(seqs.every((n, i) => n === i), `event ids not numbered 0, 1, 2, ... without repeats: ${short(tokens)}`);
+      return `${events.length} progress notifications, ${tokens.length} event ids`;
+    } finally {
+      await transport.terminateSession().catch(() => {});
+      await client.close().catch(() => {});
+      await proxy.close();
+    }
+  });
 }
 
 // ---------------------------------------------------------------- main

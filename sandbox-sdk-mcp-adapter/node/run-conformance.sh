@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Runs the official MCP conformance suite (@modelcontextprotocol/conformance, default
 # "active" suite) against sandbox-mcp.jar over Streamable HTTP, judged against
-# conformance-baseline.yml.
+# conformance-baseline.yml; then the pending scenario server-sse-polling (resumable SSE
+# streams), which the default suite leaves out. The server runs with
+# -Dsandbox.mcp.conformanceFixtures=true, which adds the fixture tool that scenario calls.
 #
 # Usage: bash run-conformance.sh <path-to-sandbox-mcp.jar>
 # Env:   JAVA_BIN (default: java)
 #        CONFORMANCE_ARGS  extra arguments for `conformance server` (e.g. "--suite all")
-# Exit:  the conformance CLI's exit code (0 = every failing scenario is in the baseline
-#        and no baseline entry passes), or 2 if the server could not be started.
+# Exit:  0 if both CLI runs exit 0 (every failing scenario is in the baseline and no
+#        baseline entry passes), else the first non-zero exit code; 2 if the server could not
+#        be started.
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -52,7 +55,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
-"$JAVA" $JAVA_OPTS -jar "$JAR" --http --port 0 --bind 127.0.0.1 --no-auth >"$SERVER_LOG" 2>&1 &
+"$JAVA" $JAVA_OPTS -Dsandbox.mcp.conformanceFixtures=true -jar "$JAR" --http --port 0 --bind 127.0.0.1 --no-auth >"$SERVER_LOG" 2>&1 &
 SERVER_PID=$!
 
 URL=""
@@ -75,6 +78,19 @@ echo "run-conformance: server pid $SERVER_PID ready at $URL"
 # shellcheck disable=SC2086
 "$NODE" "$CLI" server --url "$URL" --expected-failures "$BASELINE" -o "$WORK/results" ${CONFORMANCE_ARGS:-} 2>&1 | tee "$CLI_LOG" | grep -v '^Results saved to '
 RC=${PIPESTATUS[0]}
+
+# The pending scenario server-sse-polling: a tools/call whose POST stream the server closes after
+# the priming event; the client resumes it with GET and Last-Event-ID and must get the result.
+echo
+echo "run-conformance: pending scenario server-sse-polling"
+"$NODE" "$CLI" server --url "$URL" --scenario server-sse-polling --expected-failures "$BASELINE" \
+  -o "$WORK/results-polling" 2>&1 | tee "$WORK/polling.log" | grep -v '^Results saved to '
+POLL_RC=${PIPESTATUS[0]}
+if [ "$POLL_RC" -ne 0 ]; then
+  echo "--- server-sse-polling checks ---"
+  cat "$WORK"/results-polling/*/checks.json 2>/dev/null | head -c 6000
+  echo
+fi
 
 strip() { sed 's/\x1b\[[0-9;]*m//g' "$CLI_LOG"; }
 section() { strip | sed -n "/^$1/,/^\$/p" | sed -n "s/^  $2 //p"; }
@@ -125,4 +141,6 @@ if [ -n "$SCENARIOS" ]; then
   echo "conformance: $((SCENARIOS - EXPECTED - BAD)) of $((SCENARIOS - EXPECTED)) applicable scenarios passed;" \
     "$EXPECTED not applicable (listed with reasons in conformance-baseline.yml); $BAD unexpected"
 fi
+echo "conformance: server-sse-polling (pending suite): $([ "$POLL_RC" -eq 0 ] && echo passed || echo "FAILED, CLI exit code $POLL_RC")"
+if [ "$RC" -eq 0 ]; then RC=$POLL_RC; fi
 exit "$RC"

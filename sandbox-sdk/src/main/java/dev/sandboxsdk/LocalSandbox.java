@@ -104,6 +104,13 @@ public final class LocalSandbox extends ForwardingSandbox {
     Activity activity = new Activity();
     this.client = new RealSandbox(agent.url(), agent.token(), Duration.ofSeconds(5), Duration.ofSeconds(30),
         b.execTimeout, b.streamIdleTimeout, null, activity);
+    try {
+      // Learn the liveness window now (one GET /api/version), so that exec and execAsync notice a
+      // stopped agent within it instead of within the protocol's 31 s maximum.
+      client.streamIdleTimeout();
+    } catch (SandboxException e) {
+      log.debug("could not read the agent's keep-alive interval at start: {}", e.toString());
+    }
     this.shutdownHook = new Thread(this::stopQuietly, "sandbox-local-shutdown");
     Runtime.getRuntime().addShutdownHook(shutdownHook);
     if (!b.keepAlive) {

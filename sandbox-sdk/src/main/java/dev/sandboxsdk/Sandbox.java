@@ -326,8 +326,10 @@ public interface Sandbox extends AutoCloseable {
     }
 
     /**
-     * How long a non-streaming call may wait for the agent's answer (default 30 s). Long
-     * {@code exec} calls are not affected: the agent sends keep-alive bytes while a command runs.
+     * How long a non-streaming call may wait for the agent's answer (default 30 s). {@code exec}
+     * calls are not affected: the agent sends keep-alive bytes while a command runs, and they
+     * read with the {@linkplain #streamIdleTimeout stream liveness window} (31 s while this
+     * client does not know it yet).
      */
     public Builder readTimeout(Duration timeout) {
       this.readTimeout = Checks.positive(timeout, "readTimeout");
@@ -344,8 +346,10 @@ public interface Sandbox extends AutoCloseable {
     }
 
     /**
-     * How long a stream may stay silent (no event and no keep-alive) before it counts as dead.
-     * Default: twice the agent's keep-alive interval (read from {@code /api/version}) plus one second.
+     * How long a stream may stay silent (no event and no keep-alive) before it counts as dead;
+     * also how long {@code exec} and {@code execAsync} wait between the agent's heartbeats.
+     * Default: twice the agent's keep-alive interval (read from {@code /api/version} before the
+     * first stream) plus one second.
      */
     public Builder streamIdleTimeout(Duration timeout) {
       this.streamIdleTimeout = Checks.positive(timeout, "streamIdleTimeout");

@@ -58,13 +58,17 @@ final class ItAgent implements AutoCloseable {
 
   /** Starts the agent with a random token in a new temporary directory and waits for its ready line. */
   static ItAgent start(String... extraArgs) throws Exception {
+    return start(0, "it-" + UUID.randomUUID(), extraArgs);
+  }
+
+  /** Starts the agent on {@code port} (0: any free one) with this token, e.g. to restart it where it was. */
+  static ItAgent start(int port, String token, String... extraArgs) throws Exception {
     Path dir = Files.createTempDirectory("it-agent-");
     Path workspace = dir.resolve("ws");
     Path tokenFile = dir.resolve("token");
-    String token = "it-" + UUID.randomUUID();
     Files.writeString(tokenFile, token, StandardCharsets.US_ASCII);
     List<String> cmd = new ArrayList<>(List.of(currentJava().toString(), "-jar", agentJar().toString(),
-        "--port", "0", "--bind", "127.0.0.1", "--workspace", workspace.toString(), "--token-file",
+        "--port", Integer.toString(port), "--bind", "127.0.0.1", "--workspace", workspace.toString(), "--token-file",
         tokenFile.toString(), "--exit-on-stdin-eof"));
     cmd.addAll(List.of(extraArgs));
     Process p = new ProcessBuilder(cmd).redirectError(dir.resolve("agent.err").toFile()).start();
@@ -130,9 +134,18 @@ final class ItAgent implements AutoCloseable {
     }
   }
 
-  /** SIGTERM (the agent stops everything it started), SIGKILL if it hangs; deletes its directory. */
+  /** SIGKILL, as a crash would; {@link #close()} still cleans up. */
+  void kill() throws InterruptedException {
+    process.destroyForcibly();
+    process.waitFor(10, TimeUnit.SECONDS);
+  }
+
+  /** SIGTERM (the agent stops everything it started), SIGKILL if it hangs; deletes its directory. Idempotent. */
   @Override
   public void close() throws Exception {
+    if (!Files.exists(dir)) {
+      return;
+    }
     process.destroy();
     if (!process.waitFor(Duration.ofSeconds(15).toMillis(), TimeUnit.MILLISECONDS)) {
       process.destroyForcibly();

@@ -452,6 +452,38 @@ class RealSandboxTest extends MockAgentTest {
     assertThatThrownBy(() -> sandbox.attachProcess("no-such-id")).isInstanceOf(ProcessNotFoundException.class);
   }
 
+  @Test
+  void anErrorFromAnAgentWithAnotherBootIdSaysTheAgentWasRestarted() {
+    server.enqueue(json(LIST_BODY).setHeader("Sandbox-Boot-Id", "boot-1"));
+    server.enqueue(json(404, Fixtures.read("error-response.json")).setHeader("Sandbox-Boot-Id", "boot-1"));
+    server.enqueue(json(404, Fixtures.read("error-response.json")).setHeader("Sandbox-Boot-Id", "boot-2"));
+    server.enqueue(json(401, "{\"code\":\"UNAUTHORIZED\",\"message\":\"invalid bearer token\"}")
+        .setHeader("Sandbox-Boot-Id", "boot-2"));
+
+    sandbox.listProcesses();
+    Throwable sameRun = catchThrowable(() -> sandbox.attachProcess("gone"));
+    Throwable afterRestart = catchThrowable(() -> sandbox.attachProcess("gone"));
+    Throwable newToken = catchThrowable(() -> sandbox.listProcesses());
+
+    assertThat(sameRun).isInstanceOf(ProcessNotFoundException.class);
+    assertThat(sameRun.getMessage()).doesNotContain("restarted");
+    assertThat(afterRestart).isInstanceOf(ProcessNotFoundException.class)
+        .hasMessageContaining("was restarted since this client first reached it (boot id boot-1, now boot-2)");
+    assertThat(newToken).isInstanceOf(SandboxAuthException.class).hasMessageContaining("was restarted");
+  }
+
+  @Test
+  void anAgentWithoutBootIdsGetsNoRestartNote() {
+    server.enqueue(json(LIST_BODY));
+    server.enqueue(json(404, Fixtures.read("error-response.json")));
+
+    sandbox.listProcesses();
+    Throwable t = catchThrowable(() -> sandbox.attachProcess("gone"));
+
+    assertThat(t).isInstanceOf(ProcessNotFoundException.class);
+    assertThat(t.getMessage()).doesNotContain("restarted");
+  }
+
   // ---- errors
 
   static Stream<Arguments> agentErrors() {

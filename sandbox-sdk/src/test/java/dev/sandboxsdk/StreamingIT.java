@@ -212,6 +212,31 @@ class StreamingIT {
   }
 
   @Test
+  void aCutOnAQuietLogStreamCostsExactlyOneReconnectAndRepeatsNothing() throws Exception {
+    try (ItProxy proxy = new ItProxy(agent.url()); Sandbox client = agent.connect(proxy.uri())) {
+      SandboxProcess p = client.startProcess(Command.shell("echo before; sleep 2; echo after"),
+          ProcessOptions.builder().processId("once-" + IDS.incrementAndGet()).build());
+      ItSubscriber<LogEvent> s = ItSubscriber.unbounded();
+      client.streamProcessLogs(p.id()).subscribe(s);
+      awaitStdout(s, "before\n");
+      int acceptedBefore = proxy.accepted();
+
+      int cut = proxy.cutAll(false); // while the process is silent: no event is lost or in flight
+      List<LogEvent> events = s.awaitComplete(Duration.ofSeconds(30));
+
+      int reconnects = proxy.accepted() - acceptedBefore;
+      System.out.printf("[it] quiet log stream cut: %d connection(s) cut, %d reconnect(s)%n", cut, reconnects);
+      assertThat(cut).as("the stream's connection was cut").isPositive();
+      assertThat(reconnects).as("the stream resumed exactly once").isEqualTo(1);
+      assertThat(ItEvents.logText(events, StdStream.STDOUT)).isEqualTo("before\nafter\n");
+      assertThat(events).filteredOn(e -> e instanceof LogEvent.Info).hasSize(1);
+      assertThat(events).filteredOn(e -> e instanceof LogEvent.Exit).hasSize(1);
+      assertThat(s.errors()).isZero();
+      assertThat(s.completions()).isEqualTo(1);
+    }
+  }
+
+  @Test
   void aProcessLogStreamSurvivesAShortOutageWhileItReconnects() throws Exception {
     try (ItProxy proxy = new ItProxy(agent.url()); Sandbox client = agent.connect(proxy.uri())) {
       SandboxProcess p = client.startProcess(Command.shell("for i in $(seq 1 100); do echo \"line $i\"; sleep 0.02; done"),

@@ -58,6 +58,18 @@ class RobustnessIT {
   }
 
   @Test
+  void everyAnswerCarriesTheBootIdThatVersionReports() {
+    TestAgent.Response version = agent.get("/api/version");
+    String bootId = version.text("bootId");
+    assertThat(bootId).matches("[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}");
+    assertThat(version.header("Sandbox-Boot-Id")).isEqualTo(bootId);
+    assertThat(agent.send(anonymous("/api/ping").GET().build()).header("Sandbox-Boot-Id")).isEqualTo(bootId);
+    TestAgent.Response refused = agent.send(anonymous("/api/process/list").GET().build());
+    assertError(refused, 401, "UNAUTHORIZED");
+    assertThat(refused.header("Sandbox-Boot-Id")).as("an unauthenticated answer").isEqualTo(bootId);
+  }
+
+  @Test
   void missingTokenIsRejected() {
     TestAgent.Response r = agent.send(anonymous("/api/execute").POST(HttpRequest.BodyPublishers.ofString(obj("command", "true"))).build());
     assertError(r, 401, "UNAUTHORIZED");

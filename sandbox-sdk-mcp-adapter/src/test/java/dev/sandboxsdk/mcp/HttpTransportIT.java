@@ -733,6 +733,159 @@ class HttpTransportIT {
     assertThat(error.path("error").path("message").asText()).contains("noSuchTool");
   }
 
+  // ---- resumable streams (MCP 2025-11-25, "Resumability and Redelivery")
+
+  @Test
+  void aClientCutMidStreamResumesWithLastEventIdAndGetsExactlyTheMissingEvents() throws Exception {
+    String session = openSession();
+    int id = IDS.incrementAndGet();
+    ObjectNode args = MAPPER.createObjectNode()
+        .put("command", "for i in $(seq 1 20); do echo line$i; sleep 0.1; done");
+    HttpResponse<InputStream> r = CLIENT.sendAsync(post(session, toolCall(id, "exec", args, "resume-1")).build(),
+        HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    List<SseEvent> before = new ArrayList<>();
+    String primingId;
+    String retry;
+    try (InputStream body = r.body()) {
+      assertThat(r.statusCode()).isEqualTo(200);
+      SseReader sse = new SseReader(body);
+      before.add(sse.nextMessageEvent(WAIT));
+      before.add(sse.nextMessageEvent(WAIT));
+      primingId = sse.primingId;
+      retry = sse.retry;
+    } // the client is cut off while the command still prints
+    assertThat(before).as("cut before the result").allMatch(e -> !e.message().has("id"));
+    assertThat(primingId).as("the priming event: an id with empty data").matches("[0-9a-f]{8}-\\d+-0");
+    assertThat(retry).as("the retry field, in ms").isEqualTo("1000");
+    String prefix = primingId.substring(0, primingId.length() - 1);
+
+    HttpResponse<InputStream> resumed = CLIENT.sendAsync(get(session).header("Last-Event-ID", before.get(1).id()).build(),
+        HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+
+    assertThat(resumed.statusCode()).isEqualTo(200);
+    assertThat(resumed.headers().firstValue("Content-Type")).hasValueSatisfying(
+        ct -> assertThat(ct).startsWith("text/event-stream"));
+    List<SseEvent> after = new SseReader(resumed.body()).eventsUntilEnd(WAIT);
+    List<SseEvent> all = new ArrayList<>(before);
+    all.addAll(after);
+    for (int i = 0; i < all.size(); i++) {
+      assertThat(all.get(i).id()).as("event %d: ids of one stream, numbered without gaps or repeats", i)
+          .isEqualTo(prefix + (i + 1));
+    }
+    JsonNode result = all.get(all.size() - 1).message();
+    assertThat(result.path("id").asInt()).as("the result comes last, on the resumed stream").isEqualTo(id);
+    StringBuilder printed = new StringBuilder();
+    all.subList(0, all.size() - 1).forEach(e -> printed.append(e.message().path("params").path("message").asText()));
+    StringBuilder expected = new StringBuilder();
+    for (int i = 1; i <= 20; i++) {
+      expected.append("line").append(i).append('\n');
+    }
+    assertThat(printed.toString()).as("the progress before the cut and after it: every line once").isEqualTo(
+        expected.toString());
+    assertThat(result.path("result").path("structuredContent").path("stdout").asText()).isEqualTo(expected.toString());
+  }
+
+  @Test
+  void anEndedStreamCanBeResumedUntilEightNewerStreamsOfItsSessionHaveEnded() throws Exception {
+    String session = openSession();
+    SseReader first = callUnknownTool(session);
+    List<SseEvent> original = first.eventsUntilEnd(WAIT);
+    assertThat(original).hasSize(1);
+
+    HttpResponse<InputStream> fromStart = CLIENT.sendAsync(get(session).header("Last-Event-ID", first.primingId).build(),
+        HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    assertThat(fromStart.statusCode()).isEqualTo(200);
+    List<SseEvent> replayed = new SseReader(fromStart.body()).eventsUntilEnd(WAIT);
+    assertThat(replayed).as("the events after the priming event, then the end").hasSize(1);
+    assertThat(replayed.get(0).id()).isEqualTo(original.get(0).id());
+    assertThat(replayed.get(0).message()).isEqualTo(original.get(0).message());
+
+    HttpResponse<InputStream> fromEnd = CLIENT.sendAsync(get(session).header("Last-Event-ID", original.get(0).id()).build(),
+        HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    assertThat(fromEnd.statusCode()).isEqualTo(200);
+    assertThat(new SseReader(fromEnd.body()).eventsUntilEnd(WAIT)).as("nothing was missed").isEmpty();
+
+    for (int i = 0; i < 8; i++) {
+      assertThat(callUnknownTool(session).eventsUntilEnd(WAIT)).hasSize(1);
+    }
+    HttpResponse<String> gone = send(get(session).header("Last-Event-ID", first.primingId));
+
+    assertThat(gone.statusCode()).as("the ninth-newest ended stream is no longer kept").isEqualTo(410);
+    assertThat(json(gone.body()).path("error").path("message").asText()).contains("no longer kept");
+  }
+
+  @Test
+  void lastEventIdsThisSessionNeverIssuedAreRejectedWith400() throws Exception {
+    String a = openSession();
+    String b = openSession();
+    SseReader ofA = callUnknownTool(a);
+    ofA.eventsUntilEnd(WAIT);
+    SseReader ofB = callUnknownTool(b);
+    String idOfB = ofB.eventsUntilEnd(WAIT).get(0).id();
+    String[] parts = idOfB.split("-");
+
+    for (String foreign : List.of(ofA.primingId, "garbage", parts[0] + "-999-0",
+        parts[0] + "-" + parts[1] + "-99", parts[0] + "-" + parts[1] + "--1", parts[0] + "-x-1")) {
+      HttpResponse<String> r = send(get(b).header("Last-Event-ID", foreign));
+
+      assertThat(r.statusCode()).as("Last-Event-ID '%s'", foreign).isEqualTo(400);
+      assertThat(json(r.body()).path("error").path("message").asText()).contains("was not issued in this session");
+    }
+    HttpResponse<InputStream> own = CLIENT.sendAsync(get(b).header("Last-Event-ID", ofB.primingId).build(),
+        HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    assertThat(own.statusCode()).as("the session's own id").isEqualTo(200);
+    assertThat(new SseReader(own.body()).eventsUntilEnd(WAIT)).extracting(SseEvent::id).containsExactly(idOfB);
+  }
+
+  @Test
+  void olderProtocolVersionsGetEventIdsButNoPrimingEvent() throws Exception {
+    HttpResponse<String> init = send(post(initialize(1, "2025-06-18")));
+    String session = init.headers().firstValue("Mcp-Session-Id").orElseThrow();
+
+    SseReader sse = callUnknownTool(session);
+    List<SseEvent> events = sse.eventsUntilEnd(WAIT);
+
+    assertThat(sse.primingId).as("an event without data could break a client of an older version").isNull();
+    assertThat(events).hasSize(1);
+    assertThat(events.get(0).id()).matches("[0-9a-f]{8}-\\d+-1");
+  }
+
+  @Test
+  void aStreamTheServerClosesEarlyIsFinishedOnTheResumedStream() throws Exception {
+    String session = openSession();
+    System.setProperty("sandbox.mcp.conformanceFixtures", "true");
+    try {
+      int id = IDS.incrementAndGet();
+      HttpResponse<InputStream> r = CLIENT.sendAsync(
+          post(session, toolCall(id, "test_reconnection", MAPPER.createObjectNode(), null)).build(),
+          HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+      SseReader sse = new SseReader(r.body());
+
+      assertThat(sse.eventsUntilEnd(WAIT)).as("closed after the priming event, before the result").isEmpty();
+      assertThat(sse.primingId).isNotNull();
+      assertThat(sse.retry).isEqualTo("1000");
+      HttpResponse<InputStream> resumed = CLIENT.sendAsync(get(session).header("Last-Event-ID", sse.primingId).build(),
+          HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+      List<SseEvent> rest = new SseReader(resumed.body()).eventsUntilEnd(WAIT);
+
+      assertThat(rest).hasSize(1);
+      assertThat(rest.get(0).message().path("id").asInt()).isEqualTo(id);
+      assertThat(rest.get(0).message().path("result").path("content").get(0).path("text").asText())
+          .isEqualTo("Reconnection test completed");
+    } finally {
+      System.clearProperty("sandbox.mcp.conformanceFixtures");
+    }
+  }
+
+  /** POSTs a tools/call of an unknown tool (answered at once, with an error, on an event stream). */
+  private static SseReader callUnknownTool(String session) throws Exception {
+    HttpResponse<InputStream> r = CLIENT.sendAsync(
+        post(session, toolCall(IDS.incrementAndGet(), "noSuchTool", MAPPER.createObjectNode(), null)).build(),
+        HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    assertThat(r.statusCode()).isEqualTo(200);
+    return new SseReader(r.body());
+  }
+
   // ---- GET stream
 
   @Test
@@ -946,17 +1099,27 @@ class HttpTransportIT {
     }
   }
 
-  /** One SSE event: the JSON of its data, or a comment, or data that is not JSON; or the end of the stream. */
-  private record SseEvent(JsonNode message, String comment, String notJson, boolean end) {
+  /**
+   * One SSE event: the JSON of its data, or a comment, or data that is not JSON; or the end of the
+   * stream. {@code id} is the event's id line, if it had one.
+   */
+  private record SseEvent(JsonNode message, String comment, String notJson, boolean end, String id) {
+    SseEvent(JsonNode message, String comment, String notJson, boolean end) {
+      this(message, comment, notJson, end, null);
+    }
   }
 
   /**
    * A tiny SSE parser on a background thread: blocks separated by blank lines, {@code data:}
-   * lines joined, comment-only blocks kept (to see keep-alives). Events are polled with a timeout.
+   * lines joined, comment-only blocks kept (to see keep-alives). An event with empty data (the
+   * priming event: an id and the retry field) is not queued, as EventSource does not dispatch it;
+   * its id and retry are kept in {@link #primingId} and {@link #retry}. Events are polled with a timeout.
    */
   private static final class SseReader {
     private final BlockingQueue<SseEvent> events = new LinkedBlockingQueue<>();
     private final InputStream in;
+    volatile String primingId;
+    volatile String retry;
 
     SseReader(InputStream in) {
       this.in = in;
@@ -969,15 +1132,24 @@ class HttpTransportIT {
       try (BufferedReader r = new BufferedReader(new InputStreamReader(in, StandardCharsets.UTF_8))) {
         StringBuilder data = null;
         String comment = null;
+        String id = null;
         for (String line; (line = r.readLine()) != null; ) {
           if (line.isEmpty()) {
-            if (data != null) {
-              events.add(parse(data.toString()));
+            if (data != null && data.length() == 0) {
+              primingId = id;
+            } else if (data != null) {
+              SseEvent e = parse(data.toString());
+              events.add(new SseEvent(e.message(), null, e.notJson(), false, id));
             } else if (comment != null) {
               events.add(new SseEvent(null, comment, null, false));
             }
             data = null;
             comment = null;
+            id = null;
+          } else if (line.startsWith("id:")) {
+            id = line.substring(3).strip();
+          } else if (line.startsWith("retry:")) {
+            retry = line.substring(6).strip();
           } else if (line.startsWith(":")) {
             comment = line.substring(1).strip();
           } else if (line.startsWith("data:")) {
@@ -985,7 +1157,7 @@ class HttpTransportIT {
             value = value.startsWith(" ") ? value.substring(1) : value;
             data = data == null ? new StringBuilder(value) : data.append('\n').append(value);
           }
-          // "event:", "id:" and "retry:" lines need no handling here
+          // "event:" lines need no handling here
         }
       } catch (IOException closed) {
         // the test closed the stream, or the server broke it: either way the stream has ended
@@ -1024,6 +1196,41 @@ class HttpTransportIT {
         }
         if (e.message() != null) {
           return e.message();
+        }
+      }
+    }
+
+    /** The next message event (with its id), skipping comments; fails if the stream ends or nothing comes in time. */
+    SseEvent nextMessageEvent(Duration timeout) throws InterruptedException {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      while (true) {
+        SseEvent e = next(Duration.ofNanos(Math.max(1, deadline - System.nanoTime())));
+        if (e.end()) {
+          fail("the SSE stream ended while a message was expected");
+        }
+        if (e.message() != null) {
+          return e;
+        }
+      }
+    }
+
+    /** Every message event (with its id) until the stream ends, skipping comments; fails if it does not end in time. */
+    List<SseEvent> eventsUntilEnd(Duration timeout) throws InterruptedException {
+      long deadline = System.nanoTime() + timeout.toNanos();
+      List<SseEvent> messages = new ArrayList<>();
+      while (true) {
+        SseEvent e = events.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        if (e == null) {
+          fail("the SSE stream did not end within " + timeout + "; messages so far: " + messages);
+        }
+        if (e.notJson() != null) {
+          fail("SSE data is not JSON: " + e.notJson());
+        }
+        if (e.end()) {
+          return messages;
+        }
+        if (e.message() != null) {
+          messages.add(e);
         }
       }
     }

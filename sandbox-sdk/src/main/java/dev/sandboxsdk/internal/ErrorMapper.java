@@ -22,6 +22,11 @@ public final class ErrorMapper {
 
   /** An error answer of the agent: HTTP status plus the JSON body {@code {code, message, context}}. */
   static SandboxException fromResponse(int status, byte[] body) {
+    return fromResponse(status, body, null);
+  }
+
+  /** As {@link #fromResponse(int, byte[])}, with a note the client adds (e.g. that the agent was restarted). */
+  static SandboxException fromResponse(int status, byte[] body, String note) {
     String code = null;
     String message = null;
     Map<String, Object> context = Map.of();
@@ -41,7 +46,8 @@ public final class ErrorMapper {
       String text = new String(body, StandardCharsets.UTF_8).strip();
       message = "HTTP " + status + (text.isEmpty() ? "" : ": " + abbreviate(text, 200));
     }
-    return create(status, code, message + " (HTTP " + status + (code != null ? " " + code : "") + ")", context);
+    return create(status, code, message + " (HTTP " + status + (code != null ? " " + code : "") + ")"
+        + (note != null ? "; " + note : ""), context);
   }
 
   /** The agent's in-band {@code error} event: it failed itself while streaming. */

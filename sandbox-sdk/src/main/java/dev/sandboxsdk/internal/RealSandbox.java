@@ -68,6 +68,8 @@ public final class RealSandbox implements Sandbox {
   private static final long AGENT_DEFAULT_LOG_WINDOW_BYTES = 1L << 20;
   private static final int LOG_STREAM_RETRIES = 5;
   private static final AtomicInteger CLIENT_IDS = new AtomicInteger();
+  /** The agent's id of its current run, on every answer (our extension of protocol v1). */
+  static final String BOOT_ID_HEADER = "Sandbox-Boot-Id";
 
   private final HttpUrl base;
   private final HttpUrl executeUrl;
@@ -87,6 +89,8 @@ public final class RealSandbox implements Sandbox {
   private final Set<Call> calls = ConcurrentHashMap.newKeySet();
   private final Set<EventCursor<?>> cursors = ConcurrentHashMap.newKeySet();
   private volatile String closedReason;
+  /** The boot id in the first answer that carried one; never replaced. */
+  private volatile String firstBootId;
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -610,12 +614,40 @@ public final class RealSandbox implements Sandbox {
     }
   }
 
-  private static JsonNode readJson(Call call, Response response, String what, long maxAnswerBytes) throws IOException {
+  private JsonNode readJson(Call call, Response response, String what, long maxAnswerBytes) throws IOException {
     ResponseBody body = response.body();
+    String restarted = restartNote(response);
     if (!response.isSuccessful()) {
-      throw ErrorMapper.fromResponse(response.code(), boundedBytes(body));
+      throw ErrorMapper.fromResponse(response.code(), boundedBytes(body), restarted);
     }
     return Wire.parse(bodyAtMost(call, body, maxAnswerBytes, what), "answer to " + what);
+  }
+
+  /**
+   * Remembers the agent's boot id from the first answer that carries one; for a later answer
+   * with another id, a note that the agent was restarted since, which error messages carry: an
+   * unknown process or a rejected token after a restart is then not a mystery. Null when the
+   * id is absent (an agent without the extension) or unchanged.
+   */
+  private String restartNote(Response response) {
+    String id = response.header(BOOT_ID_HEADER);
+    if (id == null) {
+      return null;
+    }
+    String first = firstBootId;
+    if (first == null) {
+      synchronized (this) {
+        if (firstBootId == null) {
+          firstBootId = id;
+        }
+        first = firstBootId;
+      }
+    }
+    if (first.equals(id)) {
+      return null;
+    }
+    return "the agent at " + base + " was restarted since this client first reached it (boot id " + first
+        + ", now " + id + "): processes, their handles and log streams from before the restart are gone";
   }
 
   /**
@@ -655,8 +687,9 @@ public final class RealSandbox implements Sandbox {
     Response response = null;
     try {
       response = call.execute();
+      String restarted = restartNote(response);
       if (!response.isSuccessful()) {
-        throw ErrorMapper.fromResponse(response.code(), boundedBytes(response.body()));
+        throw ErrorMapper.fromResponse(response.code(), boundedBytes(response.body()), restarted);
       }
       String type = response.header("Content-Type", "");
       if (!type.startsWith("text/event-stream")) {
@@ -690,13 +723,16 @@ public final class RealSandbox implements Sandbox {
 
   /**
    * The client for {@code POST /api/execute}: a long command sends nothing but heartbeat bytes
-   * (one per keep-alive interval), so the read timeout must cover at least the stream liveness
-   * window, whatever shorter {@code readTimeout} the caller chose for ordinary calls. Without a
-   * configured window this uses the largest the protocol allows (keep-alive at most 15 s: 31 s)
-   * rather than asking {@code /api/version} on the caller's thread.
+   * (one per keep-alive interval), so each read waits exactly the stream liveness window,
+   * whatever {@code readTimeout} the caller chose for ordinary calls: shorter would fail a quiet
+   * command, longer would leave a stopped agent unnoticed for longer than a stream does. When the
+   * window is not known yet (not configured, and {@code /api/version} not fetched) this uses the
+   * largest the protocol allows (keep-alive at most 15 s: 31 s) rather than asking
+   * {@code /api/version} on the caller's thread.
    */
   private OkHttpClient execClient() {
-    return readingAtLeast(configuredStreamIdle != null ? configuredStreamIdle : Duration.ofSeconds(31));
+    Duration known = streamIdle != null ? streamIdle : configuredStreamIdle;
+    return withReadTimeout(known != null ? known : Duration.ofSeconds(31));
   }
 
   /** The client, or one that waits at least {@code minimum} for each read. */
@@ -712,8 +748,14 @@ public final class RealSandbox implements Sandbox {
     return byReadTimeout.computeIfAbsent(timeout, t -> client.newBuilder().readTimeout(t).build());
   }
 
-  /** How long a stream may be silent: configured, or derived from the agent's keep-alive interval. */
-  Duration streamIdleTimeout() {
+  /**
+   * How long a stream (or an {@code exec} between heartbeats) may be silent: configured, or
+   * derived from the agent's keep-alive interval, which the first call fetches from
+   * {@code /api/version} on the calling thread.
+   *
+   * @throws dev.sandboxsdk.SandboxException if the window must be fetched and that fails
+   */
+  public Duration streamIdleTimeout() {
     Duration d = streamIdle;
     if (d == null) {
       if (configuredStreamIdle != null) {

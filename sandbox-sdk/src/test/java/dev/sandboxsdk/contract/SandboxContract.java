@@ -1083,11 +1083,12 @@ public abstract class SandboxContract {
   void aShortReadTimeoutDoesNotCutAnExecThatRunsLonger() throws Exception {
     // Sandbox.Builder.readTimeout: "Long exec calls are not affected: the agent sends keep-alive
     // bytes while a command runs." exec reads with the longer of readTimeout and
-    // streamIdleTimeout, here 1 s: a 3 s command lasts only through the heartbeats, every 300 ms.
+    // streamIdleTimeout, here 2 s: a 5 s command lasts only through the heartbeats, every 300 ms.
+    // (2 s, not 1 s: on a loaded machine a heartbeat can come a second late.)
     try (SandboxTarget.OwnAgent own = target.startOwnAgent();
         Sandbox quick = own.clientBuilder()
-            .readTimeout(Duration.ofMillis(500)).streamIdleTimeout(Duration.ofSeconds(1)).build()) {
-      ExecResult r = quick.exec("sleep 3; echo done");
+            .readTimeout(Duration.ofMillis(500)).streamIdleTimeout(Duration.ofSeconds(2)).build()) {
+      ExecResult r = quick.exec("sleep 5; echo done");
 
       assertThat(r.exitCode()).isZero();
       assertThat(r.stdout()).isEqualTo("done\n");

@@ -25,12 +25,20 @@ import org.slf4j.LoggerFactory;
 public final class ApiHandler implements HttpHandler {
   private static final Logger log = LoggerFactory.getLogger(ApiHandler.class);
   public static final int PROTOCOL_VERSION = 1;
+  /**
+   * The response header that carries {@link #bootId()} on every answer (our extension of
+   * protocol v1): a client that sees it change knows the agent was restarted and its processes
+   * and streams are gone.
+   */
+  public static final String BOOT_ID_HEADER = "Sandbox-Boot-Id";
 
   private final AgentConfig config;
   private final byte[] tokenDigest;
   private final String version;
   private final ExecEndpoints exec;
   private final ProcessEndpoints process;
+  /** Random per agent run; not a secret (unauthenticated answers carry it too). */
+  private final String bootId = java.util.UUID.randomUUID().toString();
 
   public ApiHandler(ProcessManager processes, String token, String version) {
     this.config = processes.config();
@@ -62,6 +70,11 @@ public final class ApiHandler implements HttpHandler {
     return Math.max(0, System.nanoTime() - lastActivityNanos);
   }
 
+  /** This agent run's id: random at start, the same in every answer until the agent stops. */
+  public String bootId() {
+    return bootId;
+  }
+
   /** Requests being handled right now (streams included). */
   public int inFlight() {
     return inFlight.get();
@@ -78,6 +91,7 @@ public final class ApiHandler implements HttpHandler {
     inFlight.incrementAndGet();
     ResponseGuard guard = new ResponseGuard(exchange.getResponseBody());
     exchange.setStreams(null, guard);
+    exchange.getResponseHeaders().set(BOOT_ID_HEADER, bootId);
     IOException failure = null;
     try {
       route(exchange);
@@ -257,6 +271,7 @@ public final class ApiHandler implements HttpHandler {
         ObjectNode body = Json.object();
         body.put("version", version);
         body.put("protocol", PROTOCOL_VERSION);
+        body.put("bootId", bootId);
         // Limits a client calibrates against, e.g. how long a stream may stay silent before it
         // is dead (two keep-alive intervals), or how far back a reader can resume.
         ObjectNode limits = body.putObject("limits");

@@ -1,5 +1,7 @@
 package dev.sandboxsdk.agent.process;
 
+import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.ErrorCode;
 import java.io.IOException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.LinkOption;
@@ -127,6 +129,12 @@ final class FifoPool implements AutoCloseable {
     free.add(fifo);
   }
 
+  private static String firstLine(String s) {
+    String t = s.strip();
+    int nl = t.indexOf('\n');
+    return nl < 0 ? t : t.substring(0, nl);
+  }
+
   private synchronized void grow() {
     if (!free.isEmpty()) {
       return;
@@ -134,7 +142,8 @@ final class FifoPool implements AutoCloseable {
     try {
       Files.createDirectories(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
     } catch (IOException e) {
-      throw new IllegalStateException("cannot recreate the agent's pipe directory " + dir + ": " + e.getMessage(), e);
+      throw new AgentException(ErrorCode.INTERNAL_ERROR, "the agent cannot recreate its pipe directory " + dir
+          + " for command output: " + e.getMessage() + " (is its temporary directory full?)");
     }
     List<String> cmd = new ArrayList<>(List.of(mkfifo, "-m", mode));
     List<Path> batch = new ArrayList<>();
@@ -147,7 +156,19 @@ final class FifoPool implements AutoCloseable {
       Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
       String out = new String(p.getInputStream().readAllBytes());
       if (!p.waitFor(10, TimeUnit.SECONDS) || p.exitValue() != 0) {
-        throw new IllegalStateException("mkfifo failed: " + out.strip());
+        // A full disk shows here (no inode for a FIFO). Use those that were made; with none, say
+        // why instead of a bare internal error. The caller's process is not started; the next
+        // call tries again.
+        for (Path made : batch) {
+          if (isFifo(made)) {
+            free.add(made);
+          }
+        }
+        if (!free.isEmpty()) {
+          return;
+        }
+        throw new AgentException(ErrorCode.INTERNAL_ERROR, "the agent cannot make the pipes for command output in "
+            + dir + ": mkfifo failed: " + firstLine(out) + " (is its temporary directory full?)");
       }
     } catch (IOException e) {
       throw new IllegalStateException("cannot run mkfifo: " + e.getMessage(), e);

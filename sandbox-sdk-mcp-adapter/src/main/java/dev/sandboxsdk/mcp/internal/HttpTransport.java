@@ -7,6 +7,7 @@ import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
+import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -38,8 +39,9 @@ import org.slf4j.LoggerFactory;
  * <p>POST carries one JSON-RPC message. {@code initialize} opens a session ({@code Mcp-Session-Id});
  * {@code tools/call} is answered with an SSE stream (progress notifications, then the result);
  * other requests with a JSON body; notifications and responses with 202. GET opens the session's
- * stream for server messages (only keep-alives today); DELETE ends the session and cancels its
- * calls. Every request passes Host/Origin checks (against DNS rebinding) and, unless
+ * stream for server messages (only keep-alives today), or with {@code Last-Event-ID} resumes a
+ * stream whose connection was lost ({@link ResumableStream}); DELETE ends the session and cancels
+ * its calls. Every request passes Host/Origin checks (against DNS rebinding) and, unless
  * {@code --no-auth}, a bearer token compared in constant time.
  */
 public final class HttpTransport implements AutoCloseable {
@@ -85,6 +87,7 @@ public final class HttpTransport implements AutoCloseable {
   private final Set<String> allowedHosts;
   private final Map<String, HttpSession> sessions = new ConcurrentHashMap<>();
   private final Set<SseStream> streams = ConcurrentHashMap.newKeySet();
+  private final ResumableStream.Budget replayBudget = new ResumableStream.Budget();
   private final SecureRandom random = new SecureRandom();
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "mcp-http-keepalive");
@@ -94,15 +97,26 @@ public final class HttpTransport implements AutoCloseable {
   private ExecutorService executor;
   private HttpServer http;
 
-  /** A session and its GET stream, if one is open. */
+  /** A session, its event streams, and which of them is its GET stream. */
   private static final class HttpSession {
     final Session session;
     final String client;
-    final AtomicReference<SseStream> getStream = new AtomicReference<>();
+    final ResumableStream.Registry streams;
+    final AtomicReference<ResumableStream> getStream = new AtomicReference<>();
 
-    HttpSession(Session session, String client) {
+    HttpSession(Session session, String client, ResumableStream.Registry streams) {
       this.session = session;
       this.client = client;
+      this.streams = streams;
+    }
+
+    /**
+     * Whether its streams start with a priming event (an id and empty data, and the retry field):
+     * MCP 2025-11-25 asks for it, and older clients may fail on an event without data.
+     */
+    boolean primes() {
+      String v = session.protocolVersion();
+      return v != null && v.compareTo("2025-11-25") >= 0;
     }
 
     /**
@@ -111,8 +125,8 @@ public final class HttpTransport implements AutoCloseable {
      * session and lock every other client out).
      */
     boolean evictable(boolean evenWithGetStream) {
-      SseStream s = getStream.get();
-      return session.idleNanos() > 0 && (evenWithGetStream || s == null || s.isClosed());
+      ResumableStream s = getStream.get();
+      return session.idleNanos() > 0 && (evenWithGetStream || s == null || !s.hasOpenConnection());
     }
   }
 
@@ -438,8 +452,10 @@ public final class HttpTransport implements AutoCloseable {
       return;
     }
     if ("tools/call".equals(method)) {
-      SseStream stream = new SseStream(ex);
-      streams.add(stream);
+      ResumableStream stream = hs.streams.create();
+      SseStream connection = new SseStream(ex);
+      streams.add(connection);
+      stream.open(connection, hs.primes());
       server.handle(hs.session, message, new Outbound() {
         @Override
         public void send(ObjectNode m) {
@@ -448,8 +464,14 @@ public final class HttpTransport implements AutoCloseable {
 
         @Override
         public void finish() {
-          streams.remove(stream);
-          stream.close();
+          stream.end();
+        }
+
+        @Override
+        public void closeConnection() {
+          if (hs.primes()) { // only a client that got an event id and the retry field knows to resume
+            stream.closeConnection();
+          }
         }
       });
       return;
@@ -465,7 +487,10 @@ public final class HttpTransport implements AutoCloseable {
     byte[] idBytes = new byte[16];
     random.nextBytes(idBytes);
     String id = HexFormat.of().formatHex(idBytes);
-    HttpSession hs = new HttpSession(server.newSession(id), client);
+    byte[] tagBytes = new byte[4];
+    random.nextBytes(tagBytes);
+    HttpSession hs = new HttpSession(server.newSession(id), client,
+        new ResumableStream.Registry(HexFormat.of().formatHex(tagBytes), replayBudget));
     synchronized (sessions) {
       if (!makeRoom(client)) {
         rpcError(ex, 503, "too many sessions with calls running or streams open; end unused ones with DELETE "
@@ -532,17 +557,68 @@ public final class HttpTransport implements AutoCloseable {
     if (hs == null) {
       return;
     }
+    String lastEventId = ex.getRequestHeaders().getFirst("Last-Event-ID");
+    if (lastEventId != null) {
+      resume(ex, hs, lastEventId.strip());
+      return;
+    }
     synchronized (hs) {
-      SseStream open = hs.getStream.get();
-      if (open != null && !open.isClosed()) {
+      ResumableStream open = hs.getStream.get();
+      if (open != null && open.hasOpenConnection()) {
         rpcError(ex, 409, "this session already has an open GET stream");
         return;
       }
-      SseStream stream = new SseStream(ex);
+      if (open != null) {
+        hs.streams.remove(open); // it carried no messages: nothing to resume
+      }
+      ResumableStream stream = hs.streams.create();
+      SseStream connection = new SseStream(ex);
       hs.getStream.set(stream);
-      streams.add(stream);
-      stream.keepAlive(); // lets the client see the stream is open at once
+      streams.add(connection);
+      stream.open(connection, hs.primes());
+      connection.keepAlive(); // lets the client see the stream is open at once
     }
+  }
+
+  /**
+   * GET with {@code Last-Event-ID}: the stream that event belongs to continues on this response
+   * with the events after it (MCP: never those of another stream). 400 if this session never
+   * issued that id; 410 if the events after it are no longer kept (see {@link ResumableStream}).
+   */
+  private void resume(HttpExchange ex, HttpSession hs, String lastEventId) throws IOException {
+    ResumableStream.Resume outcome = ResumableStream.Resume.NOT_ISSUED;
+    String[] parts = lastEventId.split("-", -1);
+    if (parts.length == 3 && parts[0].equals(hs.streams.tag) && parts[1].matches("\\d{1,9}")
+        && parts[2].matches("\\d{1,18}") && hs.streams.issued(Integer.parseInt(parts[1]))) {
+      ResumableStream stream = hs.streams.get(Integer.parseInt(parts[1]));
+      long seq = Long.parseLong(parts[2]);
+      try {
+        outcome = stream == null ? ResumableStream.Resume.GONE : stream.resume(seq, () -> {
+          try {
+            SseStream connection = new SseStream(ex);
+            streams.add(connection);
+            return connection;
+          } catch (IOException e) {
+            throw new UncheckedIOException(e);
+          }
+        });
+      } catch (UncheckedIOException e) {
+        throw e.getCause(); // the client went away: the handler closes the connection
+      }
+    }
+    switch (outcome) {
+      case RESUMED -> log.debug("session {}: stream resumed after {}", hs.session.id(), lastEventId);
+      case NOT_ISSUED -> rpcError(ex, 400, "Last-Event-ID '" + abbreviate(lastEventId)
+          + "' was not issued in this session; open the GET stream without Last-Event-ID");
+      case GONE -> rpcError(ex, 410, "the events after Last-Event-ID '" + lastEventId + "' are no longer kept"
+          + " (the server keeps " + ResumableStream.MAX_BYTES / 1024 + " Ki characters of events per stream and"
+          + " the last " + ResumableStream.Registry.MAX_ENDED_PER_SESSION + " ended streams per session); what"
+          + " they carried is lost: call the tool again if its result is missing");
+    }
+  }
+
+  private static String abbreviate(String s) {
+    return s.length() <= 80 ? s : s.substring(0, 80) + "...";
   }
 
   private void delete(HttpExchange ex) throws IOException {
@@ -557,11 +633,8 @@ public final class HttpTransport implements AutoCloseable {
   private void end(HttpSession hs) {
     sessions.remove(hs.session.id(), hs);
     hs.session.close();
-    SseStream s = hs.getStream.getAndSet(null);
-    if (s != null) {
-      streams.remove(s);
-      s.close();
-    }
+    hs.getStream.set(null);
+    hs.streams.close(); // frees the replay buffers and closes every stream's connection
     log.info("session {} ended", hs.session.id());
   }
 
@@ -584,7 +657,7 @@ public final class HttpTransport implements AutoCloseable {
 
   private void keepAlive() {
     for (SseStream s : streams) {
-      if (!s.keepAlive()) {
+      if (!s.keepAlive()) { // closed: a finished, dropped or replaced connection
         streams.remove(s);
       }
     }

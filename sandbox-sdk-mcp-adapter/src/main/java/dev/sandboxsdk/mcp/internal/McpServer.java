@@ -24,6 +24,13 @@ public final class McpServer implements AutoCloseable {
 
   /** Newest first: the version offered when the client asks for one we do not speak. */
   public static final List<String> PROTOCOL_VERSIONS = List.of("2025-11-25", "2025-06-18", "2025-03-26");
+  /**
+   * Serves the official conformance suite's fixture tool {@code test_reconnection} (never listed in
+   * tools/list): its call closes its connection early, as a server polling its clients does, and
+   * answers on the resumed stream. Only with {@code -Dsandbox.mcp.conformanceFixtures=true}, which
+   * node/run-conformance.sh sets.
+   */
+  static final String CONFORMANCE_FIXTURES = "sandbox.mcp.conformanceFixtures";
 
   private final AdapterConfig config;
   private final ToolCatalog catalog;
@@ -199,6 +206,10 @@ public final class McpServer implements AutoCloseable {
     if (name == null || !name.isTextual()) {
       throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "tools/call needs \"name\" (a string)");
     }
+    if (name.asText().equals("test_reconnection") && Boolean.getBoolean(CONFORMANCE_FIXTURES)) {
+      testReconnection(id, out);
+      return;
+    }
     ObjectNode tool = catalog.get(name.asText());
     if (tool == null) {
       throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "Unknown tool: " + name.asText()
@@ -266,6 +277,14 @@ public final class McpServer implements AutoCloseable {
       }
       reply(out, JsonRpc.result(id, toResult(r)));
     });
+  }
+
+  /** The conformance fixture (see {@link #CONFORMANCE_FIXTURES}): closes the connection, answers 300 ms later. */
+  private static void testReconnection(JsonNode id, Outbound out) {
+    out.closeConnection();
+    ObjectNode result = Json.object();
+    result.putArray("content").addObject().put("type", "text").put("text", "Reconnection test completed");
+    CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS).execute(() -> reply(out, JsonRpc.result(id, result)));
   }
 
   /** The CallToolResult: structured content, the same JSON as text, and isError; all redacted. */

@@ -14,4 +14,13 @@ public interface Outbound {
   /** Nothing more will be sent for this request (after the response, or instead of it when cancelled). */
   default void finish() {
   }
+
+  /**
+   * Closes the connection this request's messages travel on before the response, if the transport
+   * lets the client resume it (Streamable HTTP: the client reconnects with GET and
+   * {@code Last-Event-ID} and gets the rest there). Later messages are still sent. Does nothing
+   * on other transports.
+   */
+  default void closeConnection() {
+  }
 }

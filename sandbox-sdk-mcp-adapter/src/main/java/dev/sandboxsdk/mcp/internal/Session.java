@@ -33,6 +33,11 @@ public final class Session {
     protocolVersion = v;
   }
 
+  /** The negotiated protocol version; null before {@code initialize}. */
+  String protocolVersion() {
+    return protocolVersion;
+  }
+
   public boolean isInitialized() {
     return protocolVersion != null;
   }

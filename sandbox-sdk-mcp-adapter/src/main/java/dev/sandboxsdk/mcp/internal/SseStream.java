@@ -5,6 +5,7 @@ import com.sun.net.httpserver.HttpExchange;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadPoolExecutor;
@@ -13,9 +14,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 
 /**
- * One open {@code text/event-stream} response: JSON-RPC messages as {@code message} events and
- * keep-alive comments. A write that fails (the client went away) closes it; later writes are
- * dropped. Thread-safe.
+ * One open {@code text/event-stream} response: JSON-RPC messages as {@code message} events (with
+ * the ids {@link ResumableStream} gives them), the priming event, and keep-alive comments. A write
+ * that fails (the client went away) closes it; later writes are dropped. Thread-safe.
  *
  * <p>A client that stops reading makes a write block until its connection dies. Only that
  * stream's writer waits: closing, cancelling and keep-alives never wait for it (they hand the
@@ -46,14 +47,55 @@ final class SseStream {
     this.body = exchange.getResponseBody();
   }
 
-  /** Writes one message event; false if the stream is closed. Blocks while the client does not read. */
+  /** Writes one message event without an id; false if the stream is closed. Blocks while the client does not read. */
   boolean send(ObjectNode message) {
+    return sendEvent(event(null, message));
+  }
+
+  /** The text of a {@code message} event, with an {@code id} line unless {@code id} is null. */
+  static String event(String id, ObjectNode message) {
+    return (id == null ? "" : "id: " + id + "\n") + "event: message\ndata: " + Json.write(message) + "\n\n";
+  }
+
+  /**
+   * The priming event of a resumable stream (MCP 2025-11-25): an id with empty data, which the
+   * client remembers as its Last-Event-ID, and the {@code retry} field, the milliseconds to wait
+   * before reconnecting when the server closes the stream.
+   */
+  static String priming(String id, long retryMillis) {
+    return "id: " + id + "\nretry: " + retryMillis + "\ndata: \n\n";
+  }
+
+  /** Writes one complete event (its text ends with a blank line); false if the stream is closed. Blocks like {@link #send}. */
+  boolean sendEvent(String text) {
     if (closed) {
       return false;
     }
     lock.lock();
     try {
-      return write("event: message\ndata: " + Json.write(message) + "\n\n");
+      return write(text);
+    } finally {
+      lock.unlock();
+    }
+  }
+
+  /**
+   * Holds every later write back until {@link #releaseWrites}: a resumed stream is made the live
+   * connection first and then written the events the client missed, and events sent meanwhile
+   * must come after those. Call only on a new stream, which no one writes yet: it never blocks.
+   */
+  void holdWrites() {
+    lock.lock();
+  }
+
+  /** Writes {@code backlog} (complete events), then lets the held writes through. Only by the thread that held them. */
+  void releaseWrites(List<String> backlog) {
+    try {
+      for (String text : backlog) {
+        if (!write(text)) {
+          break;
+        }
+      }
     } finally {
       lock.unlock();
     }
