@@ -68,6 +68,7 @@ class McpLoadSoakIT {
   static Path tmp;
 
   private static Process server;
+  private static Path log;
   private static int port;
   private static String session;
   private static final AtomicInteger ids = new AtomicInteger(100);
@@ -78,9 +79,11 @@ class McpLoadSoakIT {
     assertThat(jar).as("system property mcp.jar (set by failsafe)").isNotNull();
     String java = ProcessHandle.current().info().command()
         .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-    Path log = tmp.resolve("server.log");
+    log = tmp.resolve("server.log");
     ProcessBuilder pb = new ProcessBuilder(java, "-Xms16m", "-Xmx256m", "-XX:+UseG1GC",
-        "-XX:G1PeriodicGCInterval=5000", "-jar", jar, "--http", "--port", "0",
+        "-XX:G1PeriodicGCInterval=5000",
+        // the local agents' stderr (their warnings, e.g. about the watchdog) into the server's log
+        "-Dorg.slf4j.simpleLogger.log.dev.sandboxsdk.internal.AgentLauncher=debug", "-jar", jar, "--http", "--port", "0",
         // 200 calls at once need a cap of at least 200 (the default 64 answers the rest "busy")
         "--max-concurrent-calls", "256", "--max-connections", "512")
         .directory(tmp.toFile()).redirectErrorStream(true).redirectOutput(log.toFile());
@@ -154,7 +157,8 @@ class McpLoadSoakIT {
 
     assertThat(errors).as("errors (%d)", errors.size()).isEmpty();
     assertThat(calls.get()).isGreaterThanOrEqualTo(CLIENTS);
-    assertThat(after.descendants).as("the server's descendants (idle: %s)", idle.descendants)
+    assertThat(after.descendants).as("the server's descendants (idle: %s); the server's log (its agents' warnings"
+            + " included):%n%s", idle.descendants, logTail())
         .isEqualTo(idle.descendants);
     assertThat(after.fds).as("server fds (idle %d)", idle.fds).isLessThanOrEqualTo(idle.fds + FD_TOLERANCE);
     assertThat(after.threads).as("server threads (idle %d)", idle.threads)
@@ -164,6 +168,12 @@ class McpLoadSoakIT {
     JsonNode running = call("listProcesses", "{\"status\":\"running\"}");
     assertThat(running.path("structuredContent").path("processes").size()).as("running processes: %s", running)
         .isZero();
+  }
+
+  /** The last 50 lines of the server's stderr, for a failure message (the directory is deleted after the test). */
+  private static String logTail() throws IOException {
+    List<String> lines = Files.readAllLines(log);
+    return String.join("\n", lines.subList(Math.max(0, lines.size() - 50), lines.size()));
   }
 
   /** One unit of work, chosen by client and iteration; returns how many tools/call it made. */
