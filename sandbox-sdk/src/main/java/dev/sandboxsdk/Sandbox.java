@@ -79,8 +79,9 @@ public interface Sandbox extends AutoCloseable {
    *
    * <p>The agent enforces {@code options.timeout()}: when it expires the command's whole
    * process group is killed and the result says {@link ExecResult#timedOut()} with exit code 124.
-   * If the calling thread is interrupted, the HTTP call is cancelled, the agent kills the
-   * command, and a {@link SandboxException} is thrown with the interrupt flag restored.
+   * If the calling thread is interrupted, the SDK asks the agent to kill the command at once
+   * (best effort, without waiting for the answer), cancels the HTTP call, and throws a
+   * {@link SandboxException} right away with the interrupt flag restored.
    *
    * @throws SandboxNotFoundException if an argv program does not exist ({@code COMMAND_NOT_FOUND})
    * @throws SandboxInvalidRequestException for invalid options (e.g. a cwd that does not exist)
@@ -107,8 +108,9 @@ public interface Sandbox extends AutoCloseable {
 
   /**
    * Runs a command without blocking. The future completes with the result, or exceptionally
-   * with a {@link SandboxException}. {@code cancel(true)} (or {@code cancel(false)}) aborts the
-   * HTTP call, and the agent then kills the command's process group.
+   * with a {@link SandboxException}. {@code cancel(true)} (or {@code cancel(false)}) asks the
+   * agent to kill the command's process group at once and aborts the HTTP call; if that request
+   * fails, the agent still kills the group when it notices the closed connection.
    */
   CompletableFuture<ExecResult> execAsync(Command command, ExecOptions options);
 
@@ -153,8 +155,8 @@ public interface Sandbox extends AutoCloseable {
    * {@link ExecEvent.Complete}, followed by {@code onComplete}. A stream that breaks, goes
    * silent past the agent's keep-alive interval, or ends without {@code Complete} ends with
    * {@code onError} ({@link SandboxConnectionException} or {@link SandboxTimeoutException}),
-   * never with a fake success. {@code cancel()} closes the connection and the agent kills the
-   * command. {@code options.onOutput()} and {@code maxOutputBytes()} are not used here.
+   * never with a fake success. {@code cancel()} before {@code Complete} asks the agent to kill
+   * the command at once and closes the connection. {@code options.onOutput()} and {@code maxOutputBytes()} are not used here.
    */
   Flow.Publisher<ExecEvent> execStream(Command command, ExecOptions options);
 

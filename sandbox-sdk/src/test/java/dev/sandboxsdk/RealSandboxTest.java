@@ -624,24 +624,124 @@ class RealSandboxTest extends MockAgentTest {
         .cause().isExactlyInstanceOf(SandboxNotFoundException.class);
   }
 
+  /** Answers a DELETE with the agent's kill response; anything else with {@code exec}. */
+  private static RawHttpServer.Handler killOr(RawHttpServer.Handler exec) {
+    return (request, exchange) -> {
+      if (request.method().equals("DELETE")) {
+        exchange.respond(200, "application/json", Fixtures.read("execute-kill-response.json"));
+        return false;
+      }
+      return exec.handle(request, exchange);
+    };
+  }
+
+  @Test
+  void interruptingABlockedExecSendsTheKillAndReturnsWithoutWaitingForAHeartbeat() throws Exception {
+    try (RawHttpServer raw = new RawHttpServer(killOr((request, exchange) -> {
+          exchange.startChunkedJson();
+          exchange.writeUntilHangUp("1\r\n \r\n", 10_000); // a heartbeat only every 10 s
+          return false;
+        }));
+        Sandbox client = Fixtures.client(raw.url())) {
+      AtomicReference<Throwable> thrown = new AtomicReference<>();
+      AtomicBoolean flag = new AtomicBoolean();
+      Thread caller = new Thread(() -> {
+        try {
+          client.exec("sleep 600");
+        } catch (Throwable t) {
+          thrown.set(t);
+          flag.set(Thread.currentThread().isInterrupted());
+        }
+      });
+      caller.start();
+      RawHttpServer.Request exec = raw.requests.poll(5, SECONDS);
+      assertThat(exec.target()).isEqualTo("/api/execute");
+      Thread.sleep(200); // the heartbeat has arrived; the next is 10 s away
+
+      caller.interrupt();
+
+      caller.join(5_000);
+      assertThat(caller.isAlive()).as("exec returned without waiting for the next heartbeat").isFalse();
+      assertThat(thrown.get()).isInstanceOf(SandboxException.class).hasMessageContaining("interrupted");
+      assertThat(flag).as("the interrupt flag is restored").isTrue();
+      RawHttpServer.Request kill = raw.requests.poll(5, SECONDS);
+      assertThat(kill).as("the interrupt sent a kill").isNotNull();
+      assertThat(kill.method()).isEqualTo("DELETE");
+      assertThat(kill.target()).isEqualTo("/api/execute/" + exec.header("X-Sandbox-Exec-Id"));
+    }
+  }
+
+  @Test
+  void cancellingAnExecStreamSendsTheKillButNotOnceTheStreamHasCompleted() throws Exception {
+    String start = "data: {\"type\":\"start\",\"command\":\"make\",\"pid\":42,\"processId\":\"x\"}\n\n";
+    String complete = "data: {\"type\":\"complete\",\"exitCode\":0,\"timedOut\":false,\"duration\":1}\n\n";
+    try (RawHttpServer raw = new RawHttpServer(killOr((request, exchange) -> {
+          exchange.startEventStream();
+          exchange.write(start);
+          if (request.body().contains("done")) {
+            exchange.write(complete);
+          } else {
+            exchange.awaitHangUp();
+          }
+          return false;
+        }));
+        Sandbox client = Fixtures.client(raw.url())) {
+      RecordingSubscriber<ExecEvent> running = new RecordingSubscriber<>();
+      client.execStream("sleep 600").subscribe(running);
+      running.request(Long.MAX_VALUE);
+      assertThat(running.takeNext()).isInstanceOf(ExecEvent.Start.class);
+      RawHttpServer.Request exec = raw.requests.poll(5, SECONDS);
+
+      running.cancel();
+
+      RawHttpServer.Request kill = raw.requests.poll(5, SECONDS);
+      assertThat(kill).as("the cancel sent a kill").isNotNull();
+      assertThat(kill.method()).isEqualTo("DELETE");
+      assertThat(kill.target()).isEqualTo("/api/execute/" + exec.header("X-Sandbox-Exec-Id"));
+
+      RecordingSubscriber<ExecEvent> finished = new RecordingSubscriber<>();
+      client.execStream("echo done").subscribe(finished);
+      finished.request(Long.MAX_VALUE);
+      assertThat(finished.takeNext()).isInstanceOf(ExecEvent.Start.class);
+      assertThat(finished.takeNext()).isInstanceOf(ExecEvent.Complete.class);
+      finished.cancel(); // after the final event: nothing is left to kill
+
+      assertThat(raw.requests.poll(5, SECONDS).header("X-Sandbox-Exec-Id"))
+          .as("every exec gets its own id").isNotEqualTo(exec.header("X-Sandbox-Exec-Id"));
+      assertThat(raw.requests.poll(500, TimeUnit.MILLISECONDS)).as("no kill after complete").isNull();
+    }
+  }
+
   @Test
   void execAsyncCancelAbortsTheHttpCallAndDoesNotRetry() throws Exception {
     try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
+          if (request.method().equals("DELETE")) {
+            exchange.respond(200, "application/json", "{\"processId\":\"x\",\"signal\":\"SIGTERM\",\"success\":true}");
+            return false;
+          }
           exchange.startChunkedJson();
           exchange.writeUntilHangUp("1\r\n \r\n", 100); // the agent's heartbeat while the command runs
           return false;
         });
         Sandbox client = Fixtures.client(raw.url())) {
       CompletableFuture<ExecResult> future = client.execAsync("sleep 600");
-      assertThat(raw.requests.poll(5, SECONDS).target()).isEqualTo("/api/execute");
+      RawHttpServer.Request exec = raw.requests.poll(5, SECONDS);
+      assertThat(exec.target()).isEqualTo("/api/execute");
+      String execId = exec.header("X-Sandbox-Exec-Id");
+      assertThat(execId).as("the exec is named, so it can be killed").isNotBlank();
       Thread.sleep(200); // the response has started
 
       assertThat(future.cancel(true)).isTrue();
 
       assertThat(raw.hungUp.await(5, SECONDS)).as("the agent saw the client hang up").isTrue();
       assertThat(future).isCancelled();
+      RawHttpServer.Request kill = raw.requests.poll(5, SECONDS);
+      assertThat(kill).as("the cancel asked for a kill at once").isNotNull();
+      assertThat(kill.method()).isEqualTo("DELETE");
+      assertThat(kill.target()).isEqualTo("/api/execute/" + execId);
+      assertThat(kill.header("Authorization")).startsWith("Bearer ");
       Thread.sleep(300);
-      assertThat(raw.connections).as("the call was not retried").hasValue(1);
+      assertThat(raw.connections).as("the call was not retried: one for the exec, one for the kill").hasValue(2);
       assertThat(raw.requests).isEmpty();
     }
   }

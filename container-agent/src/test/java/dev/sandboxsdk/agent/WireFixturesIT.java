@@ -112,6 +112,24 @@ class WireFixturesIT {
     assertThat(eventShapes(live)).isEqualTo(eventShapes(golden));
   }
 
+  @Test
+  void anExecKillHasTheFixturesFields() throws Exception {
+    JsonNode golden = fixture("execute-kill-response.json");
+    String id = golden.get("processId").asText();
+    try (SseReader sse = new SseReader(agent.http.send(agent.request("/api/execute/stream")
+        .header("X-Sandbox-Exec-Id", id)
+        .POST(java.net.http.HttpRequest.BodyPublishers.ofString(obj("command", "sleep 30"))).build(),
+        java.net.http.HttpResponse.BodyHandlers.ofInputStream()))) {
+      assertThat(sse.next().get("processId").asText()).isEqualTo(id); // running, so it can be killed
+
+      TestAgent.Response kill = agent.delete("/api/execute/" + id);
+
+      assertThat(kill.status()).isEqualTo(200);
+      assertThat(shape(kill.body())).isEqualTo(shape(golden));
+      assertThat(kill.text("signal")).isEqualTo(golden.get("signal").asText());
+    }
+  }
+
   /** The set of (type, fields) pairs: stdout and stderr may interleave differently per run. */
   static Set<String> eventShapes(List<JsonNode> events) {
     Set<String> shapes = new TreeSet<>();

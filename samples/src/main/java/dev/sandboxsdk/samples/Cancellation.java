@@ -28,7 +28,7 @@ public final class Cancellation {
     }
   }
 
-  /** {@code future.cancel(true)} hangs up the HTTP call; the agent notices and kills the command. */
+  /** {@code future.cancel(true)} asks the agent to kill the command and hangs up the HTTP call. */
   private static void cancelFuture(Sandbox sandbox) throws Exception {
     // The command writes its pid to a file so we can look for it (execAsync only reports it at the end).
     CompletableFuture<ExecResult> future = sandbox.execAsync("echo $$ > long-job.pid; sleep 60; echo finished");
@@ -42,8 +42,8 @@ public final class Cancellation {
     } catch (CancellationException expected) {
       System.out.println("execAsync: future cancelled, join() throws CancellationException");
     }
-    // The agent learns of the hang-up at its next keep-alive write, so this takes one or two
-    // keep-alive intervals (2 s each by default), plus the time SIGTERM needs.
+    // The SDK sends DELETE /api/execute/{id} at once, so this takes milliseconds; the closed
+    // connection is the fallback (the agent notices it within one or two keep-alive intervals).
     awaitGone(sandbox, pid, t0, "execAsync");
   }
 
@@ -56,7 +56,7 @@ public final class Cancellation {
     System.out.printf("timeout: isSuccess=%s (requireSuccess() would throw CommandFailedException)%n", r.isSuccess());
   }
 
-  /** Cancelling the subscription closes the connection; for execStream that kills the command. */
+  /** Cancelling the subscription kills the command at once and closes the connection. */
   private static void cancelStream(Sandbox sandbox) throws Exception {
     CompletableFuture<Long> cancelledPid = new CompletableFuture<>();
     sandbox.execStream("i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.2; done")

@@ -153,7 +153,7 @@ public final class RealSandbox implements Sandbox {
     try {
       Duration timeout = timeoutOf(options);
       Call call = execCall(command, options, timeout);
-      return Wire.execResult(execute(call, "exec " + command.display(), execAnswerLimit(options)));
+      return Wire.execResult(executeExec(call, "exec " + command.display(), execAnswerLimit(options)));
     } finally {
       activity.end();
     }
@@ -187,7 +187,10 @@ public final class RealSandbox implements Sandbox {
     Call call = execCall(command, options, timeout);
     String what = "exec " + command.display();
     CancellableFuture<ExecResult> future = new CancellableFuture<>();
-    future.onCancel(call::cancel);
+    future.onCancel(() -> {
+      call.cancel();
+      killExecSoon(call.request().header(EXEC_ID_HEADER));
+    });
     activity.begin();
     calls.add(call);
     call.enqueue(new Callback() {
@@ -219,7 +222,8 @@ public final class RealSandbox implements Sandbox {
   }
 
   private Call execCall(Command command, ExecOptions options, Duration timeout) {
-    Request request = post(executeUrl, Wire.execBody(command, options, timeout, false));
+    Request request = post(executeUrl, Wire.execBody(command, options, timeout, false)).newBuilder()
+        .header(EXEC_ID_HEADER, newExecId()).build();
     Call call = execClient().newCall(request);
     if (timeout != null) {
       // The agent enforces the timeout; this deadline only guards against an agent that never answers.
@@ -242,6 +246,16 @@ public final class RealSandbox implements Sandbox {
     EventCursor<ExecEvent> cursor = openExecStream(command, options, abort);
     abort.onAbort(cursor::close);
     String what = "exec " + command.display();
+    try {
+      return collect(command, options, cursor, stdout, stderr, what);
+    } catch (RuntimeException | Error e) {
+      abort.abort(); // a listener that threw, a broken stream, an interrupt: kill the command now
+      throw e;
+    }
+  }
+
+  private ExecResult collect(Command command, ExecOptions options, EventCursor<ExecEvent> cursor,
+      OutputCollector stdout, OutputCollector stderr, String what) {
     try (cursor) {
       ExecEvent.Start start = null;
       for (;;) {
@@ -295,9 +309,119 @@ public final class RealSandbox implements Sandbox {
 
   private EventCursor<ExecEvent> openExecStream(Command command, ExecOptions options, Abort abort) {
     ensureOpen();
-    Request request = post(executeStreamUrl, Wire.execBody(command, options, timeoutOf(options), true));
-    return openStream(request, "execStream " + command.display(), Wire::execEvent,
+    String execId = newExecId();
+    Request request = post(executeStreamUrl, Wire.execBody(command, options, timeoutOf(options), true)).newBuilder()
+        .header(EXEC_ID_HEADER, execId).build();
+    java.util.concurrent.atomic.AtomicReference<EventCursor<ExecEvent>> opened =
+        new java.util.concurrent.atomic.AtomicReference<>();
+    abort.onAbort(() -> {
+      EventCursor<ExecEvent> c = opened.get();
+      if (c == null || !c.isFinished()) { // after the complete event there is nothing left to kill
+        killExecSoon(execId);
+      }
+    });
+    EventCursor<ExecEvent> cursor = openStream(request, "execStream " + command.display(), Wire::execEvent,
         e -> e instanceof ExecEvent.Complete, abort);
+    opened.set(cursor);
+    return cursor;
+  }
+
+  // ---- killing an exec at once
+
+  /**
+   * The request header naming an exec, so that a cancel can kill it by {@code DELETE
+   * /api/execute/{id}} at once instead of waiting for the agent to notice the closed connection
+   * (docs/protocol.md, "DELETE /api/execute/{id}").
+   */
+  static final String EXEC_ID_HEADER = "X-Sandbox-Exec-Id";
+
+  /** How long a kill request may take; it is best effort, the hang-up is the fallback. */
+  private static final long KILL_TIMEOUT_MS = 5_000;
+
+  /**
+   * A fresh exec id: 128 random bits in hex, so that ids of different clients do not collide.
+   * Not {@code UUID.randomUUID()}: its SecureRandom is seeded on first use, which can cost
+   * hundreds of milliseconds on a loaded machine, and the id needs no secrecy (the kill route
+   * requires the token like every other).
+   */
+  static String newExecId() {
+    java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+    return String.format("%016x%016x", random.nextLong(), random.nextLong());
+  }
+
+  /**
+   * Asks the agent to kill the exec {@code execId} now, without waiting for the answer. Best
+   * effort: the exec may have finished (404), the agent may predate the route (404) or be
+   * unreachable; then the closed connection still ends the command once the agent notices it.
+   */
+  void killExecSoon(String execId) {
+    if (execId == null) {
+      return;
+    }
+    try {
+      Call kill = client.newCall(delete(url("api", "execute", execId)));
+      kill.timeout().timeout(KILL_TIMEOUT_MS, TimeUnit.MILLISECONDS);
+      kill.enqueue(new Callback() {
+        @Override
+        public void onFailure(Call c, IOException e) {
+          log.debug("kill of exec {} failed: {}", execId, e.toString());
+        }
+
+        @Override
+        public void onResponse(Call c, Response response) {
+          response.close();
+          log.debug("kill of exec {}: HTTP {}", execId, response.code());
+        }
+      });
+    } catch (RuntimeException e) {
+      log.debug("kill of exec {} not sent: {}", execId, e.toString());
+    }
+  }
+
+  /**
+   * Runs an exec call and waits for its answer interruptibly: a blocking socket read does not
+   * notice an interrupt, so the call runs on the dispatcher and this thread waits on a future. An
+   * interrupt cancels the call, kills the exec at once and restores the flag.
+   */
+  private JsonNode executeExec(Call call, String what, long maxAnswerBytes) {
+    CompletableFuture<JsonNode> answer = new CompletableFuture<>();
+    calls.add(call);
+    try {
+      call.enqueue(new Callback() {
+        @Override
+        public void onFailure(Call c, IOException e) {
+          answer.completeExceptionally(closedReason != null ? closedError(e) : ErrorMapper.fromIo(e, what));
+        }
+
+        @Override
+        public void onResponse(Call c, Response response) {
+          try (response) {
+            answer.complete(readJson(c, response, what, maxAnswerBytes));
+          } catch (IOException e) {
+            answer.completeExceptionally(ErrorMapper.fromIo(e, what));
+          } catch (Throwable t) {
+            answer.completeExceptionally(t);
+          }
+        }
+      });
+      return answer.get();
+    } catch (InterruptedException e) {
+      call.cancel();
+      killExecSoon(call.request().header(EXEC_ID_HEADER));
+      Thread.currentThread().interrupt();
+      throw new SandboxException(what + ": interrupted", e);
+    } catch (java.util.concurrent.ExecutionException e) {
+      Throwable cause = e.getCause();
+      if (cause instanceof RuntimeException) {
+        throw (RuntimeException) cause;
+      }
+      if (cause instanceof Error) {
+        throw (Error) cause;
+      }
+      throw new SandboxException(what + ": " + cause, cause);
+    } finally {
+      calls.remove(call);
+    }
   }
 
   // ---- background processes

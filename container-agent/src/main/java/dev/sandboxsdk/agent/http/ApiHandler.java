@@ -323,6 +323,15 @@ public final class ApiHandler implements HttpHandler {
       default:
         break;
     }
+    if (path.startsWith("/api/execute/") && path.indexOf('/', "/api/execute/".length()) < 0) {
+      String id = decode(path.substring("/api/execute/".length()));
+      if (!id.isEmpty()) {
+        allow(method, "DELETE");
+        Query.none(exchange);
+        exec.kill(exchange, id);
+        return;
+      }
+    }
     if (path.startsWith("/api/process/")) {
       String[] parts = path.substring("/api/process/".length()).split("/", -1);
       String id = decode(parts[0]);

@@ -49,7 +49,7 @@ final class ExecEndpoints {
     ExecOutput stdout = buffers[0];
     ExecOutput stderr = buffers[1];
     try {
-      ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.EXEC);
+      ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.EXEC, execId(exchange));
       p.startPumps(stdout, stderr);
       OutputStream heartbeat = awaitWithHeartbeats(exchange, p);
       // The result is what the command wrote; a child it left behind may write on, and must not
@@ -210,9 +210,27 @@ final class ExecEndpoints {
     }
   }
 
+  /** The id the client chose for its exec ({@code X-Sandbox-Exec-Id}), or null to generate one. */
+  private static String execId(HttpExchange exchange) {
+    return exchange.getRequestHeaders().getFirst(ProcessManager.EXEC_ID_HEADER);
+  }
+
+  /**
+   * DELETE /api/execute/{id}: terminates a running exec now, instead of when a keep-alive write
+   * finds its client gone. Answers right after the SIGTERM (for an exec still being spawned: once
+   * its kill is due the moment it has started); 404 if no exec of that id is running.
+   */
+  void kill(HttpExchange exchange, String id) throws IOException {
+    processes.killExec(id);
+    ObjectNode body = Json.object();
+    body.put("processId", id);
+    body.put("signal", "SIGTERM");
+    Responses.ok(exchange, body);
+  }
+
   void executeStream(HttpExchange exchange) throws IOException {
     ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.EXECUTE_STREAM, config);
-    ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.STREAM);
+    ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.STREAM, execId(exchange));
     SseWriter sse;
     try {
       sse = SseWriter.open(exchange);

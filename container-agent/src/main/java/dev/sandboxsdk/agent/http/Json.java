@@ -90,7 +90,14 @@ final class Json {
   }
 
   private static Json parse(HttpExchange exchange, int maxBytes) throws IOException {
-    byte[] body = readAtMost(exchange.getRequestBody(), maxBytes);
+    return parse(readAtMost(exchange.getRequestBody(), maxBytes));
+  }
+
+  /**
+   * Parses a whole request body as a JSON object. Every input either parses or throws an {@link
+   * AgentException} that maps to 400 (the fuzz tests hold it to that).
+   */
+  static Json parse(byte[] body) {
     if (body.length == 0) {
       throw new AgentException(ErrorCode.VALIDATION_FAILED, "request body is empty: send a JSON object");
     }
@@ -109,6 +116,11 @@ final class Json {
       JsonLocation at = e.getLocation();
       throw new AgentException(ErrorCode.VALIDATION_FAILED, "malformed JSON: " + detail
           + (at == null ? "" : " (line " + at.getLineNr() + ", column " + at.getColumnNr() + ")"));
+    } catch (IOException e) {
+      // Jackson detects UTF-16 and UTF-32 from the first bytes and throws CharConversionException
+      // (an IOException, not a JsonProcessingException) for a code unit it cannot decode; found by
+      // RequestDecodingFuzzTest. Such a body is malformed JSON like any other, not a broken connection.
+      throw new AgentException(ErrorCode.VALIDATION_FAILED, "malformed JSON: " + e.getMessage());
     }
     if (parsed == null || !parsed.isObject()) {
       throw new AgentException(ErrorCode.VALIDATION_FAILED,

@@ -259,26 +259,10 @@ final class ProcessEndpoints {
   }
 
   void stdin(HttpExchange exchange, String id) throws IOException {
-    Json body = Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()).allowOnly(Set.of("data", "eof", "encoding"));
+    StdinWrite write = StdinWrite.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()));
     ManagedProcess p = processes.require(id);
-    String data = body.string("data");
-    boolean eof = Boolean.TRUE.equals(body.bool("eof"));
-    if (data == null && !eof) {
-      throw AgentException.invalid("data", "give 'data' to write and/or 'eof': true to close stdin");
-    }
-    ExecSpec.Encoding encoding = ExecRequests.encoding(body.string("encoding"), "encoding");
-    byte[] bytes;
-    if (data == null) {
-      bytes = new byte[0];
-    } else if (encoding == ExecSpec.Encoding.BASE64) {
-      try {
-        bytes = Base64.getDecoder().decode(data);
-      } catch (IllegalArgumentException e) {
-        throw AgentException.invalid("data", "'data' is not valid base64: " + e.getMessage());
-      }
-    } else {
-      bytes = data.getBytes(StandardCharsets.UTF_8);
-    }
+    byte[] bytes = write.bytes();
+    boolean eof = write.eof();
     if (!p.spec().stdinPipe()) {
       throw AgentException.invalid("stdin", "process '" + id + "' was not started with \"stdin\": \"pipe\"");
     }
@@ -298,6 +282,30 @@ final class ProcessEndpoints {
     response.put("bytesWritten", written);
     response.put("eof", eof);
     Responses.ok(exchange, response);
+  }
+
+  /** The body of POST /api/process/{id}/stdin, decoded: the bytes to write and whether to close stdin after them. */
+  record StdinWrite(byte[] bytes, boolean eof) {
+    static StdinWrite parse(Json body) {
+      body.allowOnly(Set.of("data", "eof", "encoding"));
+      String data = body.string("data");
+      boolean eof = Boolean.TRUE.equals(body.bool("eof"));
+      if (data == null && !eof) {
+        throw AgentException.invalid("data", "give 'data' to write and/or 'eof': true to close stdin");
+      }
+      ExecSpec.Encoding encoding = ExecRequests.encoding(body.string("encoding"), "encoding");
+      if (data == null) {
+        return new StdinWrite(new byte[0], eof);
+      }
+      if (encoding == ExecSpec.Encoding.BASE64) {
+        try {
+          return new StdinWrite(Base64.getDecoder().decode(data), eof);
+        } catch (IllegalArgumentException e) {
+          throw AgentException.invalid("data", "'data' is not valid base64: " + e.getMessage());
+        }
+      }
+      return new StdinWrite(data.getBytes(StandardCharsets.UTF_8), eof);
+    }
   }
 
   private static AgentException notRunning(String id, String why) {

@@ -58,6 +58,17 @@ public final class ProcessManager implements AutoCloseable {
   private final OutputBudget outputBudget;
   private final Map<String, ManagedProcess> background = new ConcurrentHashMap<>();
   private final Set<String> reservedIds = ConcurrentHashMap.newKeySet();
+  /**
+   * Running execs (execute and execute/stream) by id, for {@code DELETE /api/execute/{id}}. An id
+   * is reserved while its process spawns, and dropped once it has finished.
+   */
+  private final Map<String, ExecSlot> execs = new ConcurrentHashMap<>();
+
+  /** An exec id's process, once spawned, and whether a kill came while it was spawning. */
+  private static final class ExecSlot {
+    private ManagedProcess process;
+    private boolean killRequested;
+  }
   private final Set<ManagedProcess> live = ConcurrentHashMap.newKeySet();
   private final AtomicInteger running = new AtomicInteger();
   private final AtomicLong idSequence = new AtomicLong();
@@ -220,7 +231,86 @@ public final class ProcessManager implements AutoCloseable {
    * ({@link ManagedProcess#startPumps}) once it is ready to receive output.
    */
   public ManagedProcess spawnForeground(ExecSpec spec, ManagedProcess.Kind kind) {
-    return spawn("exec_" + idSequence.incrementAndGet(), spec, kind);
+    return spawnForeground(spec, kind, null);
+  }
+
+  /**
+   * Spawns an exec under the id its client chose ({@code requestedId}, from the
+   * {@code X-Sandbox-Exec-Id} header) or, if null, a generated {@code exec_<n>}, and registers it
+   * for {@link #killExec} until it has finished. A chosen id must match the process id pattern
+   * and not be {@code stream}, the path of execute/stream (400), and must not be the id of a
+   * running exec (409 PROCESS_ALREADY_EXISTS).
+   */
+  public ManagedProcess spawnForeground(ExecSpec spec, ManagedProcess.Kind kind, String requestedId) {
+    String id;
+    if (requestedId != null) {
+      if (!PROCESS_ID.matcher(requestedId).matches() || requestedId.equals("stream")) {
+        throw AgentException.invalid(EXEC_ID_HEADER, "the " + EXEC_ID_HEADER + " header must match "
+            + PROCESS_ID.pattern() + " and not be 'stream': '" + abbreviate(requestedId) + "'");
+      }
+      id = requestedId;
+      if (execs.putIfAbsent(id, new ExecSlot()) != null) {
+        throw new AgentException(ErrorCode.PROCESS_ALREADY_EXISTS, "an exec with id '" + id
+            + "' is already running; send a fresh " + EXEC_ID_HEADER, Map.of("processId", id));
+      }
+    } else {
+      do {
+        id = "exec_" + idSequence.incrementAndGet(); // a client may have chosen this one
+      } while (execs.putIfAbsent(id, new ExecSlot()) != null);
+    }
+    ExecSlot slot = execs.get(id);
+    ManagedProcess p;
+    try {
+      p = spawn(id, spec, kind);
+    } catch (RuntimeException | Error e) {
+      execs.remove(id, slot);
+      throw e;
+    }
+    boolean killNow;
+    synchronized (slot) {
+      slot.process = p;
+      killNow = slot.killRequested;
+    }
+    if (killNow) { // the client gave up while the process was being spawned
+      p.terminate(Signal.SIGTERM, config.graceMs(), ManagedProcess.KillReason.DISCONNECT);
+    }
+    String key = id;
+    p.finished().whenComplete((done, e) -> execs.remove(key, slot));
+    return p;
+  }
+
+  /** The request header by which a client names its exec, so it can kill it at once. */
+  public static final String EXEC_ID_HEADER = "X-Sandbox-Exec-Id";
+
+  /**
+   * Terminates a running exec on its client's request (SIGTERM, SIGKILL after the grace period),
+   * as a hang-up does, but without waiting for a write to the client to fail. Asking again while
+   * the exec is still dying signals it again.
+   *
+   * <p>An exec whose request has arrived but whose process is still being spawned is killed as soon
+   * as it has started.
+   *
+   * @throws AgentException PROCESS_NOT_FOUND if no exec with that id is running (it never
+   *     existed, or has finished)
+   */
+  public void killExec(String id) {
+    ExecSlot slot = execs.get(id);
+    ManagedProcess p = null;
+    if (slot != null) {
+      synchronized (slot) {
+        p = slot.process;
+        if (p == null) {
+          slot.killRequested = true; // spawnForeground kills it once spawned
+          return;
+        }
+      }
+    }
+    if (p == null || p.isFinished()) {
+      throw new AgentException(ErrorCode.PROCESS_NOT_FOUND,
+          "no running exec with id '" + abbreviate(id) + "' (it never existed or has finished)",
+          Map.of("processId", abbreviate(id)));
+    }
+    p.terminate(Signal.SIGTERM, config.graceMs(), ManagedProcess.KillReason.DISCONNECT);
   }
 
   /** Starts a background process and registers it under its id. */

@@ -142,13 +142,20 @@ public final class Redactor {
    */
   public int safeCut(String text, int cut, boolean mayContinue) {
     int safe = cut;
-    for (Secret s : secrets) {
-      int len = s.value.length();
-      for (int i = Math.max(0, cut - len + 1); i < cut; i++) {
-        int visible = Math.min(len, text.length() - i);
-        if ((visible == len || mayContinue) && text.regionMatches(i, s.value, 0, visible)) {
-          safe = Math.min(safe, i);
-          break;
+    // Until no occurrence straddles the cut: moving it back can split an occurrence that ended at
+    // the old cut ("aaaa" in "aaaabaaaa" cut back to 6 for the "aaa" that may continue), so check
+    // again from the new one (RedactorPropertyTest found this).
+    for (boolean moved = true; moved; ) {
+      moved = false;
+      for (Secret s : secrets) {
+        int len = s.value.length();
+        for (int i = Math.max(0, safe - len + 1); i < safe; i++) {
+          int visible = Math.min(len, text.length() - i);
+          if ((visible == len || mayContinue) && text.regionMatches(i, s.value, 0, visible)) {
+            safe = i;
+            moved = true;
+            break;
+          }
         }
       }
     }

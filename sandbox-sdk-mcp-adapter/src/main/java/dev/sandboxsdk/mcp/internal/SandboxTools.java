@@ -269,14 +269,8 @@ public final class SandboxTools implements AutoCloseable {
 
     @Override
     public void onSubscribe(Flow.Subscription s) {
-      progress.ctx.onCancel(() -> {
-        s.cancel(); // the agent kills the command once it sees the stream gone, within 1-2 keep-alives
-        long group = pid;
-        if (group > 0 && !result.isDone()) { // so signal its process group at once as well
-          // dash's kill takes "-PGID" for a process group, and no "--"
-          sandbox.sandbox().execAsync(Command.shell("kill -TERM -" + group + " 2>/dev/null; true"));
-        }
-      });
+      // The SDK's cancel kills the command at once (DELETE /api/execute/{id}) and closes the stream.
+      progress.ctx.onCancel(s::cancel);
       s.request(Long.MAX_VALUE); // we only keep a capped prefix, so there is nothing to pace
     }
 
