@@ -24,7 +24,6 @@ public final class McpServer implements AutoCloseable {
 
   /** Newest first: the version offered when the client asks for one we do not speak. */
   public static final List<String> PROTOCOL_VERSIONS = List.of("2025-11-25", "2025-06-18", "2025-03-26");
-  private static final int MAX_CONCURRENT_CALLS = 64;
   /**
    * Serves the official conformance suite's fixture tool {@code test_reconnection} (never listed in
    * tools/list): its call closes its connection early, as a server polling its clients does, and
@@ -49,7 +48,11 @@ public final class McpServer implements AutoCloseable {
     AtomicInteger n = new AtomicInteger();
     // Long calls (exec, streams) hand their wait to the SDK's streams and free the worker at once;
     // the bound stops a flood of slow blocking calls from piling up threads.
-    this.workers = new ThreadPoolExecutor(0, MAX_CONCURRENT_CALLS, 60, TimeUnit.SECONDS, new SynchronousQueue<>(),
+    // No cap of its own: `running` admits at most --max-concurrent-calls calls, and a worker is
+    // held for a whole call. A fixed cap here (it was 64) turned every call past 64 into "busy"
+    // whatever --max-concurrent-calls said, and a finishing worker that had already counted its
+    // call down but not yet returned to the pool could get the next call refused even below it.
+    this.workers = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 60, TimeUnit.SECONDS, new SynchronousQueue<>(),
         r -> {
           Thread t = new Thread(r, "mcp-tool-" + n.incrementAndGet());
           t.setDaemon(true);
@@ -257,8 +260,7 @@ public final class McpServer implements AutoCloseable {
           }
         });
       } catch (RejectedExecutionException e) {
-        outcome.complete(ToolOutcome.error("The server is busy: " + MAX_CONCURRENT_CALLS
-            + " tool calls are already starting. Try again in a moment."));
+        outcome.complete(ToolOutcome.error("The server is shutting down.")); // the pool refuses only then
       }
     }
     outcome.whenComplete((r, e) -> {
