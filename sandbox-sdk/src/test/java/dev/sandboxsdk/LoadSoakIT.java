@@ -2,6 +2,7 @@ package dev.sandboxsdk;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.contract.ProcStats;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -9,8 +10,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -20,7 +19,6 @@ import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -124,7 +122,7 @@ class LoadSoakIT {
       worker.start();
     }
     while (!done.await(1, TimeUnit.SECONDS)) {
-      peakRss.accumulateAndGet(rssKib(agent), Math::max);
+      peakRss.accumulateAndGet(ProcStats.rssKib(agent), Math::max);
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
     Snapshot loaded = Snapshot.take();
@@ -154,11 +152,11 @@ class LoadSoakIT {
         errors.add("exec " + i + ": " + e);
       }
       if (i % 1000 == 0 || i == EXECS) {
-        peak = Math.max(peak, rssKib(agent));
+        peak = Math.max(peak, ProcStats.rssKib(agent));
       }
       if (i % 10_000 == 0 || i == EXECS) {
         System.out.printf("[soak] sequential: %d execs in %.1f s, agent RSS %d MiB, fds %d, threads %d%n", i,
-            (System.nanoTime() - t0) / 1e9, rssKib(agent) / 1024, count(agent, "fd"), count(agent, "task"));
+            (System.nanoTime() - t0) / 1e9, ProcStats.rssKib(agent) / 1024, ProcStats.count(agent, "fd"), ProcStats.count(agent, "task"));
       }
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
@@ -287,7 +285,8 @@ class LoadSoakIT {
   /** What /proc says about the agent now. */
   private record Snapshot(long fds, long threads, long rssKib, Map<String, Integer> descendants, int marked) {
     static Snapshot take() {
-      return new Snapshot(count(agent, "fd"), count(agent, "task"), LoadSoakIT.rssKib(agent), descendantsByName(agent),
+      return new Snapshot(ProcStats.count(agent, "fd"), ProcStats.count(agent, "task"), ProcStats.rssKib(agent),
+          ProcStats.descendantsByName(agent),
           LoadSoakIT.marked(marker));
     }
 
@@ -296,59 +295,6 @@ class LoadSoakIT {
       return "fds " + fds + ", threads " + threads + ", RSS " + rssKib / 1024 + " MiB, descendants " + descendants
           + ", marked " + marked;
     }
-  }
-
-  private static long count(long pid, String dir) {
-    try (Stream<Path> s = Files.list(Path.of("/proc", Long.toString(pid), dir))) {
-      return s.count();
-    } catch (IOException e) {
-      throw new IllegalStateException("no /proc/" + pid + "/" + dir, e);
-    }
-  }
-
-  static long rssKib(long pid) {
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
-        if (line.startsWith("VmRSS:")) {
-          return Long.parseLong(line.replaceAll("[^0-9]", ""));
-        }
-      }
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-    throw new IllegalStateException("no VmRSS for " + pid);
-  }
-
-  /** Live descendants of {@code root}, counted by command name (comm). */
-  static Map<String, Integer> descendantsByName(long root) {
-    Map<Long, List<Long>> children = new HashMap<>();
-    Map<Long, String> names = new HashMap<>();
-    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
-      for (Path dir : dirs) {
-        try {
-          String stat = Files.readString(dir.resolve("stat"), StandardCharsets.ISO_8859_1);
-          String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-          if (f[0].equals("Z") || f[0].equals("X")) {
-            continue;
-          }
-          long pid = Long.parseLong(dir.getFileName().toString());
-          names.put(pid, stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
-          children.computeIfAbsent(Long.parseLong(f[1]), k -> new ArrayList<>()).add(pid);
-        } catch (IOException | RuntimeException gone) {
-          // exited meanwhile
-        }
-      }
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-    Map<String, Integer> found = new HashMap<>();
-    List<Long> todo = new ArrayList<>(children.getOrDefault(root, List.of()));
-    while (!todo.isEmpty()) {
-      long pid = todo.remove(todo.size() - 1);
-      found.merge(names.getOrDefault(pid, "?"), 1, Integer::sum);
-      todo.addAll(children.getOrDefault(pid, List.of()));
-    }
-    return Collections.unmodifiableMap(new java.util.TreeMap<>(found));
   }
 
   /** Live processes whose environment carries {@code SANDBOX_AGENT_RUN=marker}, as the watchdog looks for them. */

@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sandboxsdk.contract.ProcStats;
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -14,14 +15,10 @@ import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -29,7 +26,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -151,7 +147,7 @@ class McpLoadSoakIT {
       worker.start();
     }
     while (!done.await(1, TimeUnit.SECONDS)) {
-      peakRss.accumulateAndGet(rssKib(server.pid()), Math::max);
+      peakRss.accumulateAndGet(ProcStats.rssKib(server.pid()), Math::max);
     }
     double seconds = (System.nanoTime() - t0) / 1e9;
     Snapshot loaded = Snapshot.take();
@@ -244,7 +240,8 @@ class McpLoadSoakIT {
   private record Snapshot(long fds, long threads, long rssKib, Map<String, Integer> descendants) {
     static Snapshot take() {
       long pid = server.pid();
-      return new Snapshot(count(pid, "fd"), count(pid, "task"), McpLoadSoakIT.rssKib(pid), descendantsByName(pid));
+      return new Snapshot(ProcStats.count(pid, "fd"), ProcStats.count(pid, "task"), ProcStats.rssKib(pid),
+          ProcStats.descendantsByName(pid));
     }
 
     @Override
@@ -252,60 +249,6 @@ class McpLoadSoakIT {
       return "fds " + fds + ", threads " + threads + ", RSS " + rssKib / 1024 + " MiB, descendants " + descendants;
     }
   }
-
-  private static long count(long pid, String dir) {
-    try (Stream<Path> s = Files.list(Path.of("/proc", Long.toString(pid), dir))) {
-      return s.count();
-    } catch (IOException e) {
-      throw new IllegalStateException("no /proc/" + pid + "/" + dir, e);
-    }
-  }
-
-  private static long rssKib(long pid) {
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
-        if (line.startsWith("VmRSS:")) {
-          return Long.parseLong(line.replaceAll("[^0-9]", ""));
-        }
-      }
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-    throw new IllegalStateException("no VmRSS for " + pid);
-  }
-
-  /** Live descendants of {@code root} by command name, e.g. {java=1, sh=1} for an idle local sandbox. */
-  private static Map<String, Integer> descendantsByName(long root) {
-    Map<Long, List<Long>> children = new HashMap<>();
-    Map<Long, String> names = new HashMap<>();
-    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
-      for (Path dir : dirs) {
-        try {
-          String stat = Files.readString(dir.resolve("stat"), StandardCharsets.ISO_8859_1);
-          String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
-          if (!f[0].equals("Z") && !f[0].equals("X")) {
-            long pid = Long.parseLong(dir.getFileName().toString());
-            names.put(pid, stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
-            children.computeIfAbsent(Long.parseLong(f[1]), k -> new ArrayList<>()).add(pid);
-          }
-        } catch (IOException | RuntimeException gone) {
-          // exited meanwhile
-        }
-      }
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-    Map<String, Integer> found = new TreeMap<>();
-    List<Long> todo = new ArrayList<>(children.getOrDefault(root, List.of()));
-    while (!todo.isEmpty()) {
-      long pid = todo.remove(todo.size() - 1);
-      found.merge(names.getOrDefault(pid, "?"), 1, Integer::sum);
-      todo.addAll(children.getOrDefault(pid, List.of()));
-    }
-    return found;
-  }
-
-  // ---- HTTP: one connection per request, as many MCP clients do
 
   private static String initialize() throws IOException {
     String[] response = exchange("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"

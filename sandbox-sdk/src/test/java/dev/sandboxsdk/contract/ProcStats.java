@@ -1,0 +1,76 @@
+package dev.sandboxsdk.contract;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+
+/**
+ * What this host's {@code /proc} says about a server process: descriptors, threads, RSS and live
+ * descendants. The load tests of the agent and the MCP server check leaks with it.
+ */
+public final class ProcStats {
+  private ProcStats() {}
+
+  /** Entries of {@code /proc/<pid>/<dir>}: {@code "fd"} counts descriptors, {@code "task"} threads. */
+  public static long count(long pid, String dir) {
+    try (Stream<Path> s = Files.list(Path.of("/proc", Long.toString(pid), dir))) {
+      return s.count();
+    } catch (IOException e) {
+      throw new IllegalStateException("no /proc/" + pid + "/" + dir, e);
+    }
+  }
+
+  /** The resident set size, in KiB ({@code VmRSS}). */
+  public static long rssKib(long pid) {
+    try {
+      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
+        if (line.startsWith("VmRSS:")) {
+          return Long.parseLong(line.replaceAll("[^0-9]", ""));
+        }
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    throw new IllegalStateException("no VmRSS for " + pid);
+  }
+
+  /** Live (not zombie) descendants of {@code root}, counted by command name, e.g. {@code {java=1, sh=1}}. */
+  public static Map<String, Integer> descendantsByName(long root) {
+    Map<Long, List<Long>> children = new HashMap<>();
+    Map<Long, String> names = new HashMap<>();
+    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
+      for (Path dir : dirs) {
+        try {
+          String stat = Files.readString(dir.resolve("stat"), StandardCharsets.ISO_8859_1);
+          String[] f = stat.substring(stat.lastIndexOf(')') + 2).split(" ");
+          if (f[0].equals("Z") || f[0].equals("X")) {
+            continue;
+          }
+          long pid = Long.parseLong(dir.getFileName().toString());
+          names.put(pid, stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')')));
+          children.computeIfAbsent(Long.parseLong(f[1]), k -> new ArrayList<>()).add(pid);
+        } catch (IOException | RuntimeException gone) {
+          // exited meanwhile
+        }
+      }
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+    Map<String, Integer> found = new TreeMap<>();
+    List<Long> todo = new ArrayList<>(children.getOrDefault(root, List.of()));
+    while (!todo.isEmpty()) {
+      long pid = todo.remove(todo.size() - 1);
+      found.merge(names.getOrDefault(pid, "?"), 1, Integer::sum);
+      todo.addAll(children.getOrDefault(pid, List.of()));
+    }
+    return java.util.Collections.unmodifiableMap(found);
+  }
+}
