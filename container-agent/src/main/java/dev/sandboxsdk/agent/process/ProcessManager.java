@@ -423,6 +423,13 @@ public final class ProcessManager implements AutoCloseable {
       // Switch user first, then let env change directory as that user: the root agent itself may
       // not be allowed into the user's directories (it has no CAP_DAC_READ_SEARCH). Both exec in
       // place, like setsid, so pid == pgid still holds.
+      if (spec.stdinPipe() || spec.stdinData() != null) {
+        // The JDK's stdin pipe is the root agent's, mode 600: a command that reopens /dev/stdin by
+        // name would get "Permission denied". Still root here, a shell opens it to the command's
+        // user before anything of the command runs (a chmod by the agent after spawn would race
+        // with the command's first open), then execs setpriv in place.
+        cmd.addAll(List.of("/bin/sh", "-c", "chmod 606 /proc/self/fd/0 2>/dev/null; exec \"$@\"", "sandbox-stdin"));
+      }
       cmd.addAll(commandUser.prefix());
       cmd.add(envBinary);
       cmd.add("--chdir=" + cwd);
@@ -492,11 +499,6 @@ public final class ProcessManager implements AutoCloseable {
       throw new AgentException(ErrorCode.INTERNAL_ERROR, "cannot open the output pipe of the new process: " + e.getMessage());
     }
     java.io.OutputStream stdin = wantsStdin ? process.getOutputStream() : null;
-    if (stdin != null && commandUser != null) {
-      // The pipe exists only now; the command gets to it after setpriv, env and setsid have
-      // exec'd, by which time this chmod is normally done.
-      StdinPipes.shareWithOthers(stdin);
-    }
     ManagedProcess p = new ManagedProcess(id, kind, spec, process, spec.stdinPipe() ? stdin : null, out, err, this,
         config.logWindowBytes());
     p.mark(mark);
