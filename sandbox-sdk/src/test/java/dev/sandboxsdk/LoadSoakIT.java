@@ -259,27 +259,15 @@ class LoadSoakIT {
   }
 
   /**
-   * Waits until the agent is back within the tolerances of its idle baseline (or 90 s, longer than
-   * the 60 s the JDK's cached pools keep an idle thread), then returns what it sees.
+   * Waits until the agent is back within the tolerances of its idle baseline (or 90 s), or, while
+   * the baseline is taken, five seconds without a thread or descriptor appearing; then returns
+   * what it sees.
    */
   private static Snapshot settle(Snapshot start) throws InterruptedException {
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    Snapshot s = start;
-    int quiet = 0;
-    while (System.nanoTime() < until) {
-      if (idle != null && s.marked == 0 && s.descendants.equals(idle.descendants)
-          && s.fds <= idle.fds + FD_TOLERANCE && s.threads <= idle.threads + THREAD_TOLERANCE) {
-        return s;
-      }
-      Thread.sleep(1000);
-      Snapshot previous = s;
-      s = Snapshot.take();
-      quiet = s.fds == previous.fds && s.threads <= previous.threads ? quiet + 1 : 0;
-      if (idle == null && s.marked == 0 && quiet >= 5) {
-        return s; // the baseline: five seconds without a thread or descriptor appearing
-      }
-    }
-    return s;
+    return ProcStats.settle(start, Snapshot::take,
+        (previous, s) -> s.fds == previous.fds && s.threads <= previous.threads,
+        (s, quiet) -> s.marked == 0 && (idle == null ? quiet >= 5 : s.descendants.equals(idle.descendants)
+            && s.fds <= idle.fds + FD_TOLERANCE && s.threads <= idle.threads + THREAD_TOLERANCE));
   }
 
   /** What /proc says about the agent now. */

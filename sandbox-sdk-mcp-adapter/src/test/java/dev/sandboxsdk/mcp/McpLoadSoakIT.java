@@ -217,24 +217,12 @@ class McpLoadSoakIT {
     }
   }
 
+  /** Back within the tolerances of {@code idle}, or, without it (the baseline), 5 s without a descriptor or thread appearing. */
   private static Snapshot settle(Snapshot idle) throws InterruptedException {
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
-    Snapshot s = Snapshot.take();
-    int quiet = 0;
-    while (System.nanoTime() < until) {
-      if (idle != null && s.descendants.equals(idle.descendants) && s.fds <= idle.fds + FD_TOLERANCE
-          && s.threads <= idle.threads + THREAD_TOLERANCE) {
-        return s;
-      }
-      Thread.sleep(1000);
-      Snapshot previous = s;
-      s = Snapshot.take();
-      quiet = s.fds == previous.fds && s.threads <= previous.threads ? quiet + 1 : 0;
-      if (idle == null && quiet >= 5) {
-        return s;
-      }
-    }
-    return s;
+    return ProcStats.settle(Snapshot.take(), Snapshot::take,
+        (previous, s) -> s.fds == previous.fds && s.threads <= previous.threads,
+        (s, quiet) -> idle == null ? quiet >= 5 : s.descendants.equals(idle.descendants)
+            && s.fds <= idle.fds + FD_TOLERANCE && s.threads <= idle.threads + THREAD_TOLERANCE);
   }
 
   private record Snapshot(long fds, long threads, long rssKib, Map<String, Integer> descendants) {

@@ -10,6 +10,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BiPredicate;
+import java.util.function.Supplier;
 import java.util.stream.Stream;
 
 /**
@@ -72,5 +75,28 @@ public final class ProcStats {
       todo.addAll(children.getOrDefault(pid, List.of()));
     }
     return java.util.Collections.unmodifiableMap(found);
+  }
+
+  /**
+   * Waits for a server to settle after load, or before it (its idle baseline): polls {@code take}
+   * every second, starting from {@code start}, until {@code settled} holds of a snapshot and how
+   * many polls in a row found it {@code unchanged} from the one before (quiet polls); or
+   * 90 s, longer than the 60 s the JDK's cached pools keep an idle thread. Returns the last snapshot.
+   */
+  public static <S> S settle(S start, Supplier<S> take, BiPredicate<S, S> unchanged, BiPredicate<S, Integer> settled)
+      throws InterruptedException {
+    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+    S s = start;
+    int quiet = 0;
+    while (System.nanoTime() < until) {
+      if (settled.test(s, quiet)) {
+        return s;
+      }
+      Thread.sleep(1000);
+      S previous = s;
+      s = take.get();
+      quiet = unchanged.test(previous, s) ? quiet + 1 : 0;
+    }
+    return s;
   }
 }
