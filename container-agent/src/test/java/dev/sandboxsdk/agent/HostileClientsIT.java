@@ -3,6 +3,7 @@ package dev.sandboxsdk.agent;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assumptions.assumeThat;
 
+import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.Socket;
@@ -332,6 +333,98 @@ class HostileClientsIT {
     } finally {
       trickle.interrupt();
     }
+  }
+
+  /**
+   * DELETE /api/execute/{id} and the X-Sandbox-Exec-Id header with the oddest ids: 10,000
+   * characters, non-ASCII, control characters, thousands of concurrent DELETEs for unknown ids,
+   * DELETEs whose client hangs up unread, 200 clients sending the DELETE request line a byte a
+   * second. Every answer is a clean 4xx, and fds, threads and RSS come back afterwards.
+   */
+  @Test
+  void oddExecIdsOnDeleteAndTheExecIdHeaderGetCleanClientErrorsAndCostNothing() throws Exception {
+    ChildAgent agent = agent(List.of(), "--request-timeout-seconds", "3");
+    agent.call("GET", "/api/ping", null);
+    agent.call("POST", "/api/execute", "{\"command\":\"true\"}");
+    assertThat(agent.call(ChildAgent.request("DELETE", "/api/execute/warm", null), 10_000)).startsWith("HTTP/1.1 404");
+    int baseFds = agent.fds();
+    int baseThreads = agent.connectionThreads();
+    long baseRss = agent.rssKib();
+    String longId = "a".repeat(10_000);
+    List<String> ids = List.of(longId, "%C3%A9t%C3%A9", "%E2%80%AE%F0%9F%92%A9", "%00", "a%0Ab", "a%0D%0AX:1", "%FF%FE",
+        "..", "a%2Fb", "%20", "x".repeat(129));
+    for (String id : ids) {
+      String r = agent.call(ChildAgent.request("DELETE", "/api/execute/" + id, null), 10_000);
+      assertThat(r).as("DELETE %.40s", id).matches("(?s)HTTP/1.1 4\\d\\d .*");
+    }
+    List<String> headers = List.of(longId, "x".repeat(129), "\u00e9t\u00e9", "a\u0001b", "a\tb", "stream", " ", "-x", "a/b");
+    for (String path : List.of("/api/execute", "/api/execute/stream")) {
+      for (String h : headers) {
+        String req = ChildAgent.request("POST", path, "{\"command\":\"echo no\"}")
+            .replace("Connection: close\r\n", "Connection: close\r\n" + ProcessManager.EXEC_ID_HEADER + ": " + h + "\r\n");
+        String r = agent.call(req, 10_000);
+        assertThat(r).as("%s with id %.40s", path, h).matches("(?s)HTTP/1.1 4\\d\\d .*").doesNotContain("no\\n");
+      }
+    }
+    // 2,000 DELETEs for unknown ids from 16 concurrent clients: all 404, nothing kept per id.
+    var pool = java.util.concurrent.Executors.newFixedThreadPool(16);
+    try {
+      List<java.util.concurrent.Future<String>> answers = new ArrayList<>();
+      for (int i = 0; i < 2_000; i++) {
+        String id = "unknown-" + i + "-" + "z".repeat(100);
+        answers.add(pool.submit(() -> agent.call(ChildAgent.request("DELETE", "/api/execute/" + id, null), 10_000)));
+      }
+      for (var a : answers) {
+        assertThat(a.get(30, TimeUnit.SECONDS)).startsWith("HTTP/1.1 404");
+      }
+    } finally {
+      pool.shutdownNow();
+    }
+    // 200 DELETEs whose client hangs up without reading the answer.
+    for (int i = 0; i < 200; i++) {
+      try (Socket s = agent.connect()) {
+        s.getOutputStream().write(ChildAgent.request("DELETE", "/api/execute/gone-" + i, null).getBytes(StandardCharsets.UTF_8));
+      }
+    }
+    // 200 clients sending the DELETE request line a byte a second: the deadline cuts them.
+    byte[] line = ("DELETE /api/execute/" + "t".repeat(100) + " HTTP/1.1\r\n").getBytes(StandardCharsets.US_ASCII);
+    List<Socket> slow = new ArrayList<>();
+    for (int i = 0; i < 200; i++) {
+      Socket s = agent.connect();
+      slow.add(s);
+      sockets.add(s);
+    }
+    long start = System.nanoTime();
+    int peakFds = 0;
+    int peakThreads = 0;
+    for (int b = 0; b < 6; b++) {
+      for (Socket s : slow) {
+        try {
+          s.getOutputStream().write(line[b]);
+        } catch (IOException e) {
+          // cut by the agent
+        }
+      }
+      peakFds = Math.max(peakFds, agent.fds());
+      peakThreads = Math.max(peakThreads, agent.connectionThreads());
+      Thread.sleep(1_000);
+    }
+    for (Socket s : slow) {
+      s.setSoTimeout(10_000);
+      assertThat(endOfStream(s)).as("byte-a-second DELETE cut by the agent").isTrue();
+    }
+    long cutMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    boolean settled = ChildAgent.await(15_000,
+        () -> agent.fds() <= baseFds + SLACK && agent.connectionThreads() <= baseThreads + SLACK);
+    long rss = agent.rssKib();
+    System.out.printf("odd exec ids: agent fds %d -> peak %d -> %d, threads %d -> peak %d -> %d, RSS %d -> %d KiB;"
+        + " 200 byte-a-second DELETEs all cut within %d ms%n", baseFds, peakFds, agent.fds(), baseThreads, peakThreads,
+        agent.connectionThreads(), baseRss, rss, cutMs);
+    assertThat(settled).as("fds %d (baseline %d), threads %d (baseline %d): %s; %s", agent.fds(), baseFds,
+        agent.connectionThreads(), baseThreads, agent.threadNames(), openFds(agent)).isTrue();
+    // The child runs with -Xmx256m: the heap grows under 2,600 connections but stays within it.
+    assertThat(rss).as("RSS in KiB (baseline %d)", baseRss).isLessThan(384 * 1024);
+    assertThat(agent.call(ChildAgent.request("GET", "/api/ping", null), 10_000)).startsWith("HTTP/1.1 200");
   }
 
   /** Reads until the agent ends the connection (any response it sent first is skipped). */
