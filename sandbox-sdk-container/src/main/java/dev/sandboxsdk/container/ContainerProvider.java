@@ -139,7 +139,7 @@ public final class ContainerProvider implements SandboxProvider {
   }
 
   SandboxInfo info(String id) {
-    return list().stream().filter(i -> i.id().equals(id)).findFirst().orElseThrow(() ->
+    return engine.sandbox(id, name(), connectHost).orElseThrow(() ->
         new SandboxException("the sandbox container " + id + " no longer exists", null));
   }
 

@@ -160,18 +160,24 @@ public final class Engine implements AutoCloseable {
     });
   }
 
-  /** Every sandbox container, running or not. */
-  private List<Container> sandboxContainers() {
-    return call("list containers", () -> docker.listContainersCmd()
-        .withShowAll(true)
-        .withLabelFilter(Map.of(SANDBOX_LABEL, "1"))
-        .exec());
+  /** The sandbox containers, running or not: all of them, or the one with this full id. */
+  private List<Container> sandboxContainers(String id) {
+    return call("list containers", () -> {
+      var list = docker.listContainersCmd().withShowAll(true).withLabelFilter(Map.of(SANDBOX_LABEL, "1"));
+      return (id == null ? list : list.withIdFilter(List.of(id))).exec();
+    });
+  }
+
+  /** One sandbox container as the SDK describes it, or empty if it is gone (the engine filters, one call). */
+  public Optional<SandboxInfo> sandbox(String id, String provider, String connectHost) {
+    return sandboxContainers(id).stream().filter(c -> c.getId().equals(id)).findFirst()
+        .map(c -> info(c, provider, connectHost));
   }
 
   /** Every sandbox container as the SDK describes it, oldest first. */
   public List<SandboxInfo> listSandboxes(String provider, String connectHost) {
     List<SandboxInfo> out = new ArrayList<>();
-    for (Container c : sandboxContainers()) {
+    for (Container c : sandboxContainers(null)) {
       out.add(info(c, provider, connectHost));
     }
     out.sort(Comparator.comparing(SandboxInfo::createdAt));
@@ -181,7 +187,7 @@ public final class Engine implements AutoCloseable {
   /** Removes every stopped sandbox container with its volumes; returns how many. */
   public int removeExited() {
     int n = 0;
-    for (Container c : sandboxContainers()) {
+    for (Container c : sandboxContainers(null)) {
       if (!"running".equals(c.getState()) && !"created".equals(c.getState()) && remove(c.getId())) {
         n++;
       }

@@ -2,6 +2,7 @@ package dev.sandboxsdk.container.internal;
 
 import com.github.dockerjava.api.command.CreateContainerCmd;
 import com.github.dockerjava.api.command.InspectContainerResponse;
+import com.github.dockerjava.api.exception.NotFoundException;
 import com.github.dockerjava.api.model.Capability;
 import com.github.dockerjava.api.model.ExposedPort;
 import com.github.dockerjava.api.model.HostConfig;
@@ -65,11 +66,6 @@ public final class Launch {
    * container's last log lines when it died).
    */
   public static Started start(Engine engine, SandboxSpec spec, String publishAddress, String connectHost) {
-    if (!engine.hasImage(spec.image())) {
-      throw new SandboxException("image '" + spec.image() + "' not found on the container engine at " + engine.host()
-          + ": build it (docker build -t " + spec.image() + " container-agent, see the README's \"Container image\")"
-          + " or pull it first", null);
-    }
     String token = newToken();
     String name = "sandbox-" + HexFormat.of().formatHex(randomBytes(6));
     String id = create(engine, spec, name, token, publishAddress);
@@ -151,6 +147,11 @@ public final class Launch {
             .withHostConfig(host)
             .exec()
             .getId();
+      } catch (NotFoundException e) {
+        // The engine answers the create itself with 404 when the image is missing: no lookup first.
+        throw new SandboxException("image '" + spec.image() + "' not found on the container engine at " + engine.host()
+            + ": build it (docker build -t " + spec.image() + " container-agent, see the README's \"Container image\")"
+            + " or pull it first", e);
       }
     });
   }
