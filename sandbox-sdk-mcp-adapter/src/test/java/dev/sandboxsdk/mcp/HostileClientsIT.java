@@ -244,6 +244,90 @@ class HostileClientsIT {
     assertThat(fds()).as("descriptors after the slow clients (baseline %d)", fds).isLessThanOrEqualTo(fds);
   }
 
+  /**
+   * Resuming the SSE stream as a hostile client: a Last-Event-ID of 100,000 characters, thousands
+   * of resumes with garbage or another session's ids, and 200 resumes that hang up mid replay or
+   * never read. Each gets a 4xx or its replay; descriptors and threads come back, RSS stays bounded.
+   */
+  @Test
+  @Order(3)
+  void hostileResumesOfTheSseStreamGetClientErrorsAndCostNothing() throws Exception {
+    // An event id of this session (a tools/call with progress has several) and one of another.
+    String own = firstEventId(session);
+    String other = initialize();
+    String foreign = firstEventId(other);
+    ping();
+    awaitQuiet();
+    Thread.sleep(1_000);
+    long fds = fds();
+    long threads = threads();
+    long rss = rssKib();
+    List<String> bad = new ArrayList<>(List.of("x".repeat(100_000), "-".repeat(100_000), foreign, "", "\u00e9",
+        "1-1-1", own + "0", own.replaceAll("-\\d+$", "-999999999999999999"), own.replaceAll("^[^-]+", "zz")));
+    for (String id : bad) {
+      Response r = exchange(request("GET /mcp", null, session).replace("\r\n\r\n", "\r\nLast-Event-ID: " + id + "\r\n\r\n"));
+      assertThat(r.head()).as("Last-Event-ID %.40s", id).matches("(?s)HTTP/1.1 4\\d\\d .*");
+    }
+    for (int i = 0; i < 3_000; i++) {
+      String id = i % 2 == 0 ? foreign : "garbage-" + i + "-" + i;
+      Response r = exchange(request("GET /mcp", null, session).replace("\r\n\r\n", "\r\nLast-Event-ID: " + id + "\r\n\r\n"));
+      assertThat(r.head()).as("Last-Event-ID %s", id).startsWith("HTTP/1.1 400");
+    }
+    // 200 resumes that hang up after the head (mid replay), 100 that never read and stay connected.
+    String resume = request("GET /mcp", null, session).replace("\r\n\r\n", "\r\nLast-Event-ID: " + own + "\r\n\r\n");
+    for (int i = 0; i < 200; i++) {
+      abandonAfterHeaders(resume);
+    }
+    List<Socket> idle = new ArrayList<>();
+    try {
+      for (int i = 0; i < 100; i++) {
+        Socket s = connect();
+        s.setReceiveBufferSize(1024);
+        s.getOutputStream().write(resume.getBytes(StandardCharsets.ISO_8859_1));
+        idle.add(s);
+      }
+      Thread.sleep(1_000);
+      long peakFds = fds();
+      long peakThreads = threads();
+      ping(); // served meanwhile
+      for (Socket s : idle) {
+        s.close();
+      }
+      await(() -> fds() <= fds && threads() <= threads + 4, 30);
+      long after = rssKib();
+      System.out.printf("hostile resumes: fds %d -> peak %d -> %d, threads %d -> peak %d -> %d, RSS %d -> %d KiB%n",
+          fds, peakFds, fds(), threads, peakThreads, threads(), rss, after);
+      assertThat(fds()).as("descriptors (baseline %d)", fds).isLessThanOrEqualTo(fds);
+      assertThat(threads()).as("threads (baseline %d)", threads).isLessThanOrEqualTo(threads + 4);
+      assertThat(after).as("RSS in KiB (baseline %d)", rss).isLessThan(rss + 256 * 1024);
+      ping();
+    } finally {
+      for (Socket s : idle) {
+        s.close();
+      }
+    }
+  }
+
+  /** The first SSE event id of a tools/call with progress in {@code sessionId}. */
+  private static String firstEventId(String sessionId) throws IOException {
+    Response r = exchange(request("POST /mcp", callJson("exec", SLOW_OUTPUT, true), sessionId));
+    for (String line : r.body().split("\n")) {
+      if (line.startsWith("id: ")) {
+        return line.substring(4).strip();
+      }
+    }
+    throw new AssertionError("no event id in " + r.head() + r.body());
+  }
+
+  private static long rssKib() throws IOException {
+    for (String l : Files.readAllLines(Path.of("/proc", String.valueOf(child.pid()), "status"))) {
+      if (l.startsWith("VmRSS:")) {
+        return Long.parseLong(l.replaceAll("[^0-9]", ""));
+      }
+    }
+    return -1;
+  }
+
   @Test
   @Order(4)
   void aFloodBeyondTheOpenFileLimitNeitherWedgesTheServerNorLeavesItDeaf() throws Exception {
