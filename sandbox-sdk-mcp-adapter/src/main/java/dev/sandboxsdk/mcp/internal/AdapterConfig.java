@@ -115,10 +115,10 @@ public record AdapterConfig(
   static final long MIN_MEMORY_BYTES = 64L << 20;
   static final long MAX_MEMORY_BYTES = 1L << 40;
   static final int MAX_PIDS_LIMIT = 4_194_304; // the kernel's largest pid_max
-  /** The adapter's own secrets: never passed to sandboxes, whatever --pass-env says. */
   /** Where the HTTP token and the remote agent's token may come from; never passed to commands. */
   static final String HTTP_TOKEN_ENV = "SANDBOX_MCP_TOKEN";
   static final String AGENT_TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
+  /** The adapter's own secrets: never passed to sandboxes, whatever --pass-env says. */
   static final List<String> OWN_SECRETS = List.of(HTTP_TOKEN_ENV, AGENT_TOKEN_ENV);
 
   /** A command-line mistake: the message says what to change. */
@@ -209,8 +209,8 @@ public record AdapterConfig(
         case "--keep-alive-seconds" -> keepAliveSeconds = intValue(a, value(args, ++i, a), 1, 3_600);
         case "--max-connections" -> maxConnections = intValue(a, value(args, ++i, a), 8, 100_000);
         case "--max-concurrent-calls" -> maxCalls = intValue(a, value(args, ++i, a), 1, 10_000);
-        case "--allow-host" -> hosts.add(value(args, ++i, a).toLowerCase(java.util.Locale.ROOT));
-        case "--allow-origin" -> origins.add(value(args, ++i, a).toLowerCase(java.util.Locale.ROOT));
+        case "--allow-host" -> hosts.add(value(args, ++i, a).toLowerCase(Locale.ROOT));
+        case "--allow-origin" -> origins.add(value(args, ++i, a).toLowerCase(Locale.ROOT));
         case "--pass-env" -> { // one or more names: --pass-env A B, or --pass-env A --pass-env B
           do {
             String name = value(args, ++i, a);
@@ -234,8 +234,7 @@ public record AdapterConfig(
       throw new UsageException("choose one of --stdio and --http");
     }
     if (!http && !httpOnly.isEmpty()) {
-      throw new UsageException(String.join(", ", httpOnly) + " appl" + (httpOnly.size() == 1 ? "ies" : "y")
-          + " to --http only");
+      throw new UsageException(appliesTo(httpOnly, "--http only"));
     }
     String httpToken = null;
     if (http) {
@@ -261,8 +260,7 @@ public record AdapterConfig(
     SandboxMode mode = agentUrl != null ? SandboxMode.REMOTE
         : "container".equals(provider) ? SandboxMode.CONTAINER : SandboxMode.LOCAL;
     if (mode != SandboxMode.CONTAINER && !containerOnly.isEmpty()) {
-      throw new UsageException(String.join(", ", containerOnly) + " appl" + (containerOnly.size() == 1 ? "ies" : "y")
-          + " to --provider container only");
+      throw new UsageException(appliesTo(containerOnly, "--provider container only"));
     }
     if (mode == SandboxMode.REMOTE && network != null) {
       throw new UsageException("--network applies to --provider local or container, not to a remote agent");
@@ -354,6 +352,11 @@ public record AdapterConfig(
     } catch (UnknownHostException e) {
       return false;
     }
+  }
+
+  /** "--a, --b apply to {@code where}", or "--a applies to ..." for one option. */
+  private static String appliesTo(List<String> options, String where) {
+    return String.join(", ", options) + (options.size() == 1 ? " applies" : " apply") + " to " + where;
   }
 
   private static String value(String[] args, int i, String option) {
