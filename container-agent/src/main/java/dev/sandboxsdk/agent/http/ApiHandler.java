@@ -85,6 +85,11 @@ public final class ApiHandler implements HttpHandler {
     return inFlight.get();
   }
 
+  /** The JVM's answer when the OS refuses a thread (a pids or nproc limit), which is not the heap running out. */
+  private static boolean noRoomForThread(OutOfMemoryError e) {
+    return e.getMessage() != null && e.getMessage().contains("unable to create native thread");
+  }
+
   /**
    * Handles one exchange. If the response could not be completed (the client hung up, a write or
    * the final flush failed, or no response was sent at all) this throws: the JDK server closes
@@ -104,6 +109,14 @@ public final class ApiHandler implements HttpHandler {
       failure = respondError(exchange, e);
     } catch (IOException e) {
       failure = e;
+    } catch (OutOfMemoryError e) {
+      if (!noRoomForThread(e)) {
+        log.error("{} {} failed", exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), e);
+      }
+      failure = respondError(exchange, noRoomForThread(e)
+          ? new AgentException(ErrorCode.TOO_MANY_PROCESSES, "the sandbox has no room for another process or thread"
+              + " (its process limit is reached, e.g. by a fork bomb): kill processes (kill-all) and try again")
+          : new AgentException(ErrorCode.INTERNAL_ERROR, "internal error: OutOfMemoryError"));
     } catch (RuntimeException | Error e) {
       log.error("{} {} failed", exchange.getRequestMethod(), exchange.getRequestURI().getRawPath(), e);
       failure = respondError(exchange, new AgentException(ErrorCode.INTERNAL_ERROR, "internal error: " + e.getClass().getSimpleName()));

@@ -49,17 +49,50 @@ final class ProcessGroups {
 
   /** Sends {@code signal} to every group in {@code pgids}; groups that are already gone are ignored. */
   void signal(Collection<Long> pgids, Signal signal) {
-    run(killCommand(killBinary, pgids, signal), signal);
+    if (!run(killCommand(killBinary, pgids, signal), signal)) {
+      Set<Long> groups = new HashSet<>(pgids);
+      List<Long> members = new ArrayList<>();
+      forEachProcess((pid, dir) -> {
+        if (groups.contains(liveGroupOf(dir))) {
+          members.add(pid);
+        }
+      });
+      signalWithoutFork(members, signal);
+    }
   }
 
   /** Sends {@code signal} to single processes (not their groups); pids already gone are ignored. */
   void signalProcesses(Collection<Long> pids, Signal signal) {
-    run(killCommand(killBinary, pids, signal, ""), signal);
+    if (!run(killCommand(killBinary, pids, signal, ""), signal)) {
+      signalWithoutFork(pids, signal);
+    }
   }
 
-  private void run(List<String> cmd, Signal signal) {
-    if (cmd.isEmpty()) {
+  /**
+   * When kill(1) cannot be started (no process or thread left under a pids limit: a fork bomb),
+   * the JDK's own kill(2) still works without a fork: SIGKILL and SIGTERM only, which is what
+   * stopping a bomb needs. Other signals are not delivered then (logged).
+   */
+  private static void signalWithoutFork(Collection<Long> pids, Signal signal) {
+    if (signal != Signal.SIGKILL && signal != Signal.SIGTERM) {
+      log.warn("cannot deliver {} to {} processes without kill(1)", signal, pids.size());
       return;
+    }
+    for (long pid : pids) {
+      ProcessHandle.of(pid).ifPresent(h -> {
+        if (signal == Signal.SIGKILL) {
+          h.destroyForcibly();
+        } else {
+          h.destroy();
+        }
+      });
+    }
+  }
+
+  /** Runs kill(1); false if it could not be started at all. */
+  private boolean run(List<String> cmd, Signal signal) {
+    if (cmd.isEmpty()) {
+      return true;
     }
     try {
       Process p = new ProcessBuilder(cmd)
@@ -71,11 +104,14 @@ final class ProcessGroups {
         p.destroyForcibly();
         log.warn("kill(1) did not finish within 10 s");
       }
-    } catch (IOException e) {
-      log.error("cannot run {} to deliver {}: {}", killBinary, signal, e.toString());
+    } catch (IOException | OutOfMemoryError e) {
+      // IOException: fork failed (EAGAIN under a pids limit); OutOfMemoryError: no native thread for the reaper
+      log.warn("cannot run {} to deliver {} ({}); signalling directly", killBinary, signal, e.toString());
+      return false;
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
+    return true;
   }
 
   /**

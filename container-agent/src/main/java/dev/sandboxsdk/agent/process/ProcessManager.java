@@ -540,6 +540,10 @@ public final class ProcessManager implements AutoCloseable {
               + "); pass big inputs through stdin or a file instead",
           Map.of("field", "command"));
     }
+    if (msg.contains("error=11,") || msg.contains("error=12,")) { // EAGAIN / ENOMEM from fork: a process limit
+      return new AgentException(ErrorCode.TOO_MANY_PROCESSES, "the sandbox has no room for another process (" + reason
+          + "): its process limit is reached, e.g. by a fork bomb; kill processes (kill-all) and try again");
+    }
     log.warn("cannot start a process: {}", msg);
     return new AgentException(ErrorCode.INTERNAL_ERROR, "cannot start the process (" + reason + ")");
   }
