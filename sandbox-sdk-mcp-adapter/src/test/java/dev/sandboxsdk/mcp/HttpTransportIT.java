@@ -1237,23 +1237,7 @@ class HttpTransportIT {
 
     /** Every message until the stream ends, skipping comments; fails if it does not end in time. */
     List<JsonNode> messagesUntilEnd(Duration timeout) throws InterruptedException {
-      long deadline = System.nanoTime() + timeout.toNanos();
-      List<JsonNode> messages = new ArrayList<>();
-      while (true) {
-        SseEvent e = events.poll(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        if (e == null) {
-          fail("the SSE stream did not end within " + timeout + "; messages so far: " + messages);
-        }
-        if (e.notJson() != null) {
-          fail("SSE data is not JSON: " + e.notJson());
-        }
-        if (e.end()) {
-          return messages;
-        }
-        if (e.message() != null) {
-          messages.add(e.message());
-        }
-      }
+      return eventsUntilEnd(timeout).stream().map(SseEvent::message).toList();
     }
   }
 }
