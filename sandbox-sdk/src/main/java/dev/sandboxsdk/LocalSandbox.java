@@ -33,9 +33,9 @@ import org.slf4j.LoggerFactory;
  * <p><b>Isolation.</b> Commands run as the same OS user as your JVM, in their own process
  * groups, with the workspace as their working directory. Where bubblewrap ({@code bwrap}) is
  * installed and can create namespaces, each command also runs in its own bubblewrap sandbox
- * (see {@link Isolation}): system directories read-only, only the workspace and a private
- * {@code /tmp} writable, the rest of the host's files invisible, its own PID namespace and
- * {@code /proc}, no network unless {@link Builder#network(boolean)}. Elsewhere the sandbox runs
+ * (see {@link Isolation}): system directories read-only, only the workspace and the sandbox's
+ * own {@code /tmp} writable, the rest of the host's files invisible, its own PID namespace and
+ * {@code /proc}, and only the sandbox's loopback unless {@link Builder#network(boolean)}. Elsewhere the sandbox runs
  * without it and logs one warning ({@link Builder#isolation(Isolation)} makes it required or
  * turns it off); {@link #isolation()} tells which is in force. Either way this is isolation for
  * development and tests, not a hardened security boundary (same OS user, same kernel): use the
@@ -291,7 +291,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     private final List<String> jvmArguments = new ArrayList<>();
     private final List<String> agentArguments = new ArrayList<>();
     private final java.util.Set<String> inheritEnv = new java.util.LinkedHashSet<>();
-    private Isolation isolation = Isolation.NONE;
+    private Isolation isolation = Isolation.ISOLATED;
     private boolean network;
 
     private Builder() {}

@@ -82,6 +82,52 @@ class LocalSandboxIsolationIT {
   }
 
   @Test
+  void aServerOneCommandStartsIsReachableFromTheNextAndTmpIsTheSandboxes() throws Exception {
+    SandboxProcess server = sandbox.startProcess(Command.of("python3", "-c", String.join("\n",
+        "import socket",
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()",
+        "open('/tmp/port', 'w').write(str(s.getsockname()[1]))",
+        "while True:",
+        "    c, _ = s.accept(); c.sendall(b'hello'); c.close()")));
+    try {
+      String client = "python3 -c \"import socket; print(socket.create_connection(('127.0.0.1', int(open('/tmp/port').read())),"
+          + " 5).recv(10).decode())\"";
+      ExecResult r = sandbox.exec(client);
+      for (long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20); r.exitCode() != 0
+          && System.nanoTime() < deadline; r = sandbox.exec(client)) {
+        Thread.sleep(100);
+      }
+      assertThat(r.stdout()).as("%s", r).isEqualTo("hello\n");
+      // Another sandbox has a loopback and a /tmp of its own.
+      try (LocalSandbox other = LocalSandbox.builder().isolation(Isolation.REQUIRED).start()) {
+        String port = sandbox.exec("cat /tmp/port").stdout();
+        assertThat(other.exec("cat /tmp/port").exitCode()).isNotZero();
+        ExecResult refused = other.exec("python3 -c \"import socket; socket.create_connection(('127.0.0.1', " + port
+            + "), 5)\"");
+        assertThat(refused.stderr()).as("%s", refused).contains("Connection refused");
+        assertThat(other.exec("echo mine > /tmp/mine && ls /tmp").stdout()).contains("mine\n").doesNotContain("port");
+      }
+    } finally {
+      server.kill(Signal.SIGKILL);
+    }
+  }
+
+  @Test
+  void theSandboxesTmpIsRemovedWithIt() throws Exception {
+    String marker = "isolation-tmp-" + System.nanoTime();
+    Path hostTmp;
+    try (LocalSandbox shortLived = LocalSandbox.builder().isolation(Isolation.REQUIRED).start()) {
+      assertThat(shortLived.exec("mkdir -p /tmp/d/e && echo x > /tmp/d/e/" + marker + " && chmod 000 /tmp/d/e /tmp/d")
+          .exitCode()).isZero();
+      try (var found = Files.find(Path.of(System.getProperty("java.io.tmpdir")), 2,
+          (p, a) -> p.getFileName().toString().startsWith("sandbox-agent-tmp-") && Files.isDirectory(p.resolve("tmp/d")))) {
+        hostTmp = found.findFirst().orElseThrow();
+      }
+    }
+    assertThat(hostTmp).doesNotExist();
+  }
+
+  @Test
   void commandsHaveNoCapabilitiesEvenUnderARootAgent() {
     assertThat(sandbox.exec("grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status").stdout())
         .isEqualTo("CapPrm:\t0000000000000000\nCapEff:\t0000000000000000\nCapAmb:\t0000000000000000\n");

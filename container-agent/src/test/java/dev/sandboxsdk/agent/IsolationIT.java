@@ -40,6 +40,68 @@ class IsolationIT {
   }
 
   @Test
+  void commandsShareOneLoopbackAndTmpAndBackgroundProcessesOutliveTheThreadThatStartedThem() throws Exception {
+    try (LaunchedAgent agent = LaunchedAgent.start(List.of(), Map.of(), dir.resolve("agent.log"),
+        "--workspace", dir.resolve("ws").toString(), "--isolation", "bwrap")) {
+      sharedLoopbackAndTmp(agent, "0");
+    }
+  }
+
+  /**
+   * The same for an agent that is not root: bwrap then makes a user namespace with the shared
+   * network's holder, which each command must enter first (nsenter --user --preserve-credentials).
+   */
+  @Test
+  void anUnprivilegedAgentSharesTheLoopbackToo() throws Exception {
+    org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")),
+        "runs the agent as nobody through setpriv, which needs root; as another user the test above covers it");
+    Path ws = Files.createDirectories(dir.resolve("nobody-ws"));
+    // JUnit's temporary directory is the test user's, mode 700: open the way to the workspace.
+    for (Path p = ws; p != null && p.startsWith(dir.getParent()); p = p.getParent()) {
+      Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+    Files.setAttribute(ws, "unix:uid", 65534);
+    Path tmp = Files.createDirectories(dir.resolve("nobody-tmp"));
+    Files.setAttribute(tmp, "unix:uid", 65534);
+    try (LaunchedAgent agent = LaunchedAgent.start(
+        List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"),
+        Map.of("HOME", ws.toString(), "JAVA_TOOL_OPTIONS", "-Djava.io.tmpdir=" + tmp),
+        dir.resolve("nobody.log"), "--workspace", ws.toString(), "--isolation", "bwrap")) {
+      sharedLoopbackAndTmp(agent, "65534");
+    }
+  }
+
+  private static void sharedLoopbackAndTmp(LaunchedAgent agent, String uid) throws Exception {
+    String server = "import socket\n"
+        + "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        + "open('port', 'w').write(str(s.getsockname()[1]))\n"
+        + "while True:\n    c, _ = s.accept(); c.sendall(b'hello from the server'); c.close()\n";
+    JsonNode started = agent.ok("POST", "/api/process/start",
+        "{\"command\":\"python3 -c \\\"$SERVER\\\"\",\"env\":{\"SERVER\":" + TestAgent.JSON.writeValueAsString(server) + "}}");
+    String id = started.path("processId").asText();
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+    JsonNode r;
+    do {
+      Thread.sleep(100);
+      r = agent.exec("{\"command\":\"python3 -c \\\"import socket; c = socket.create_connection(('127.0.0.1', int(open('port').read())), 5);"
+          + " print(c.recv(100).decode())\\\"\"}");
+    } while (r.path("exitCode").asInt() != 0 && System.nanoTime() < deadline);
+    assertThat(r.path("stdout").asText()).as("%s", r).isEqualTo("hello from the server\n");
+    JsonNode write = agent.exec("{\"command\":\"echo kept > /tmp/t && id -u && grep CapEff /proc/self/status"
+        + " && (touch /usr/x 2>&1 || true)\"}");
+    assertThat(write.path("stdout").asText()).startsWith(uid + "\nCapEff:\t0000000000000000\n")
+        .contains("Read-only file system");
+    assertThat(agent.exec("{\"command\":\"cat /tmp/t\"}").path("stdout").asText()).isEqualTo("kept\n");
+    // The request threads that started the server ended after 5 idle seconds; a PR_SET_PDEATHSIG
+    // set by bwrap --die-with-parent would have killed it with them.
+    Thread.sleep(7_000);
+    assertThat(agent.ok("GET", "/api/process/" + id, null).path("process").path("status").asText()).isEqualTo("running");
+    JsonNode outside = agent.exec("{\"command\":\"python3 -c \\\"import socket; socket.create_connection(('1.1.1.1', 80), 3)\\\"\"}");
+    assertThat(outside.path("exitCode").asInt()).isNotZero();
+    assertThat(outside.path("stderr").asText()).contains("Network is unreachable");
+  }
+
+  @Test
   void noneIsTheDefaultAndHasTheHostsNetwork() throws Exception {
     try (LaunchedAgent agent = LaunchedAgent.start(List.of(), Map.of(), dir.resolve("agent.log"),
         "--workspace", dir.resolve("ws").toString())) {

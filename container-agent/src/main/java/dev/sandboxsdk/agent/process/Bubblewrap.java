@@ -5,26 +5,47 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.FileVisitResult;
+import java.nio.file.SimpleFileVisitor;
+import java.nio.file.attribute.BasicFileAttributes;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Runs each command in its own bubblewrap ({@code bwrap}) sandbox ({@code --isolation bwrap}): a
- * mount namespace in which the system directories are read-only, the workspace and a private
- * {@code /tmp} are writable and the rest of the host's files do not exist; new PID, IPC and UTS
- * namespaces with a fresh {@code /proc}; a new network namespace (loopback only) unless the
- * network is on.
+ * mount namespace in which the system directories are read-only, the workspace and the sandbox's
+ * private {@code /tmp} and {@code /var/tmp} are writable and the rest of the host's files do not
+ * exist; new PID, IPC and UTS namespaces with a fresh {@code /proc}. Without network the commands
+ * share one network namespace with only a loopback ({@link SharedNetwork}): a server one command
+ * starts is reachable from the others, nothing outside is. {@code /tmp} and {@code /var/tmp} are
+ * directories of the agent's (under {@code java.io.tmpdir}, mode 700), shared by the sandbox's
+ * commands and removed when the agent stops, not memory-backed tmpfs.
  *
  * <p>How it fits the agent's process groups: the command line is
- * {@code setsid env --ignore-signal=... bwrap ... -- env --default-signal CMD}. The outer
- * {@code bwrap} is the process the agent started (pid == process group id, as without
- * isolation) and stays in that group together with the namespace's init and every process of the
- * command, so a signal to the group reaches the command. The outer {@code bwrap} ignores every
- * signal it can, so that it lives until the command has finished and reports the command's own
- * exit status (128 + signal number when a signal ended it); inside, {@code env --default-signal}
- * gives the command default handling back before it starts. SIGKILL ends the outer {@code bwrap}
- * and, through {@code --die-with-parent}, the whole namespace.
+ * {@code setsid env --ignore-signal=... [nsenter --net ...] bwrap ... -- env --default-signal CMD}.
+ * The outer {@code bwrap} is the process the agent started ({@code nsenter} execs it in place, so
+ * pid == process group id, as without isolation) and stays in that group together with the
+ * namespace's init and every process of the command, so a signal to the group reaches the command.
+ * The outer {@code bwrap} ignores every signal it can, so that it lives until the command has
+ * finished and reports the command's own exit status (128 + signal number when a signal ended it);
+ * inside, {@code env --default-signal} gives the command default handling back before it starts.
+ * SIGKILL to the group ends the outer {@code bwrap} and the namespace's init, and with it the
+ * whole PID namespace.
+ *
+ * <p>{@code --die-with-parent} is a {@code PR_SET_PDEATHSIG}, which the kernel fires when the
+ * <em>thread</em> that started the process ends, not the JVM; the agent's request threads end
+ * after a few idle seconds, so isolated commands are started by {@link #spawner()}'s threads,
+ * which live as long as the agent. (Without it, bwrap's init would also wait for every process
+ * in the namespace instead of ending with the command's first.)
  *
  * <p>When the command's first process exits, the namespace ends and the kernel kills whatever the
  * command left behind in it (daemons started with {@code &}, {@code nohup}, {@code setsid}): a
@@ -32,6 +53,7 @@ import java.util.concurrent.TimeUnit;
  * process ({@code startProcess}), which is killed with its namespace.
  */
 public final class Bubblewrap {
+  private static final Logger log = LoggerFactory.getLogger(Bubblewrap.class);
   /** Top-level host directories made visible read-only, where present. */
   static final List<String> SYSTEM_DIRS = List.of("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32",
       "/etc", "/opt");
@@ -46,14 +68,25 @@ public final class Bubblewrap {
   private final String env;
   private final Path workspace;
   private final boolean network;
+  /** The network namespace commands share when the network is off, else null. */
+  private final SharedNetwork sharedNetwork;
+  /** The agent's directory holding the sandbox's {@code /tmp} and {@code /var/tmp}. */
+  private final Path scratch;
   private final List<String> mounts;
+  /** Threads that start isolated commands and live as long as the agent (see the class comment). */
+  private final ExecutorService spawner = Executors.newFixedThreadPool(SPAWN_THREADS,
+      ProcessManager.daemonThreads("agent-spawn"));
+  private static final int SPAWN_THREADS = 4;
 
-  private Bubblewrap(String bwrap, String env, Path workspace, boolean network) {
+  private Bubblewrap(String bwrap, String env, Path workspace, boolean network, SharedNetwork sharedNetwork,
+      Path scratch) {
     this.bwrap = bwrap;
     this.env = env;
     this.workspace = workspace;
     this.network = network;
-    this.mounts = mounts(workspace, network);
+    this.sharedNetwork = sharedNetwork;
+    this.scratch = scratch;
+    this.mounts = mounts(workspace, network, scratch);
   }
 
   /**
@@ -71,8 +104,34 @@ public final class Bubblewrap {
     if (env == null) {
       throw new IllegalStateException("--isolation bwrap needs env(1) on the agent's PATH (Debian/Ubuntu: coreutils)");
     }
-    Bubblewrap b = new Bubblewrap(bwrap, env, workspace, network);
-    List<String> cmd = new ArrayList<>(b.prefix(workspace));
+    Path scratch;
+    try {
+      scratch = Files.createTempDirectory("sandbox-agent-tmp-", PosixFilePermissions.asFileAttribute(
+          PosixFilePermissions.fromString("rwx------")));
+      Files.createDirectory(scratch.resolve("tmp"));
+      Files.createDirectory(scratch.resolve("var-tmp"));
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot create the sandbox's /tmp under " + System.getProperty("java.io.tmpdir")
+          + ": " + e, e);
+    }
+    SharedNetwork shared = null;
+    try {
+      shared = network ? null : SharedNetwork.start(bwrap, path);
+      Bubblewrap b = new Bubblewrap(bwrap, env, workspace, network, shared, scratch);
+      b.check();
+      return b;
+    } catch (RuntimeException e) {
+      if (shared != null) {
+        shared.close();
+      }
+      deleteTree(scratch);
+      throw e;
+    }
+  }
+
+  /** Runs {@code true} the way every command will run. */
+  private void check() {
+    List<String> cmd = new ArrayList<>(prefix(workspace));
     cmd.add("true");
     try {
       Process p = new ProcessBuilder(cmd).directory(workspace.toFile()).redirectErrorStream(true)
@@ -93,7 +152,6 @@ public final class Bubblewrap {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted while checking " + bwrap, e);
     }
-    return b;
   }
 
   /** Whether commands may use the host's network. */
@@ -106,6 +164,9 @@ public final class Bubblewrap {
     List<String> cmd = new ArrayList<>();
     cmd.add(env);
     cmd.add("--ignore-signal=" + IGNORED);
+    if (sharedNetwork != null) {
+      cmd.addAll(sharedNetwork.prefix());
+    }
     cmd.add(bwrap);
     cmd.addAll(mounts);
     cmd.add("--chdir");
@@ -116,15 +177,13 @@ public final class Bubblewrap {
     return cmd;
   }
 
-  private static List<String> mounts(Path workspace, boolean network) {
+  private static List<String> mounts(Path workspace, boolean network, Path scratch) {
     // --cap-drop ALL: an agent running as root would otherwise hand its commands nearly every
     // capability (CAP_MKNOD alone opens the host's disks through a device node in the workspace).
+    // No --unshare-net: without network, nsenter has put the command in the shared namespace.
     List<String> args = new ArrayList<>(List.of(
         "--cap-drop", "ALL", "--die-with-parent", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
         "--hostname", "sandbox"));
-    if (!network) {
-      args.add("--unshare-net");
-    }
     for (String dir : SYSTEM_DIRS) {
       Path p = Path.of(dir);
       if (Files.isSymbolicLink(p)) {
@@ -142,14 +201,103 @@ public final class Bubblewrap {
       args.addAll(List.of("--ro-bind-try", "/run/systemd/resolve", "/run/systemd/resolve",
           "--ro-bind-try", "/run/resolvconf", "/run/resolvconf"));
     }
-    args.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/var/tmp"));
-    // After /tmp: a workspace under /tmp is bound on top of the private tmpfs.
+    args.addAll(List.of("--proc", "/proc", "--dev", "/dev", "--bind", scratch.resolve("tmp").toString(), "/tmp",
+        "--bind", scratch.resolve("var-tmp").toString(), "/var/tmp"));
+    // After /tmp: a workspace under /tmp is bound on top of the sandbox's own.
     args.addAll(List.of("--bind", workspace.toString(), workspace.toString()));
     return List.copyOf(args);
   }
 
+  /**
+   * Starts {@code pb} on one of {@link #spawner}'s threads and waits for it, interruptibly for
+   * neither side: a caller interrupted half-way would leave a running process nobody tracks.
+   */
+  Process start(ProcessBuilder pb) throws IOException {
+    Future<Process> started;
+    try {
+      started = spawner.submit(pb::start);
+    } catch (RejectedExecutionException e) {
+      throw new IOException("the agent is shutting down", e);
+    }
+    boolean interrupted = false;
+    try {
+      while (true) {
+        try {
+          return started.get();
+        } catch (InterruptedException e) {
+          interrupted = true;
+        } catch (ExecutionException e) {
+          Throwable cause = e.getCause();
+          if (cause instanceof IOException) {
+            throw (IOException) cause;
+          }
+          if (cause instanceof RuntimeException) {
+            throw (RuntimeException) cause;
+          }
+          if (cause instanceof Error) {
+            throw (Error) cause;
+          }
+          throw new IOException(cause);
+        }
+      }
+    } finally {
+      if (interrupted) {
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  /** The agent's directory holding the sandbox's {@code /tmp} and {@code /var/tmp}. */
+  Path scratch() {
+    return scratch;
+  }
+
+  /** Stops the shared network's holder and removes the sandbox's {@code /tmp}; commands must have ended. */
+  void close() {
+    spawner.shutdownNow();
+    if (sharedNetwork != null) {
+      sharedNetwork.close();
+    }
+    deleteTree(scratch);
+  }
+
+  /** Best effort: what commands left in {@code /tmp} may include directories without permissions. */
+  private static void deleteTree(Path root) {
+    try {
+      Files.walkFileTree(root, new SimpleFileVisitor<>() {
+        @Override
+        public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
+          dir.toFile().setReadable(true, true); // before it is opened: a command may have made it 000
+          dir.toFile().setWritable(true, true);
+          dir.toFile().setExecutable(true, true);
+          return FileVisitResult.CONTINUE;
+        }
+
+        @Override
+        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
+          Files.deleteIfExists(file);
+          return FileVisitResult.CONTINUE;
+        }
+
+        @Override
+        public FileVisitResult visitFileFailed(Path file, IOException e) {
+          return FileVisitResult.CONTINUE;
+        }
+
+        @Override
+        public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
+          Files.deleteIfExists(dir);
+          return FileVisitResult.CONTINUE;
+        }
+      });
+    } catch (IOException e) {
+      log.debug("could not remove all of {}: {}", root, e.toString()); // left for the host's tmp cleaner
+    }
+  }
+
   @Override
   public String toString() {
-    return "bwrap(" + bwrap + ", workspace " + workspace + ", network " + (network ? "on" : "off") + ")";
+    return "bwrap(" + bwrap + ", workspace " + workspace + ", /tmp " + scratch.resolve("tmp") + ", network "
+        + (network ? "on" : "off, " + sharedNetwork) + ")";
   }
 }

@@ -133,7 +133,7 @@ public final class ProcessManager implements AutoCloseable {
     ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, daemonThreads("agent-timer"));
     timers.setRemoveOnCancelPolicy(true);
     this.scheduler = timers;
-    this.watchdog = Watchdog.start(setsid, runId, path, commandUser);
+    this.watchdog = Watchdog.start(setsid, runId, path, commandUser, bubblewrap == null ? null : bubblewrap.scratch());
     // A group number is free for reuse once its last member dies; forget dead groups promptly so
     // kill-all and shutdown never signal a stranger that inherited the number.
     timers.scheduleWithFixedDelay(this::pruneStartedGroups, 5, 5, TimeUnit.SECONDS);
@@ -476,7 +476,7 @@ public final class ProcessManager implements AutoCloseable {
       out = OutputPump.prepare(fifos, io, id + " stdout");
       err = OutputPump.prepare(fifos, io, id + " stderr");
       pb.redirectOutput(out.fifo().toFile()).redirectError(err.fifo().toFile());
-      process = pb.start();
+      process = bubblewrap != null ? bubblewrap.start(pb) : pb.start();
     } catch (IOException | RuntimeException e) {
       running.decrementAndGet();
       if (out != null) {
@@ -956,5 +956,8 @@ public final class ProcessManager implements AutoCloseable {
     scheduler.shutdownNow();
     io.shutdownNow();
     fifos.close();
+    if (bubblewrap != null) {
+      bubblewrap.close();
+    }
   }
 }

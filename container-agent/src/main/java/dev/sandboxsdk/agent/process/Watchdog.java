@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * CAP_DAC_READ_SEARCH): its sweep instead kills every process whose real uid is the command
  * user's, found in {@code /proc/<pid>/status}, which anyone may read.
  *
- * <p>Needs only {@code sh}, {@code grep}, {@code tr} and {@code sleep}. The JDK closes every
+ * <p>Needs only {@code sh}, {@code grep}, {@code tr}, {@code sleep} (and {@code chmod}, {@code rm} for a directory). The JDK closes every
  * other descriptor in the child, so commands never hold the pipe and cannot keep it open.
  */
 final class Watchdog implements AutoCloseable {
@@ -31,7 +31,8 @@ final class Watchdog implements AutoCloseable {
 
   /**
    * $1: the grep pattern matching this run's marker in an environ file; $2: the command user's
-   * uid, or empty to sweep by marker.
+   * uid, or empty to sweep by marker; $3: a directory of the agent's to remove after the sweep
+   * (an isolated sandbox's {@code /tmp}), or empty.
    */
   static final String SCRIPT = String.join("\n",
       "trap '' HUP INT TERM PIPE",
@@ -53,6 +54,7 @@ final class Watchdog implements AutoCloseable {
       "  for f in $pids; do p=${f#/proc/}; p=${p%/*}; [ \"$p\" -gt 1 ] && kill -KILL \"$p\" 2>/dev/null; done",
       "  sleep 0.1",
       "done",
+      "if [ -n \"$3\" ]; then chmod -R u+rwx -- \"$3\" 2>/dev/null; rm -rf -- \"$3\"; fi",
       "");
 
   private final Process process;
@@ -82,10 +84,11 @@ final class Watchdog implements AutoCloseable {
    * Starts the watchdog for the run {@code runId}, or returns null (with a warning) if it cannot
    * be started: the agent then works as before, without a backstop for its own death.
    */
-  static Watchdog start(String setsid, String runId, String path, CommandUser commandUser) {
+  static Watchdog start(String setsid, String runId, String path, CommandUser commandUser, java.nio.file.Path scratch) {
     String pattern = "^" + CommandEnvironment.RUN_VAR + "=" + runId + "\\.";
     String uid = commandUser == null ? "" : String.valueOf(commandUser.uid());
-    ProcessBuilder pb = new ProcessBuilder(setsid, "/bin/sh", "-c", SCRIPT, "sandbox-agent-watchdog", pattern, uid)
+    ProcessBuilder pb = new ProcessBuilder(setsid, "/bin/sh", "-c", SCRIPT, "sandbox-agent-watchdog", pattern, uid,
+        scratch == null ? "" : scratch.toString())
         .redirectOutput(ProcessBuilder.Redirect.DISCARD)
         .redirectError(ProcessBuilder.Redirect.DISCARD)
         .directory(new File("/"));

@@ -90,9 +90,9 @@ public record AdapterConfig(
       "  --pids-limit N       container: processes and threads per sandbox (default 512, at least 64)",
       "  --network on|off     local (isolated) and container: whether commands may open connections",
       "                       (default off)",
-      "  --isolation I        local: none (the default: commands see this machine as this OS user does),",
-      "                       isolated (each command in a bubblewrap sandbox where bwrap works, else not",
-      "                       isolated with one warning) or required (fail if bwrap cannot be used)",
+      "  --isolation I        local: isolated (the default: commands run in bubblewrap where bwrap works,",
+      "                       else not isolated with one warning), required (fail if bwrap cannot be",
+      "                       used) or none (commands see this machine as this OS user does)",
       "  --agent-url URL      drive this remote container agent instead of a provider",
       "  --agent-token-file F the remote agent's token (or env SANDBOX_AGENT_TOKEN)",
       "  --pass-env NAME ...  inject these variables of the adapter's environment into every",
@@ -268,9 +268,9 @@ public record AdapterConfig(
     if (mode != SandboxMode.LOCAL && isolation != null) {
       throw new UsageException("--isolation applies to --provider local only (a container is isolated by its engine)");
     }
-    if (mode == SandboxMode.LOCAL && (isolation == null || isolation == Isolation.NONE) && network != null) {
+    if (mode == SandboxMode.LOCAL && isolation == Isolation.NONE && network != null) {
       throw new UsageException("--network applies to isolated local sandboxes (--isolation isolated or required);"
-          + " with --isolation none, the default, commands always have this machine's network");
+          + " with --isolation none commands always have this machine's network");
     }
     if (network != null) {
       spec.network(network);
@@ -306,7 +306,7 @@ public record AdapterConfig(
     return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agent, agentToken,
         Map.copyOf(passEnv),
         maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds),
-        maxConnections, maxCalls, isolation != null ? isolation : Isolation.NONE, network != null && network);
+        maxConnections, maxCalls, isolation != null ? isolation : Isolation.ISOLATED, network != null && network);
   }
 
   /** Settings for an in-process server in tests: stdio, local sandboxes, defaults elsewhere. */

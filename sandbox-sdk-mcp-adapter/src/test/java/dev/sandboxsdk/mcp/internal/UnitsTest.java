@@ -198,9 +198,10 @@ class UnitsTest {
   }
 
   @Test
-  void localSandboxesAreNotIsolatedByDefaultAndTakeIsolationAndNetwork() {
+  void localSandboxesAreIsolatedByDefaultAndTakeIsolationAndNetwork() {
     AdapterConfig defaults = AdapterConfig.parse(new String[0], Map.of());
-    assertThat(defaults.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.NONE);
+    assertThat(defaults.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.ISOLATED);
+    assertThat(AdapterConfig.parse(new String[] {"--network", "on"}, Map.of()).localNetwork()).isTrue();
     assertThat(defaults.localNetwork()).isFalse();
     AdapterConfig required = AdapterConfig.parse(new String[] {"--isolation", "required", "--network", "on"}, Map.of());
     assertThat(required.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.REQUIRED);
