@@ -3,7 +3,9 @@ package dev.sandboxsdk;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -34,7 +36,10 @@ class CancelAtOnceIT {
 
   @BeforeAll
   void start() {
-    sandbox = LocalSandbox.builder().keepAlive(true).agentArgument("--keep-alive-ms=10000").start();
+    // Unisolated: the pids commands write must be host pids (isolated commands' cancel and kill
+    // are in the contract suite, LocalSandboxIsolatedContractIT).
+    sandbox = LocalSandbox.builder().isolation(Isolation.NONE).keepAlive(true).agentArgument("--keep-alive-ms=10000")
+        .start();
     probe = new HostProbe(sandbox.workspace());
   }
 
@@ -142,6 +147,40 @@ class CancelAtOnceIT {
 
     long ms = goneWithin(pid, BOUND);
     System.out.printf("[it] execAsync (listener) cancel: group gone after %d ms (keep-alive 10 s)%n", ms);
+  }
+
+  @Test
+  void interruptingAnExecWithAListenerKillsTheCommandWithoutWaitingForAKeepAlive() throws Exception {
+    AtomicReference<Throwable> thrown = new AtomicReference<>();
+    AtomicReference<Boolean> flagRestored = new AtomicReference<>();
+    List<String> seen = new CopyOnWriteArrayList<>();
+    Thread caller = new Thread(() -> {
+      try {
+        sandbox.exec(Command.shell("echo $$ > interrupt-listener.pid; echo started; exec sleep 300"),
+            ExecOptions.builder().onOutput((stream, text) -> seen.add(Thread.currentThread().getName() + ":" + text))
+                .build());
+      } catch (Throwable e) {
+        thrown.set(e);
+        flagRestored.set(Thread.currentThread().isInterrupted());
+      }
+    }, "it-interrupted-listener-exec");
+    caller.start();
+    long pid = probe.readPid("interrupt-listener.pid", Duration.ofSeconds(10));
+    assertThat(await(Duration.ofSeconds(10), () -> !seen.isEmpty())).isTrue();
+    long t0 = System.nanoTime();
+
+    caller.interrupt();
+
+    caller.join(BOUND.toMillis());
+    long returned = (System.nanoTime() - t0) / 1_000_000;
+    assertThat(caller.isAlive()).as("exec returned at once, not at the next keep-alive (10 s)").isFalse();
+    long ms = goneWithin(pid, BOUND);
+    assertThat(thrown.get()).isInstanceOf(SandboxException.class).hasMessageContaining("interrupted");
+    assertThat(flagRestored.get()).as("the interrupt flag is restored").isTrue();
+    assertThat(seen).as("the listener ran on the thread that called exec").containsExactly(
+        "it-interrupted-listener-exec:started\n");
+    System.out.printf("[it] exec (listener) interrupt: exec returned after %d ms, group gone %d ms later"
+        + " (keep-alive 10 s)%n", returned, ms);
   }
 
   @Test

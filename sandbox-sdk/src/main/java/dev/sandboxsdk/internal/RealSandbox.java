@@ -243,7 +243,10 @@ public final class RealSandbox implements Sandbox {
     if (future != null) {
       future.onCancel(abort::abort);
     }
-    EventCursor<ExecEvent> cursor = openExecStream(command, options, abort);
+    EventCursor<ExecEvent> opened = openExecStream(command, options, abort);
+    // A blocking exec waits for events interruptibly, so that an interrupt kills the command at
+    // once rather than at the next keep-alive; execAsync's thread is cancelled through the abort.
+    EventCursor<ExecEvent> cursor = future == null ? new InterruptibleCursor<>(opened, executor) : opened;
     abort.onAbort(cursor::close);
     String what = "exec " + command.display();
     try {
@@ -264,6 +267,9 @@ public final class RealSandbox implements Sandbox {
           e = cursor.next();
         } catch (RuntimeException ex) {
           throw ex;
+        } catch (InterruptedException ex) {
+          Thread.currentThread().interrupt();
+          throw new SandboxException(what + ": interrupted", ex); // the caller aborts: the command is killed
         } catch (Exception ex) {
           Throwable mapped = streamError(ex, what);
           throw mapped instanceof RuntimeException ? (RuntimeException) mapped : new SandboxException(what, ex);
