@@ -75,7 +75,9 @@ class AgentFaultsIT {
   }
 
   private static void run(Fault fault, Call call) throws Exception {
-    LocalSandbox sandbox = LocalSandbox.builder().keepAlive(true).gracePeriod(Duration.ofMillis(500))
+    // Unisolated: the test watches the command by the host pid it writes (isolated, $$ is a pid in
+    // the command's own namespace).
+    LocalSandbox sandbox = LocalSandbox.builder().isolation(Isolation.NONE).keepAlive(true).gracePeriod(Duration.ofMillis(500))
         .agentArgument("--keep-alive-ms=" + KEEP_ALIVE_MS).start();
     long agentPid = sandbox.agentPid();
     String pidFile = "fault-" + IDS.incrementAndGet() + ".pid";

@@ -26,10 +26,13 @@ public final class BackgroundWebServer {
   private BackgroundWebServer() {}
 
   public static void main(String[] args) throws Exception {
-    // The local sandbox shares this machine's network, so pick a port that is free here.
+    // An isolated command has only the sandbox's own loopback, which this JVM cannot reach: to
+    // fetch the page from Java too, the sandbox shares this machine's network, so pick a port
+    // that is free here. (Without network(true) the server is reachable from the sandbox's
+    // other commands only.)
     int port = freePort();
     long t0 = System.nanoTime();
-    try (LocalSandbox sandbox = LocalSandbox.start()) {
+    try (LocalSandbox sandbox = LocalSandbox.builder().network(true).start()) {
       sandbox.exec("mkdir -p site && echo '<h1>hello from the sandbox</h1>' > site/index.html").requireSuccess();
 
       SandboxProcess web = sandbox.startProcess(

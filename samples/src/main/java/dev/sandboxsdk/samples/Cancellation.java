@@ -13,9 +13,11 @@ import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 
 /**
- * Three ways to stop a command, each checked by looking for the process afterwards with
- * {@code ps}: cancelling the future of {@code execAsync}, a timeout enforced by the agent, and
- * cancelling an {@code execStream} subscription.
+ * Three ways to stop a command: cancelling the future of {@code execAsync}, a timeout enforced by
+ * the agent, and cancelling an {@code execStream} subscription. The commands write a heartbeat
+ * file (the time, every few tenths of a second), so that we can see when they stopped: a later
+ * command cannot look for their process with {@code ps}, since an isolated command sees only its
+ * own processes.
  */
 public final class Cancellation {
   private Cancellation() {}
@@ -30,12 +32,12 @@ public final class Cancellation {
 
   /** {@code future.cancel(true)} asks the agent to kill the command and hangs up the HTTP call. */
   private static void cancelFuture(Sandbox sandbox) throws Exception {
-    // The command writes its pid to a file so we can look for it (execAsync only reports it at the end).
-    CompletableFuture<ExecResult> future = sandbox.execAsync("echo $$ > long-job.pid; sleep 60; echo finished");
-    long pid = waitForPidFile(sandbox, "long-job.pid");
-    System.out.printf("execAsync: started, pid %d: %s%n", pid, ps(sandbox, pid));
+    CompletableFuture<ExecResult> future = sandbox.execAsync(
+        "while :; do date +%s%N > heartbeat-async; sleep 0.05; done");
+    waitForFile(sandbox, "heartbeat-async");
+    System.out.println("execAsync: started, its heartbeat is ticking");
 
-    long t0 = System.nanoTime();
+    long cancelledAt = System.currentTimeMillis();
     future.cancel(true);
     try {
       future.join();
@@ -44,7 +46,7 @@ public final class Cancellation {
     }
     // The SDK sends DELETE /api/execute/{id} at once, so this takes milliseconds; the closed
     // connection is the fallback (the agent notices it within one or two keep-alive intervals).
-    awaitGone(sandbox, pid, t0, "execAsync");
+    awaitStopped(sandbox, "heartbeat-async", cancelledAt, "execAsync");
   }
 
   /** The agent enforces the timeout: the group is killed, and the result says so. */
@@ -58,11 +60,10 @@ public final class Cancellation {
 
   /** Cancelling the subscription kills the command at once and closes the connection. */
   private static void cancelStream(Sandbox sandbox) throws Exception {
-    CompletableFuture<Long> cancelledPid = new CompletableFuture<>();
-    sandbox.execStream("i=0; while :; do i=$((i+1)); echo tick $i; sleep 0.2; done")
+    CompletableFuture<Long> cancelledAt = new CompletableFuture<>();
+    sandbox.execStream("i=0; while :; do i=$((i+1)); echo tick $i; date +%s%N > heartbeat-stream; sleep 0.2; done")
         .subscribe(new Flow.Subscriber<>() {
           private Flow.Subscription subscription;
-          private long pid;
           private int ticks;
 
           @Override
@@ -73,13 +74,11 @@ public final class Cancellation {
 
           @Override
           public void onNext(ExecEvent event) {
-            if (event instanceof ExecEvent.Start start) {
-              pid = start.pid();
-            } else if (event instanceof ExecEvent.Stdout out) {
+            if (event instanceof ExecEvent.Stdout out) {
               System.out.println("execStream: " + out.text().strip());
               if (++ticks == 3) {
                 subscription.cancel(); // no further signals: no onComplete, no onError
-                cancelledPid.complete(pid);
+                cancelledAt.complete(System.currentTimeMillis());
                 return;
               }
             }
@@ -88,46 +87,55 @@ public final class Cancellation {
 
           @Override
           public void onError(Throwable t) {
-            cancelledPid.completeExceptionally(t);
+            cancelledAt.completeExceptionally(t);
           }
 
           @Override
           public void onComplete() {
-            cancelledPid.completeExceptionally(new IllegalStateException("an endless loop completed?"));
+            cancelledAt.completeExceptionally(new IllegalStateException("an endless loop completed?"));
           }
         });
-    long pid = cancelledPid.get(30, TimeUnit.SECONDS);
-    long t0 = System.nanoTime();
-    System.out.printf("execStream: cancelled after 3 ticks, pid %d%n", pid);
-    // The loop writes every 0.2 s, so the agent notices the closed connection almost at once.
-    awaitGone(sandbox, pid, t0, "execStream");
+    long at = cancelledAt.get(30, TimeUnit.SECONDS);
+    System.out.println("execStream: cancelled after 3 ticks");
+    awaitStopped(sandbox, "heartbeat-stream", at, "execStream");
   }
 
-  private static long waitForPidFile(Sandbox sandbox, String file) throws InterruptedException {
+  private static void waitForFile(Sandbox sandbox, String file) throws InterruptedException {
     for (int i = 0; i < 100; i++) {
-      ExecResult r = sandbox.exec(Command.of("cat", file));
-      if (r.isSuccess() && !r.stdout().isBlank()) {
-        return Long.parseLong(r.stdout().strip());
+      if (!read(sandbox, file).isEmpty()) {
+        return;
       }
       Thread.sleep(50);
     }
     throw new IllegalStateException(file + " did not appear");
   }
 
-  private static void awaitGone(Sandbox sandbox, long pid, long t0, String what) throws InterruptedException {
-    long deadline = t0 + TimeUnit.SECONDS.toNanos(10);
+  /**
+   * Waits until the heartbeat has stayed the same for 0.6 s (three of the slower loop's periods),
+   * then prints when its last beat was written, relative to the cancel.
+   */
+  private static void awaitStopped(Sandbox sandbox, String file, long cancelledAt, String what)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    String last = read(sandbox, file);
+    long sameSince = System.nanoTime();
     while (System.nanoTime() < deadline) {
-      if (ps(sandbox, pid).isEmpty()) {
-        System.out.printf("%s: pid %d is gone %d ms after the cancel%n", what, pid, (System.nanoTime() - t0) / 1_000_000);
+      Thread.sleep(100);
+      String now = read(sandbox, file);
+      if (!now.equals(last)) {
+        last = now;
+        sameSince = System.nanoTime();
+      } else if (System.nanoTime() - sameSince > TimeUnit.MILLISECONDS.toNanos(600)) {
+        long lastBeat = Long.parseLong(last) / 1_000_000;
+        System.out.printf("%s: stopped; its last heartbeat was %d ms from the cancel%n", what, lastBeat - cancelledAt);
         return;
       }
-      Thread.sleep(100);
     }
-    System.out.printf("%s: pid %d still there after 10 s: %s%n", what, pid, ps(sandbox, pid));
+    System.out.printf("%s: still running 10 s after the cancel%n", what);
   }
 
-  /** The process's {@code ps} line, or "" if there is no such process (ps then exits with 1). */
-  private static String ps(Sandbox sandbox, long pid) {
-    return sandbox.exec(Command.of("ps", "-o", "pid=,stat=,args=", "-p", Long.toString(pid))).stdout().strip();
+  private static String read(Sandbox sandbox, String file) {
+    ExecResult r = sandbox.exec(Command.of("cat", file));
+    return r.isSuccess() ? r.stdout().strip() : "";
   }
 }
