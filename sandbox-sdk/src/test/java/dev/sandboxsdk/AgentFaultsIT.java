@@ -11,6 +11,7 @@ import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
@@ -62,6 +63,49 @@ class AgentFaultsIT {
   @EnumSource(Fault.class)
   void streamProcessLogsEndsWithAConnectionOrTimeoutErrorWithinItsBound(Fault fault) throws Exception {
     run(fault, Call.STREAM_PROCESS_LOGS);
+  }
+
+  /**
+   * A client from {@code Sandbox.builder()} whose first call is the exec has never asked
+   * {@code /api/version} for the window: the keep-alive header on the exec's own answer tells it,
+   * so a frozen agent is noticed within the window, not after the 31 s allowed for the longest
+   * keep-alive the protocol permits.
+   */
+  @Test
+  void aFreshRemoteClientsFirstExecNoticesAFrozenAgentWithinTheWindow() throws Exception {
+    LocalSandbox local = LocalSandbox.builder().isolation(Isolation.NONE).keepAlive(true)
+        .gracePeriod(Duration.ofMillis(500)).agentArgument("--keep-alive-ms=" + KEEP_ALIVE_MS).start();
+    long agentPid = local.agentPid();
+    java.lang.reflect.Field field = LocalSandbox.class.getDeclaredField("agent");
+    field.setAccessible(true);
+    String token = ((dev.sandboxsdk.internal.AgentLauncher.Agent) field.get(local)).token();
+    boolean stopped = false;
+    try (Sandbox remote = Sandbox.builder().baseUrl(local.baseUrl()).token(token).build()) {
+      CompletableFuture<Object> outcome = CompletableFuture.supplyAsync(
+          () -> remote.exec("echo $$ > fresh.pid; exec sleep 60"));
+      long commandPid = ItProcs.readPid(local.workspace().resolve("fresh.pid"), Duration.ofSeconds(20));
+      Thread.sleep(3 * KEEP_ALIVE_MS);
+      assertThat(outcome).isNotDone();
+
+      long t0 = System.nanoTime();
+      signal("STOP", agentPid);
+      stopped = true;
+      Throwable error = awaitFailure(outcome, WINDOW_MS + SLACK_MS);
+      long millis = (System.nanoTime() - t0) / 1_000_000;
+      System.out.printf("[it] SIGSTOP during a fresh remote client's first exec: %s after %d ms (window %d ms)%n",
+          error.getClass().getSimpleName(), millis, WINDOW_MS);
+      assertThat(error).isInstanceOfAny(SandboxConnectionException.class, SandboxTimeoutException.class);
+      assertThat(millis).as("within the window plus slack, not 31 s").isLessThan(WINDOW_MS + SLACK_MS);
+      signal("CONT", agentPid);
+      stopped = false;
+      assertThat(ItProcs.await(Duration.ofSeconds(10), () -> !ItProcs.alive(commandPid)))
+          .as("the agent killed the command of the call the client gave up on").isTrue();
+    } finally {
+      if (stopped) {
+        signal("CONT", agentPid);
+      }
+      local.close();
+    }
   }
 
   /** The documented bound: how long after the fault the call must have ended. */

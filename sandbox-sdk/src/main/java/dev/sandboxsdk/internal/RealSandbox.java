@@ -70,6 +70,10 @@ public final class RealSandbox implements Sandbox {
   private static final AtomicInteger CLIENT_IDS = new AtomicInteger();
   /** The agent's id of its current run, on every answer (our extension of protocol v1). */
   static final String BOOT_ID_HEADER = "Sandbox-Boot-Id";
+  /** The longest keep-alive interval protocol v1 allows an agent (docs/protocol.md). */
+  private static final long MAX_KEEP_ALIVE_MS = 15_000;
+  /** The agent's keep-alive interval in ms, on every answer of agents that have the extension. */
+  static final String KEEP_ALIVE_HEADER = "Sandbox-Keep-Alive-Ms";
 
   private final HttpUrl base;
   private final HttpUrl executeUrl;
@@ -203,6 +207,7 @@ public final class RealSandbox implements Sandbox {
       @Override
       public void onResponse(Call c, Response response) {
         try (response) {
+          readExecBodyWithWindow(response);
           future.complete(Wire.execResult(readJson(c, response, what, execAnswerLimit(options))));
         } catch (IOException e) {
           future.completeExceptionally(ErrorMapper.fromIo(e, what));
@@ -402,6 +407,7 @@ public final class RealSandbox implements Sandbox {
         @Override
         public void onResponse(Call c, Response response) {
           try (response) {
+            readExecBodyWithWindow(response);
             answer.complete(readJson(c, response, what, maxAnswerBytes));
           } catch (IOException e) {
             answer.completeExceptionally(ErrorMapper.fromIo(e, what));
@@ -754,12 +760,50 @@ public final class RealSandbox implements Sandbox {
   }
 
   /**
+   * Learns the stream liveness window from an answer's keep-alive header, unless it is configured
+   * or known already: then an {@code exec} reads with it from the start, not with the 31 s a client
+   * that never asked {@code /api/version} would otherwise use.
+   */
+  private void learnKeepAlive(Response response) {
+    if (streamIdle != null || configuredStreamIdle != null) {
+      return;
+    }
+    String header = response.header(KEEP_ALIVE_HEADER);
+    if (header == null) {
+      return;
+    }
+    try {
+      long keepAlive = Long.parseLong(header.strip());
+      if (keepAlive >= 1 && keepAlive <= MAX_KEEP_ALIVE_MS) {
+        streamIdle = Duration.ofMillis(2 * keepAlive + 1000);
+      }
+    } catch (NumberFormatException ignored) {
+      // not ours to judge: /api/version still tells
+    }
+  }
+
+  /**
+   * An {@code exec} answer's body is heartbeats and the result: once its headers name the window,
+   * read the rest with it, even if the call was started with the 31 s of a client that did not
+   * know it yet (its first call). Only ever shortens: the socket's own timeout stays the bound.
+   */
+  private void readExecBodyWithWindow(Response response) {
+    learnKeepAlive(response);
+    Duration window = streamIdle;
+    ResponseBody body = response.body();
+    if (window != null && body != null) {
+      body.source().timeout().timeout(window.toMillis(), TimeUnit.MILLISECONDS);
+    }
+  }
+
+  /**
    * Remembers the agent's boot id from the first answer that carries one; for a later answer
    * with another id, a note that the agent was restarted since, which error messages carry: an
    * unknown process or a rejected token after a restart is then not a mystery. Null when the
    * id is absent (an agent without the extension) or unchanged.
    */
   private String restartNote(Response response) {
+    learnKeepAlive(response);
     String id = response.header(BOOT_ID_HEADER);
     if (id == null) {
       return null;
@@ -862,7 +906,7 @@ public final class RealSandbox implements Sandbox {
    */
   private OkHttpClient execClient() {
     Duration known = streamIdle != null ? streamIdle : configuredStreamIdle;
-    return withReadTimeout(known != null ? known : Duration.ofSeconds(31));
+    return withReadTimeout(known != null ? known : Duration.ofMillis(2 * MAX_KEEP_ALIVE_MS + 1000));
   }
 
   /** The client, or one that waits at least {@code minimum} for each read. */

@@ -31,6 +31,12 @@ public final class ApiHandler implements HttpHandler {
    * and streams are gone.
    */
   public static final String BOOT_ID_HEADER = "Sandbox-Boot-Id";
+  /**
+   * The response header that carries the keep-alive interval in milliseconds on every answer (our
+   * extension): a client learns its liveness window from its very first call, before the body of
+   * an {@code execute} whose heartbeats it must watch, without asking {@code /api/version}.
+   */
+  public static final String KEEP_ALIVE_HEADER = "Sandbox-Keep-Alive-Ms";
 
   private final AgentConfig config;
   private final byte[] tokenDigest;
@@ -39,9 +45,11 @@ public final class ApiHandler implements HttpHandler {
   private final ProcessEndpoints process;
   /** Random per agent run; not a secret (unauthenticated answers carry it too). */
   private final String bootId = java.util.UUID.randomUUID().toString();
+  private final String keepAliveText;
 
   public ApiHandler(ProcessManager processes, String token, String version) {
     this.config = processes.config();
+    this.keepAliveText = Long.toString(config.keepAliveMs());
     this.tokenDigest = token == null ? null : sha256(token.getBytes(StandardCharsets.UTF_8));
     this.version = version;
     this.exec = new ExecEndpoints(processes);
@@ -102,6 +110,7 @@ public final class ApiHandler implements HttpHandler {
     ResponseGuard guard = new ResponseGuard(exchange.getResponseBody());
     exchange.setStreams(null, guard);
     exchange.getResponseHeaders().set(BOOT_ID_HEADER, bootId);
+    exchange.getResponseHeaders().set(KEEP_ALIVE_HEADER, keepAliveText);
     IOException failure = null;
     try {
       route(exchange);
