@@ -102,6 +102,39 @@ class IsolationIT {
   }
 
   @Test
+  void aKilledNetworkHolderIsReplacedAndCommandsKeepRunning() throws Exception {
+    Path log = dir.resolve("holder.log");
+    try (LaunchedAgent agent = LaunchedAgent.start(List.of(), Map.of(), log,
+        "--workspace", dir.resolve("ws").toString(), "--isolation", "bwrap")) {
+      ProcessHandle holder = holder(agent.pid).orElseThrow();
+      long inside = holder.descendants().reduce((a, b) -> b).orElseThrow().pid(); // the sleep that holds it
+      String before = Files.readSymbolicLink(Path.of("/proc", Long.toString(inside), "ns", "net")).toString();
+      // Only a host process can do this (commands cannot see the holder): kill it.
+      holder.destroyForcibly();
+      assertThat(holder.onExit().get(10, TimeUnit.SECONDS).isAlive()).isFalse();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+      java.util.Optional<ProcessHandle> next = holder(agent.pid);
+      while ((next.isEmpty() || next.get().pid() == holder.pid()) && System.nanoTime() < deadline) {
+        Thread.sleep(50);
+        next = holder(agent.pid);
+      }
+      assertThat(next).as("a new holder").isPresent();
+      JsonNode r = agent.exec("{\"command\":\"readlink /proc/self/ns/net; python3 -c \\\"import socket; s = socket.socket();"
+          + " s.bind(('127.0.0.1', 0)); s.listen(); socket.create_connection(s.getsockname(), 5); print('loopback up')\\\"\"}");
+      assertThat(r.path("stdout").asText()).as("%s", r).doesNotContain(before).endsWith("\nloopback up\n")
+          .startsWith("net:[");
+      assertThat(Files.readString(log)).contains("the network namespace's holder (pid " + holder.pid() + ") ended");
+    }
+  }
+
+  /** The agent's child that holds the sandbox's network namespace. */
+  private static java.util.Optional<ProcessHandle> holder(long agentPid) {
+    return ProcessHandle.of(agentPid).orElseThrow().children()
+        .filter(p -> p.info().arguments().map(a -> List.of(a).contains("--unshare-net")).orElse(false))
+        .findFirst();
+  }
+
+  @Test
   void noneIsTheDefaultAndHasTheHostsNetwork() throws Exception {
     try (LaunchedAgent agent = LaunchedAgent.start(List.of(), Map.of(), dir.resolve("agent.log"),
         "--workspace", dir.resolve("ws").toString())) {
