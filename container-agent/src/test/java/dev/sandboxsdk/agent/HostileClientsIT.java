@@ -68,7 +68,8 @@ class HostileClientsIT {
       new Route("POST", "/api/process/cleanup", ""),
       new Route("GET", "/api/no-such-route", null),
       new Route("DELETE", "/api/process/%s", null),
-      new Route("DELETE", "/api/process/kill-all", null));
+      new Route("DELETE", "/api/process/kill-all", null),
+      new Route("DELETE", "/api/execute/%s", null));
 
   /** How far a client gets before it hangs up or stalls. */
   enum Stage {
@@ -425,6 +426,93 @@ class HostileClientsIT {
     // The child runs with -Xmx256m: the heap grows under 2,600 connections but stays within it.
     assertThat(rss).as("RSS in KiB (baseline %d)", baseRss).isLessThan(384 * 1024);
     assertThat(agent.call(ChildAgent.request("GET", "/api/ping", null), 10_000)).startsWith("HTTP/1.1 200");
+  }
+
+  /**
+   * 50 clients of event streams of commands that print without pause: half of POST
+   * /api/execute/stream (whose command must then wait for its reader), half of GET
+   * /api/process/{id}/stream of one background process (whose window must not grow). Half of
+   * each read 1 KiB a second, half nothing at all, for 8 s; then they all hang up. The agent's
+   * memory stays bounded, a normal exec is served meanwhile, and fds and threads come back.
+   */
+  @Test
+  void fiftySlowOrSilentReadersOfBusyStreamsCostBoundedMemoryAndDelayNoOne() throws Exception {
+    ChildAgent agent = agent(List.of(), "--request-timeout-seconds", "3");
+    String flood = "{\"command\":\"yes slow-reader-line-0123456789 | head -c 200000000\"}";
+    String ticker = "{\"command\":\"while true; do head -c 1000000 /dev/zero | tr '\\\\0' x; echo; sleep 0.1; done\","
+        + "\"processId\":\"%s\"}";
+    // Warm up both stream kinds once, read to the first bytes and left.
+    agent.call("POST", "/api/process/start", String.format(ticker, "warm"));
+    abandon(agent, new Route("POST", "/api/execute/stream", flood), "warm", Stage.FIRST_RESPONSE_BYTE, false);
+    abandon(agent, ROUTES.get(8), "warm", Stage.FIRST_RESPONSE_BYTE, false);
+    agent.call("DELETE", "/api/process/kill-all", null);
+    agent.call("POST", "/api/process/cleanup", "");
+    Thread.sleep(1_000);
+    int baseFds = agent.fds();
+    int baseThreads = agent.connectionThreads();
+    long baseRss = agent.rssKib();
+
+    agent.call("POST", "/api/process/start", String.format(ticker, "busy"));
+    List<Socket> readers = new ArrayList<>();
+    for (int i = 0; i < 50; i++) {
+      Socket s = new Socket();
+      s.setReceiveBufferSize(4096); // so the agent meets back-pressure at once, not after the kernel's megabytes
+      s.connect(new java.net.InetSocketAddress("127.0.0.1", agent.port), 5_000);
+      sockets.add(s);
+      readers.add(s);
+      String request = i % 2 == 0 ? ChildAgent.request("POST", "/api/execute/stream", flood)
+          : ChildAgent.request("GET", "/api/process/busy/stream", null);
+      s.getOutputStream().write(request.getBytes(StandardCharsets.UTF_8));
+    }
+    long peakRss = 0;
+    int peakFds = 0;
+    int peakThreads = 0;
+    long execMs = -1;
+    long read = 0;
+    byte[] buf = new byte[1024];
+    for (int second = 0; second < 8; second++) {
+      long tick = System.nanoTime();
+      for (int i = 0; i < readers.size(); i++) {
+        if (i % 4 < 2) { // one of each kind in every four trickles, the other never reads
+          Socket s = readers.get(i);
+          s.setSoTimeout(20);
+          try {
+            int n = s.getInputStream().read(buf);
+            read += Math.max(n, 0);
+          } catch (java.net.SocketTimeoutException e) {
+            // nothing yet
+          }
+        }
+      }
+      if (second == 4) {
+        long t0 = System.nanoTime();
+        String echo = agent.call(ChildAgent.request("POST", "/api/execute", "{\"command\":\"echo served\"}"), 10_000);
+        execMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
+        assertThat(echo).startsWith("HTTP/1.1 200").contains("served\\n");
+      }
+      peakRss = Math.max(peakRss, agent.rssKib());
+      peakFds = Math.max(peakFds, agent.fds());
+      peakThreads = Math.max(peakThreads, agent.connectionThreads());
+      Thread.sleep(Math.max(0, 1_000 - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - tick)));
+    }
+    for (Socket s : readers) {
+      s.close();
+    }
+    agent.call("DELETE", "/api/process/kill-all", null);
+    agent.call("POST", "/api/process/cleanup", "");
+    boolean settled = ChildAgent.await(30_000,
+        () -> agent.fds() <= baseFds + SLACK && agent.connectionThreads() <= baseThreads + SLACK);
+    System.out.printf("slow readers: 50 streams (25 execute/stream, 25 process stream), %d bytes read in 8 s; exec while"
+            + " loaded %d ms; agent fds %d -> peak %d -> %d, threads %d -> peak %d -> %d, RSS %d -> peak %d -> %d KiB%n",
+        read, execMs, baseFds, peakFds, agent.fds(), baseThreads, peakThreads, agent.connectionThreads(), baseRss, peakRss,
+        agent.rssKib());
+    assertThat(execMs).as("exec while 50 slow readers hold streams").isLessThan(5_000);
+    assertThat(peakRss).as("peak RSS in KiB (baseline %d)", baseRss).isLessThan(baseRss + 256 * 1024);
+    assertThat(agent.rssKib()).as("RSS in KiB afterwards (baseline %d)", baseRss).isLessThan(baseRss + 256 * 1024);
+    assertThat(settled).as("fds %d (baseline %d), threads %d (baseline %d): %s; %s", agent.fds(), baseFds,
+        agent.connectionThreads(), baseThreads, agent.threadNames(), openFds(agent)).isTrue();
+    assertThat(agent.call("GET", "/api/ping", null)).contains("\"status\":\"healthy\"");
+    assertThat(agent.call("POST", "/api/execute", "{\"command\":\"echo still here\"}")).contains("still here\\n");
   }
 
   /** Reads until the agent ends the connection (any response it sent first is skipped). */

@@ -29,6 +29,8 @@ import java.util.Set;
 final class Json {
   static final ObjectMapper MAPPER = JsonMapper.builder()
       .enable(DeserializationFeature.FAIL_ON_READING_DUP_TREE_KEY)
+      // A body is one JSON object: without this, '{"command":"x"} junk' ran the command (HostileInputIT).
+      .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
       .build();
 
   /** The deepest nesting of arrays and objects a request body may have. */

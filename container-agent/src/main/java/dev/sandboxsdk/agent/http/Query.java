@@ -59,7 +59,7 @@ final class Query {
       return defaultValue;
     }
     try {
-      long n = Long.parseLong(v.trim());
+      long n = Long.parseLong(v.strip()); // not trim(): it also drops NUL and other control characters
       if (n >= min && n <= max) {
         return n;
       }

@@ -42,7 +42,8 @@ public enum Signal {
    * @throws AgentException VALIDATION_FAILED naming the parameter when the value is no signal
    */
   public static Signal parse(String value, String field) {
-    String v = value == null ? "" : value.trim().toUpperCase(Locale.ROOT);
+    // strip(), not trim(): "SIGKILL\0" is not a signal name
+    String v = value == null ? "" : value.strip().toUpperCase(Locale.ROOT);
     if (!v.isEmpty() && v.chars().allMatch(c -> c >= '0' && c <= '9') && v.length() <= 3) {
       Optional<Signal> byNumber = ofNumber(Integer.parseInt(v));
       if (byNumber.isPresent()) {
