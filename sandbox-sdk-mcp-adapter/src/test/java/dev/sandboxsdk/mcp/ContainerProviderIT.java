@@ -81,6 +81,7 @@ class ContainerProviderIT {
       assertThat(isError(got)).as("getSandbox: %s", got).isFalse();
       JsonNode sandbox = got.path("structuredContent").path("sandbox");
       assertThat(sandbox.path("mode").asText()).isEqualTo("container");
+      assertThat(sandbox.path("isolation").asText()).isEqualTo("container");
       assertThat(sandbox.path("workspace").asText()).isEqualTo("/workspace");
       assertThat(sandbox.path("keepAlive").asBoolean()).isTrue();
       assertThat(sandbox.path("idleTimeoutSeconds").isNull()).isTrue();

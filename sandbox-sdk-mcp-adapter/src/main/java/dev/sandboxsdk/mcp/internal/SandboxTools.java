@@ -841,6 +841,20 @@ public final class SandboxTools implements AutoCloseable {
     o.put("idleTimeoutSeconds", e.idleTimeout() == null ? null : e.idleTimeout().toSeconds());
     o.put("createdAt", e.createdAt().toString());
     o.put("workspace", e.workspace());
-    return o.put("providerId", e.providerId());
+    o.put("providerId", e.providerId());
+    return o.put("isolation", isolation(e));
+  }
+
+  /** What keeps the sandbox's commands from this machine, as listSandboxes reports it; null when unknown. */
+  private static String isolation(Sandboxes.Entry e) {
+    switch (e.mode()) {
+      case LOCAL:
+        return e.sandbox() instanceof dev.sandboxsdk.LocalSandbox
+            && ((dev.sandboxsdk.LocalSandbox) e.sandbox()).isolation() != dev.sandboxsdk.Isolation.NONE ? "bwrap" : "none";
+      case CONTAINER:
+        return "container";
+      default:
+        return null;
+    }
   }
 }

@@ -457,6 +457,8 @@ class SandboxToolsIT {
       assertThat(kept.get("sandbox").get("idleTimeoutSeconds").isNull()).isTrue();
       JsonNode list = sc(own.call("listSandboxes", args()));
       assertThat(list.get("sandboxes").findValuesAsText("sandboxId")).containsExactly("alpha", "beta");
+      // local sandboxes are isolated by default where bwrap works (CI installs it)
+      assertThat(list.get("sandboxes").findValuesAsText("isolation")).containsExactly("bwrap", "bwrap");
       own.call("exec", args("command", "echo a > mine.txt", "sandboxId", "alpha"));
       JsonNode other = own.call("exec", args("command", "cat mine.txt", "sandboxId", "beta"));
       assertThat(other.get("isError").asBoolean()).as("sandboxes have separate workspaces").isTrue();
