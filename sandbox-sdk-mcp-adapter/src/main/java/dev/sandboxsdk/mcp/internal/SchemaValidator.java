@@ -43,14 +43,14 @@ public final class SchemaValidator {
     }
     if (v.isNumber()) {
       if (schema.has("minimum") && v.decimalValue().compareTo(schema.get("minimum").decimalValue()) < 0) {
-        out.add(path + ": must be at least " + schema.get("minimum") + ", got " + v);
+        out.add(path + ": must be at least " + schema.get("minimum") + ", got " + shown(v.toString()));
       }
       if (schema.has("exclusiveMinimum")
           && v.decimalValue().compareTo(schema.get("exclusiveMinimum").decimalValue()) <= 0) {
-        out.add(path + ": must be greater than " + schema.get("exclusiveMinimum") + ", got " + v);
+        out.add(path + ": must be greater than " + schema.get("exclusiveMinimum") + ", got " + shown(v.toString()));
       }
       if (schema.has("maximum") && v.decimalValue().compareTo(schema.get("maximum").decimalValue()) > 0) {
-        out.add(path + ": must be at most " + schema.get("maximum") + ", got " + v);
+        out.add(path + ": must be at most " + schema.get("maximum") + ", got " + shown(v.toString()));
       }
     }
     if (v.isTextual()) {
@@ -58,7 +58,7 @@ public final class SchemaValidator {
         out.add(path + ": must not be empty");
       }
       if (schema.has("pattern") && !pattern(schema.get("pattern").asText()).matcher(v.asText()).find()) {
-        out.add(path + ": '" + v.asText() + "' does not match " + schema.get("pattern").asText());
+        out.add(path + ": '" + shown(v.asText()) + "' does not match " + schema.get("pattern").asText());
       }
     }
     if (v.isArray()) {
@@ -85,12 +85,12 @@ public final class SchemaValidator {
       JsonNode additional = schema.get("additionalProperties");
       for (Iterator<Map.Entry<String, JsonNode>> it = v.fields(); it.hasNext(); ) {
         Map.Entry<String, JsonNode> f = it.next();
-        String p = path + "." + f.getKey();
+        String p = path + "." + shown(f.getKey());
         JsonNode sub = props != null ? props.get(f.getKey()) : null;
         if (sub != null) {
           check(sub, f.getValue(), p, out);
         } else if (additional != null && additional.isBoolean() && !additional.asBoolean()) {
-          out.add(path + ": unknown property '" + f.getKey() + "'"
+          out.add(path + ": unknown property '" + shown(f.getKey()) + "'"
               + (props != null ? " (allowed: " + String.join(", ", fieldNames(props)) + ")" : ""));
         } else if (additional != null && additional.isObject()) {
           check(additional, f.getValue(), p, out);
@@ -155,6 +155,18 @@ public final class SchemaValidator {
     return String.join(", ", s);
   }
 
+  /**
+   * A value as an error message shows it: at most 64 characters and a count, so that an argument
+   * of a megabyte does not come back whole in the error the model reads.
+   */
+  static String shown(String s) {
+    if (s.length() <= 64) {
+      return s;
+    }
+    int cut = Character.isHighSurrogate(s.charAt(63)) ? 63 : 64;
+    return s.substring(0, cut) + "... (" + s.length() + " characters)";
+  }
+
   private static String describe(JsonNode v) {
     if (v.isNull()) {
       return "null";
@@ -163,7 +175,7 @@ public final class SchemaValidator {
       return "a string";
     }
     if (v.isNumber()) {
-      return "the number " + v;
+      return "the number " + shown(v.toString());
     }
     return v.isObject() ? "an object" : v.isArray() ? "an array" : v.isBoolean() ? "a boolean" : v.getNodeType().toString();
   }

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.sandboxsdk.SandboxSpec;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -283,6 +284,19 @@ class UnitsTest {
             "arguments: unknown property 'extra' (allowed: n, s, e, a, m, z)");
     assertThat(SchemaValidator.validate(schema, Json.parse("{}"))).containsExactly("arguments: missing required property 'n'");
     assertThat(SchemaValidator.validate(schema, Json.parse("{\"n\":1.5}"))).hasSize(1);
+  }
+
+  @Test
+  void validatorShowsAtMost64CharactersOfAValueSoAHugeArgumentDoesNotComeBackWhole() {
+    var schema = Json.parse("{\"type\":\"object\",\"properties\":{\"s\":{\"type\":\"string\",\"pattern\":\"^a+$\"},"
+        + "\"n\":{\"type\":\"integer\",\"maximum\":5}},\"additionalProperties\":false}");
+    String big = "b".repeat(1 << 20);
+    String digits = "9".repeat(1_000); // Jackson refuses longer numbers when parsing
+    List<String> problems = SchemaValidator.validate(schema, Json.parse("{\"s\":\"" + big + "\",\"n\":" + digits
+        + ",\"" + "k".repeat(50_000) + "\":1}")); // names: Jackson's limit is 50,000
+    assertThat(problems).hasSize(3).allSatisfy(p -> assertThat(p.length()).isLessThan(200));
+    assertThat(problems).contains("arguments.s: '" + "b".repeat(64) + "... (1048576 characters)' does not match ^a+$",
+        "arguments.n: must be at most 5, got " + "9".repeat(64) + "... (1000 characters)");
   }
 
   // ---- Redactor
