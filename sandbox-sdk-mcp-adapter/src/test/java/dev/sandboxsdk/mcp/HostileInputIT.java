@@ -132,8 +132,10 @@ class HostileInputIT {
         "{\"name\":\"exec\",\"arguments\":1}")) {
       cases.add(new Case("tools/call params " + abbreviate(params), call(params), Expect.ERROR, "application/json"));
     }
-    // Leniencies the server may keep: a duplicate id member (the last wins), a _meta it cannot use.
-    for (String b : List.of("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}",
+    cases.add(new Case("duplicate id member", "{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2,\"method\":\"ping\"}",
+        Expect.ERROR, "application/json"));
+    // Leniencies the server may keep: a _meta it cannot use.
+    for (String b : List.of(
         call("{\"name\":\"exec\",\"arguments\":{\"command\":\"true\"},\"_meta\":1}"),
         call("{\"name\":\"exec\",\"arguments\":{\"command\":\"true\"},\"_meta\":{\"progressToken\":[]}}"))) {
       cases.add(new Case("lenient " + abbreviate(b), b, Expect.ANY, "application/json"));

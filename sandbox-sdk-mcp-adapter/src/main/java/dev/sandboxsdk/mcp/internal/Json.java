@@ -17,6 +17,8 @@ public final class Json {
   public static final int MAX_DEPTH = 64;
   public static final ObjectMapper MAPPER = new ObjectMapper(JsonFactory.builder()
       .streamReadConstraints(StreamReadConstraints.builder().maxNestingDepth(MAX_DEPTH).build())
+      // {"id":1,"id":2} is a parse error rather than "the last wins": which request would the answer be to?
+      .enable(com.fasterxml.jackson.core.StreamReadFeature.STRICT_DUPLICATE_DETECTION)
       .build())
       .enable(DeserializationFeature.FAIL_ON_TRAILING_TOKENS)
       .enable(DeserializationFeature.USE_BIG_DECIMAL_FOR_FLOATS);

@@ -255,6 +255,8 @@ class UnitsTest {
     assertThatThrownBy(() -> Json.parse("   ")).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> Json.parse("{\"a\":1} {")).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> Json.parse("{\"a\":")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> Json.parse("{\"jsonrpc\":\"2.0\",\"id\":1,\"id\":2}"))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("Duplicate field 'id'");
   }
 
   // ---- SchemaValidator
