@@ -419,7 +419,6 @@ final class FileEndpoints {
     }
     try (ch) {
       exchange.getResponseHeaders().set("Content-Type", "application/octet-stream");
-      exchange.getResponseHeaders().set("Sandbox-File-Size", Long.toString(size));
       exchange.sendResponseHeaders(200, size == 0 ? -1 : size);
       if (size == 0) {
         return;
