@@ -528,6 +528,58 @@ class FilesIT {
     }
   }
 
+  /**
+   * Container mode as shipped: root with only CAP_SETUID, CAP_SETGID, CAP_SETPCAP and CAP_KILL, so
+   * the agent can neither write into the user's workspace nor chown; the routes work all the same
+   * (as the user), and read files only the user may read.
+   */
+  @Test
+  void theRoutesWorkInContainerModeWithoutChownOrDacOverride() throws Exception {
+    CommandUserIT.assumeRootWithSetpriv();
+    Path dir = Files.createTempDirectory("files-it-container");
+    Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
+    Path ws = Files.createDirectories(dir.resolve("ws"));
+    int uid = 64_000 + new Random().nextInt(1000);
+    Files.setAttribute(ws, "unix:gid", uid);
+    Files.setAttribute(ws, "unix:uid", uid);
+    try (LaunchedAgent a = LaunchedAgent.start(CommandUserIT.CONTAINER_ROOT, Map.of(), dir.resolve("agent.log"),
+        "--workspace", ws.toString(), "--command-user", uid + ":" + uid)) {
+      assertThat(post(a, "/api/write", obj("path", "p/q/w.txt", "content", "w")).statusCode()).isEqualTo(200);
+      assertThat(post(a, "/api/mkdir", obj("path", "m/n", "recursive", true)).statusCode()).isEqualTo(200);
+      assertThat(post(a, "/api/mkdir", obj("path", "m/n")).statusCode()).isEqualTo(409);
+      byte[] bytes = new byte[200_000];
+      new Random(5).nextBytes(bytes);
+      assertThat(send(a, HttpRequest.newBuilder(a.url.resolve(raw("r/raw.bin"))).PUT(HttpRequest.BodyPublishers.ofByteArray(bytes)))
+          .statusCode()).isEqualTo(200);
+      assertThat(Files.readAllBytes(ws.resolve("r/raw.bin"))).isEqualTo(bytes);
+      for (String p : List.of("p", "p/q", "p/q/w.txt", "m", "m/n", "r", "r/raw.bin")) {
+        assertThat(Files.getAttribute(ws.resolve(p), "unix:uid")).as(p).isEqualTo(uid);
+      }
+      try (var left = Files.list(ws.resolve("r"))) {
+        assertThat(left.map(f -> f.getFileName().toString())).containsExactly("raw.bin");
+      }
+      // A file only its owner may read, made by a command: read as the user.
+      HttpResponse<String> exec = post(a, "/api/execute", obj("command",
+          "umask 077; printf secret > private.txt; echo more >> p/q/w.txt"));
+      assertThat(TestAgent.JSON.readTree(exec.body()).get("exitCode").asInt()).as(exec.body()).isEqualTo(0);
+      assertThat(TestAgent.JSON.readTree(post(a, "/api/read", obj("path", "private.txt")).body()).get("content").asText())
+          .isEqualTo("secret");
+      HttpResponse<byte[]> down = a.http.send(auth(HttpRequest.newBuilder(a.url.resolve(raw("private.txt")))).GET().build(),
+          HttpResponse.BodyHandlers.ofByteArray());
+      assertThat(new String(down.body(), StandardCharsets.UTF_8)).isEqualTo("secret");
+      assertThat(post(a, "/api/rename", obj("oldPath", "private.txt", "newPath", "m/n/private.txt")).statusCode()).isEqualTo(200);
+      assertThat(post(a, "/api/delete", obj("path", "p/q/w.txt")).statusCode()).isEqualTo(200);
+      assertThat(post(a, "/api/delete", obj("path", "m", "recursive", true)).statusCode()).isEqualTo(200);
+      assertThat(ws.resolve("m")).doesNotExist();
+      HttpResponse<String> missing = post(a, "/api/delete", obj("path", "m"));
+      assertThat(missing.statusCode()).isEqualTo(404);
+      assertThat(post(a, "/api/write", obj("path", "../escape.txt", "content", "x")).statusCode()).isEqualTo(403);
+      assertThat(dir.resolve("escape.txt")).doesNotExist();
+    } finally {
+      deleteTree(dir);
+    }
+  }
+
   static HttpRequest.Builder auth(HttpRequest.Builder b) {
     return b.header("Authorization", "Bearer " + LaunchedAgent.TOKEN);
   }

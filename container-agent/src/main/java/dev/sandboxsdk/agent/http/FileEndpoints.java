@@ -15,10 +15,13 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.nio.ByteBuffer;
+import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
+import java.nio.channels.ReadableByteChannel;
 import java.nio.charset.CharacterCodingException;
 import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.FileVisitResult;
@@ -40,7 +43,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -64,19 +66,21 @@ final class FileEndpoints {
   static final int MAX_LIST_ENTRIES = 10_000;
   /** How much of a file decides whether it is text. */
   private static final int SNIFF_BYTES = 8 * 1024;
+  private static final java.security.SecureRandom RANDOM = new java.security.SecureRandom();
   private static final OpenOption[] READ_NOFOLLOW = {StandardOpenOption.READ, LinkOption.NOFOLLOW_LINKS};
 
   private final AgentConfig config;
   private final OutputBudget budget;
   private final WorkspacePaths paths;
-  private final CommandUser owner;
-  private final AtomicBoolean chownWarned = new AtomicBoolean();
+  /** With --command-user: makes every change as that user. */
+  private final UserFiles asUser;
 
   FileEndpoints(ProcessManager processes) {
     this.config = processes.config();
     this.budget = processes.outputBudget();
     this.paths = new WorkspacePaths(config.workspace());
-    this.owner = processes.commandUser();
+    CommandUser user = processes.commandUser();
+    this.asUser = user == null ? null : new UserFiles(user);
   }
 
   // ---- Cloudflare's routes ----
@@ -101,7 +105,7 @@ final class FileEndpoints {
     }
     try {
       byte[] bytes;
-      try (FileChannel ch = FileChannel.open(p, READ_NOFOLLOW); InputStream in = java.nio.channels.Channels.newInputStream(ch)) {
+      try (ReadableByteChannel ch = open(p, raw); InputStream in = Channels.newInputStream(ch)) {
         bytes = in.readNBytes((int) limit + 1);
       } catch (IOException e) {
         throw WorkspacePaths.failure(e, "path", raw);
@@ -130,18 +134,10 @@ final class FileEndpoints {
     Json body = readBody(exchange, Set.of("path", "sessionId"));
     String raw = body.string("path");
     Path p = paths.follow("path", raw, paths.resolve("path", raw));
-    regularFile(p, raw);
-    FileChannel ch;
-    try {
-      ch = FileChannel.open(p, READ_NOFOLLOW);
-    } catch (IOException e) {
-      throw WorkspacePaths.failure(e, "path", raw);
-    }
-    try (ch) {
+    long size = regularFile(p, raw).size();
+    try (ReadableByteChannel ch = open(p, raw)) {
       ByteBuffer buf = ByteBuffer.allocate(STREAM_CHUNK);
-      long size;
       try {
-        size = ch.size();
         fill(ch, buf); // the first chunk decides text or binary
       } catch (IOException e) {
         throw WorkspacePaths.failure(e, "path", raw);
@@ -240,12 +236,16 @@ final class FileEndpoints {
     }
     refuseDirectory(p, raw);
     createParents(p, raw);
-    boolean existed = Files.exists(p, LinkOption.NOFOLLOW_LINKS);
+    if (asUser != null) {
+      asUser.write(p, new java.io.ByteArrayInputStream(bytes), false, "path", raw);
+      ObjectNode out = Json.object();
+      out.put("success", true);
+      out.put("path", raw);
+      Responses.ok(exchange, out);
+      return;
+    }
     try (FileChannel ch = FileChannel.open(p, StandardOpenOption.WRITE, StandardOpenOption.CREATE,
         StandardOpenOption.TRUNCATE_EXISTING, LinkOption.NOFOLLOW_LINKS)) {
-      if (!existed) {
-        giveToCommandUser(p);
-      }
       ByteBuffer b = ByteBuffer.wrap(bytes);
       while (b.hasRemaining()) {
         ch.write(b);
@@ -266,13 +266,15 @@ final class FileEndpoints {
     Path p = paths.resolve("path", raw); // a final link is deleted, never followed
     notTheWorkspace(p, "path", raw, "deleted");
     BasicFileAttributes a = attributes(p, "path", raw);
+    if (a.isDirectory() && !recursive) {
+      throw new AgentException(ErrorCode.IS_DIRECTORY, "'" + WorkspacePaths.shorten(raw)
+          + "' is a directory; pass \"recursive\": true to delete it with everything in it",
+          Map.of("field", "path", "path", WorkspacePaths.shorten(raw)));
+    }
     try {
-      if (a.isDirectory()) {
-        if (!recursive) {
-          throw new AgentException(ErrorCode.IS_DIRECTORY, "'" + WorkspacePaths.shorten(raw)
-              + "' is a directory; pass \"recursive\": true to delete it with everything in it",
-              Map.of("field", "path", "path", WorkspacePaths.shorten(raw)));
-        }
+      if (asUser != null) {
+        asUser.remove(p, a.isDirectory(), "path", raw);
+      } else if (a.isDirectory()) {
         deleteTree(p);
       } else {
         Files.delete(p);
@@ -314,12 +316,15 @@ final class FileEndpoints {
             + WorkspacePaths.shorten(raw) + "' " + (exists ? "is not a directory" : "does not exist; pass \"recursive\": true"
             + " to create it too"), Map.of("field", "path", "path", WorkspacePaths.shorten(raw)));
       }
-      try {
-        Files.createDirectory(p);
-      } catch (IOException e) {
-        throw WorkspacePaths.failure(e, "path", raw);
+      if (asUser != null) {
+        asUser.mkdir(p, false, "path", raw);
+      } else {
+        try {
+          Files.createDirectory(p);
+        } catch (IOException e) {
+          throw WorkspacePaths.failure(e, "path", raw);
+        }
       }
-      giveToCommandUser(p);
     }
     ObjectNode out = Json.object();
     out.put("success", true);
@@ -408,16 +413,8 @@ final class FileEndpoints {
   void download(HttpExchange exchange) throws IOException {
     String raw = Query.parse(exchange.getRequestURI(), Set.of("path")).string("path");
     Path p = paths.follow("path", raw, paths.resolve("path", raw));
-    regularFile(p, raw);
-    FileChannel ch;
-    long size;
-    try {
-      ch = FileChannel.open(p, READ_NOFOLLOW);
-      size = ch.size();
-    } catch (IOException e) {
-      throw WorkspacePaths.failure(e, "path", raw);
-    }
-    try (ch) {
+    long size = regularFile(p, raw).size();
+    try (ReadableByteChannel ch = open(p, raw)) {
       exchange.getResponseHeaders().set("Content-Type", "application/octet-stream");
       exchange.sendResponseHeaders(200, size == 0 ? -1 : size);
       if (size == 0) {
@@ -455,30 +452,35 @@ final class FileEndpoints {
     Path p = paths.follow("path", raw, paths.resolve("path", raw));
     refuseDirectory(p, raw);
     createParents(p, raw);
-    PosixFileAttributes previous = null;
+    Integer previousMode = null;
     try {
-      previous = Files.readAttributes(p, PosixFileAttributes.class, LinkOption.NOFOLLOW_LINKS);
+      previousMode = (Integer) Files.getAttribute(p, "unix:mode", LinkOption.NOFOLLOW_LINKS) & 07777;
     } catch (NoSuchFileException e) {
       // a new file
     } catch (IOException e) {
       throw WorkspacePaths.failure(e, "path", raw);
     }
+    long written = asUser != null ? uploadAsUser(exchange, p, raw, previousMode) : uploadDirectly(exchange, p, raw, previousMode);
+    ObjectNode out = Json.object();
+    out.put("success", true);
+    out.put("path", raw);
+    out.put("size", written);
+    Responses.ok(exchange, out);
+  }
+
+  private long uploadDirectly(HttpExchange exchange, Path p, String raw, Integer previousMode) throws IOException {
     Path tmp;
     try {
       tmp = Files.createTempFile(p.getParent(), "." + p.getFileName() + ".", ".upload");
     } catch (IOException e) {
       throw WorkspacePaths.failure(e, "path", raw);
     }
-    long written = 0;
     try {
+      long written = 0;
       try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
         InputStream in = exchange.getRequestBody();
         byte[] buf = new byte[RAW_BUFFER];
-        while (true) {
-          int n = in.read(buf); // an IOException here is the client's: it propagates and closes the connection
-          if (n < 0) {
-            break;
-          }
+        for (int n; (n = in.read(buf)) >= 0; ) { // an IOException from in is the client's: it closes the connection
           try {
             ByteBuffer b = ByteBuffer.wrap(buf, 0, n);
             while (b.hasRemaining()) {
@@ -496,21 +498,12 @@ final class FileEndpoints {
         }
       }
       try {
-        if (previous != null) {
-          Files.setPosixFilePermissions(tmp, previous.permissions());
-          copyOwner(previous, tmp);
-        } else {
-          Files.setPosixFilePermissions(tmp, PosixFilePermissions.fromString("rw-r--r--"));
-          giveToCommandUser(tmp);
-        }
-        try {
-          Files.move(tmp, p, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-        } catch (AtomicMoveNotSupportedException e) {
-          Files.move(tmp, p, StandardCopyOption.REPLACE_EXISTING);
-        }
+        Files.setAttribute(tmp, "unix:mode", previousMode != null ? previousMode : 0644, LinkOption.NOFOLLOW_LINKS);
+        moveAtomically(tmp, p);
       } catch (IOException e) {
         throw WorkspacePaths.failure(e, "path", raw);
       }
+      return written;
     } finally {
       try {
         Files.deleteIfExists(tmp);
@@ -518,11 +511,28 @@ final class FileEndpoints {
         log.debug("cannot remove the partial upload {}: {}", tmp, e.toString());
       }
     }
-    ObjectNode out = Json.object();
-    out.put("success", true);
-    out.put("path", raw);
-    out.put("size", written);
-    Responses.ok(exchange, out);
+  }
+
+  private long uploadAsUser(HttpExchange exchange, Path p, String raw, Integer previousMode) throws IOException {
+    Path tmp = p.resolveSibling("." + p.getFileName() + "." + Long.toUnsignedString(RANDOM.nextLong(), 36) + ".upload");
+    boolean moved = false;
+    try {
+      long written = asUser.write(tmp, exchange.getRequestBody(), true, "path", raw);
+      if (previousMode != null) {
+        asUser.chmod(tmp, previousMode, "path", raw);
+      }
+      asUser.rename(tmp, p, "path", raw);
+      moved = true;
+      return written;
+    } finally {
+      if (!moved) {
+        try {
+          asUser.remove(tmp, false, "path", raw);
+        } catch (AgentException e) {
+          log.debug("cannot remove the partial upload {}: {}", tmp, e.getMessage());
+        }
+      }
+    }
   }
 
   // ---- helpers ----
@@ -585,10 +595,10 @@ final class FileEndpoints {
       throw WorkspacePaths.failure(e, toField, toRaw);
     }
     try {
-      try {
-        Files.move(from, to, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-      } catch (AtomicMoveNotSupportedException e) {
-        Files.move(from, to, StandardCopyOption.REPLACE_EXISTING); // another file system: copy, then delete
+      if (asUser != null) {
+        asUser.rename(from, to, toField, toRaw);
+      } else {
+        moveAtomically(from, to);
       }
     } catch (IOException e) {
       throw WorkspacePaths.failure(e, toField, toRaw);
@@ -598,6 +608,16 @@ final class FileEndpoints {
     out.put("path", fromRaw);
     out.put("newPath", toRaw);
     Responses.ok(exchange, out);
+  }
+
+  private static void moveAtomically(Path from, Path to) throws IOException {
+    {
+      try {
+        Files.move(from, to, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+      } catch (AtomicMoveNotSupportedException e) {
+        Files.move(from, to, StandardCopyOption.REPLACE_EXISTING); // another file system: copy, then delete
+      }
+    }
   }
 
   private void notTheWorkspace(Path p, String field, String raw, String verb) {
@@ -668,10 +688,15 @@ final class FileEndpoints {
       }
       missing.add(0, d);
     }
+    if (asUser != null) {
+      if (!missing.isEmpty()) {
+        asUser.mkdir(dir, true, "path", raw);
+      }
+      return;
+    }
     for (Path d : missing) {
       try {
         Files.createDirectory(d);
-        giveToCommandUser(d);
       } catch (FileAlreadyExistsException e) {
         if (!Files.isDirectory(d)) {
           throw WorkspacePaths.failure(e, "path", raw);
@@ -682,37 +707,21 @@ final class FileEndpoints {
     }
   }
 
-  /** With --command-user, gives a file or directory the agent created to that user. */
-  private void giveToCommandUser(Path p) {
-    if (owner == null) {
-      return;
-    }
-    setOwner(p, owner.uid(), owner.gid());
-  }
-
-  private void copyOwner(PosixFileAttributes previous, Path p) {
+  /** Opens a file for reading; with --command-user, one the agent may not open is read by that user. */
+  private ReadableByteChannel open(Path p, String raw) {
     try {
-      Files.setOwner(p, previous.owner());
-      Files.getFileAttributeView(p, java.nio.file.attribute.PosixFileAttributeView.class, LinkOption.NOFOLLOW_LINKS)
-          .setGroup(previous.group());
+      return FileChannel.open(p, READ_NOFOLLOW);
+    } catch (AccessDeniedException e) {
+      if (asUser == null) {
+        throw WorkspacePaths.failure(e, "path", raw);
+      }
+      try {
+        return Channels.newChannel(asUser.read(p, "path", raw));
+      } catch (IOException io) {
+        throw WorkspacePaths.failure(io, "path", raw);
+      }
     } catch (IOException e) {
-      if (owner != null) {
-        giveToCommandUser(p);
-      }
-    }
-  }
-
-  private void setOwner(Path p, long uid, long gid) {
-    try {
-      Files.setAttribute(p, "unix:gid", (int) gid, LinkOption.NOFOLLOW_LINKS);
-      Files.setAttribute(p, "unix:uid", (int) uid, LinkOption.NOFOLLOW_LINKS);
-    } catch (IOException | UnsupportedOperationException e) {
-      // Without CAP_CHOWN the file stays the agent's; commands can still read it, and delete or
-      // rename it in a directory of theirs, but not change it in place.
-      if (chownWarned.compareAndSet(false, true)) {
-        log.warn("--command-user: cannot give {} to uid {} ({}); files the file routes create stay the agent's",
-            p, uid, e.toString());
-      }
+      throw WorkspacePaths.failure(e, "path", raw);
     }
   }
 
@@ -785,7 +794,7 @@ final class FileEndpoints {
     return a.isSymbolicLink() ? "symlink" : a.isDirectory() ? "directory" : a.isRegularFile() ? "file" : "other";
   }
 
-  private static void fill(FileChannel ch, ByteBuffer buf) throws IOException {
+  private static void fill(ReadableByteChannel ch, ByteBuffer buf) throws IOException {
     while (buf.hasRemaining()) {
       if (ch.read(buf) < 0) {
         return;

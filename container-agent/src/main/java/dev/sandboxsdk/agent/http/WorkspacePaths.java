@@ -146,16 +146,16 @@ final class WorkspacePaths {
     context.put("path", path);
     String reason = e instanceof FileSystemException && ((FileSystemException) e).getReason() != null
         ? ((FileSystemException) e).getReason() : String.valueOf(e.getMessage());
-    if (e instanceof NoSuchFileException) {
+    if (e instanceof NoSuchFileException || reason.contains("No such file or directory")) {
       return new AgentException(ErrorCode.FILE_NOT_FOUND, "file not found: " + path, context);
     }
     if (e instanceof AccessDeniedException) {
       return new AgentException(ErrorCode.PERMISSION_DENIED, "permission denied: " + path, context);
     }
-    if (e instanceof FileAlreadyExistsException) {
+    if (e instanceof FileAlreadyExistsException || reason.contains("File exists")) {
       return new AgentException(ErrorCode.FILE_EXISTS, "already exists: " + path, context);
     }
-    if (e instanceof DirectoryNotEmptyException) {
+    if (e instanceof DirectoryNotEmptyException || reason.contains("Directory not empty")) {
       return new AgentException(ErrorCode.FILE_EXISTS, "directory not empty: " + path, context);
     }
     if (e instanceof NotDirectoryException || reason.contains("Not a directory")) {
