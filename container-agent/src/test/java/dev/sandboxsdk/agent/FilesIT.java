@@ -322,6 +322,10 @@ class FilesIT {
     assertThat(l.text("type")).isEqualTo("symlink");
     assertThat(l.text("symlinkTarget")).isEqualTo("s.txt");
     assertThat(agent.post("/api/stat", obj("path", "none")).text("code")).isEqualTo("FILE_NOT_FOUND");
+    Files.createSymbolicLink(agent.workspace.resolve("dangling"), Path.of("nothing-here"));
+    assertThat(agent.post("/api/read", obj("path", "dangling")).text("code")).isEqualTo("FILE_NOT_FOUND");
+    assertThat(agent.post("/api/exists", obj("path", "dangling")).body().get("exists").asBoolean()).isFalse();
+    assertThat(agent.post("/api/stat", obj("path", "dangling")).text("type")).isEqualTo("symlink");
   }
 
   @Test

@@ -611,12 +611,10 @@ final class FileEndpoints {
   }
 
   private static void moveAtomically(Path from, Path to) throws IOException {
-    {
-      try {
-        Files.move(from, to, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-      } catch (AtomicMoveNotSupportedException e) {
-        Files.move(from, to, StandardCopyOption.REPLACE_EXISTING); // another file system: copy, then delete
-      }
+    try {
+      Files.move(from, to, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    } catch (AtomicMoveNotSupportedException e) {
+      Files.move(from, to, StandardCopyOption.REPLACE_EXISTING); // another file system: copy, then delete
     }
   }
 
@@ -650,9 +648,13 @@ final class FileEndpoints {
       throw new AgentException(ErrorCode.IS_DIRECTORY, "'" + WorkspacePaths.shorten(raw) + "' is a directory, not a file",
           Map.of("field", "path", "path", WorkspacePaths.shorten(raw)));
     }
+    if (a.isSymbolicLink()) {
+      throw new AgentException(ErrorCode.FILE_NOT_FOUND, "'" + WorkspacePaths.shorten(raw)
+          + "' is a symbolic link to nothing", Map.of("field", "path", "path", WorkspacePaths.shorten(raw)));
+    }
     if (!a.isRegularFile()) {
       throw AgentException.invalid("path", "'" + WorkspacePaths.shorten(raw) + "' is not a regular file"
-          + " (a device, FIFO, socket or dangling link)");
+          + " (a device, FIFO or socket)");
     }
     return a;
   }
