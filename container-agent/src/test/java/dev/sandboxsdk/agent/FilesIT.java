@@ -494,9 +494,11 @@ class FilesIT {
       }
       System.err.printf("FilesIT 64 MiB: up %d ms, down %d ms; agent RSS %d KiB before, %d after up, %d after down%n",
           upMillis, downMillis, rssBefore, rssAfterUp, rssAfterDown);
-      // The file is 65536 KiB; the agent may not grow by anything near it.
-      assertThat(rssAfterUp - rssBefore).isLessThan(24 * 1024);
-      assertThat(rssAfterDown - rssBefore).isLessThan(24 * 1024);
+      // The file is 65536 KiB; the agent may not grow by anything near it. Measured: 1.6 to 5.9 MiB
+      // in most runs, once 21 to 22 MiB (the JVM's heap sizing, not the file: buffers are 64 KiB), so
+      // the bound is half the file.
+      assertThat(rssAfterUp - rssBefore).isLessThan(32 * 1024);
+      assertThat(rssAfterDown - rssBefore).isLessThan(32 * 1024);
     } finally {
       deleteTree(dir);
     }
