@@ -6,17 +6,39 @@ public enum ErrorCode {
   INVALID_COMMAND(400),
   UNAUTHORIZED(401),
   PROCESS_NOT_FOUND(404),
+  /** File routes: the path does not exist (Cloudflare's code). */
+  FILE_NOT_FOUND(404),
+  /** File routes: a directory where a file is expected (Cloudflare's code). */
+  IS_DIRECTORY(400),
+  /** File routes: a file where a directory is expected (Cloudflare's code). */
+  NOT_DIRECTORY(400),
+  /** File routes: a name longer than the file system allows (Cloudflare's code). */
+  NAME_TOO_LONG(400),
+  /** File routes: too many levels of symbolic links (Cloudflare's code; 500 there, a client's path here). */
+  TOO_MANY_LINKS(400),
+  /** File routes: outside the workspace, or the file system says no (Cloudflare's code). */
+  PERMISSION_DENIED(403),
+  /** File routes: a read-only file system (Cloudflare's code). */
+  READ_ONLY(403),
   COMMAND_NOT_FOUND(404),
   NOT_FOUND(404),
   METHOD_NOT_ALLOWED(405),
   PROCESS_ALREADY_EXISTS(409),
   PROCESS_NOT_RUNNING(409),
+  /** File routes: the target already exists (Cloudflare's code). */
+  FILE_EXISTS(409),
   PAYLOAD_TOO_LARGE(413),
+  /** File routes: a file too large for a JSON answer; use the stream or the raw route (Cloudflare's code). */
+  FILE_TOO_LARGE(413),
   TOO_MANY_PROCESSES(429),
   INTERNAL_ERROR(500),
+  /** File routes: an I/O failure the agent cannot attribute to the request (Cloudflare's code). */
+  FILESYSTEM_ERROR(500),
   /** The agent's output budget is in use; retry later (docs/protocol.md, "Memory"). */
   OUTPUT_BUDGET_EXHAUSTED(503),
-  SHUTTING_DOWN(503);
+  SHUTTING_DOWN(503),
+  /** File routes: no space left on the device or quota exceeded (Cloudflare's code, 500 there). */
+  NO_SPACE(507);
 
   private final int httpStatus;
 

@@ -69,7 +69,19 @@ class HostileClientsIT {
       new Route("GET", "/api/no-such-route", null),
       new Route("DELETE", "/api/process/%s", null),
       new Route("DELETE", "/api/process/kill-all", null),
-      new Route("DELETE", "/api/execute/%s", null));
+      new Route("DELETE", "/api/execute/%s", null),
+      new Route("POST", "/api/write", "{\"path\":\"hostile/f.txt\",\"content\":\"hello\"}"),
+      new Route("POST", "/api/read", "{\"path\":\"hostile/f.txt\"}"),
+      new Route("POST", "/api/read/stream", "{\"path\":\"hostile/f.txt\"}"),
+      new Route("POST", "/api/list-files", "{\"path\":\"hostile\",\"options\":{\"recursive\":true}}"),
+      new Route("POST", "/api/exists", "{\"path\":\"hostile/f.txt\"}"),
+      new Route("POST", "/api/stat", "{\"path\":\"hostile/f.txt\"}"),
+      new Route("POST", "/api/mkdir", "{\"path\":\"hostile/d/e\",\"recursive\":true}"),
+      new Route("POST", "/api/rename", "{\"oldPath\":\"hostile/d/e\",\"newPath\":\"hostile/d/e2\"}"),
+      new Route("POST", "/api/move", "{\"sourcePath\":\"hostile/d/e2\",\"destinationPath\":\"hostile/d/e3\"}"),
+      new Route("POST", "/api/delete", "{\"path\":\"hostile/d\",\"recursive\":true}"),
+      new Route("PUT", "/api/files/raw?path=hostile/raw.bin", "raw bytes of a file"),
+      new Route("GET", "/api/files/raw?path=hostile/f.txt", null));
 
   /** How far a client gets before it hangs up or stalls. */
   enum Stage {

@@ -130,6 +130,47 @@ class WireFixturesIT {
     }
   }
 
+  @Test
+  void fileRoutesHaveTheFixturesFields() throws Exception {
+    Files.deleteIfExists(agent.workspace.resolve("notes/link"));
+    assertThat(shape(agent.post("/api/mkdir", obj("path", "notes/sub", "recursive", true)).body()))
+        .isEqualTo(shape(fixture("file-mkdir-response.json")));
+    JsonNode read = fixture("file-read-response.json");
+    assertThat(shape(agent.post("/api/write", obj("path", "notes/hello.txt", "content", read.get("content").asText())).body()))
+        .isEqualTo(shape(fixture("file-write-response.json")));
+    TestAgent.Response liveRead = agent.post("/api/read", obj("path", "notes/hello.txt"));
+    assertThat(shape(liveRead.body())).isEqualTo(shape(read));
+    for (String stable : List.of("content", "encoding", "isBinary", "mimeType", "size")) {
+      assertThat(liveRead.body().get(stable)).as(stable).isEqualTo(read.get(stable));
+    }
+    Files.writeString(agent.workspace.resolve("notes/sub/two.txt"), "line one\nline two\n");
+    try (SseReader sse = agent.stream("/api/read/stream", obj("path", "notes/hello.txt"))) {
+      assertThat(eventShapes(sse.rest())).isEqualTo(eventShapes(events("file-read-stream-events.jsonl")));
+    }
+    JsonNode list = fixture("file-list-response.json");
+    TestAgent.Response liveList = agent.post("/api/list-files", obj("path", "notes", "options", java.util.Map.of("recursive", true)));
+    assertThat(shape(liveList.body())).isEqualTo(shape(list));
+    assertThat(liveList.body().get("count")).isEqualTo(list.get("count"));
+    assertThat(shape(agent.post("/api/exists", obj("path", "notes/hello.txt")).body()))
+        .isEqualTo(shape(fixture("file-exists-response.json")));
+    assertThat(shape(agent.post("/api/rename", obj("oldPath", "notes/sub/two.txt", "newPath", "notes/sub/2.txt")).body()))
+        .isEqualTo(shape(fixture("file-rename-response.json")));
+    assertThat(shape(agent.post("/api/move", obj("sourcePath", "notes/sub/2.txt", "destinationPath", "notes/moved.txt")).body()))
+        .isEqualTo(shape(fixture("file-move-response.json")));
+    Files.createSymbolicLink(agent.workspace.resolve("notes/link"), Path.of("hello.txt"));
+    assertThat(shape(agent.post("/api/stat", obj("path", "notes/link")).body())).isEqualTo(shape(fixture("file-stat-response.json")));
+    TestAgent.Response put = agent.send(agent.request("/api/files/raw?path=notes/blob.bin")
+        .PUT(java.net.http.HttpRequest.BodyPublishers.ofByteArray(new byte[100_000])).build());
+    assertThat(shape(put.body())).isEqualTo(shape(fixture("file-raw-put-response.json")));
+    assertThat(shape(agent.post("/api/delete", obj("path", "notes/sub", "recursive", true)).body()))
+        .isEqualTo(shape(fixture("file-delete-response.json")));
+    TestAgent.Response missing = agent.post("/api/read", obj("path", "notes/missing.txt"));
+    JsonNode error = fixture("file-error-response.json");
+    assertThat(shape(missing.body())).isEqualTo(shape(error));
+    assertThat(missing.body().get("code")).isEqualTo(error.get("code"));
+    assertThat(missing.status()).isEqualTo(error.get("httpStatus").asInt());
+  }
+
   /** The set of (type, fields) pairs: stdout and stderr may interleave differently per run. */
   static Set<String> eventShapes(List<JsonNode> events) {
     Set<String> shapes = new TreeSet<>();

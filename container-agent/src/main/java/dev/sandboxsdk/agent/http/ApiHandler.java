@@ -43,6 +43,7 @@ public final class ApiHandler implements HttpHandler {
   private final String version;
   private final ExecEndpoints exec;
   private final ProcessEndpoints process;
+  private final FileEndpoints files;
   /** Random per agent run; not a secret (unauthenticated answers carry it too). */
   private final String bootId = java.util.UUID.randomUUID().toString();
   private final String keepAliveText;
@@ -54,6 +55,7 @@ public final class ApiHandler implements HttpHandler {
     this.version = version;
     this.exec = new ExecEndpoints(processes);
     this.process = new ProcessEndpoints(processes);
+    this.files = new FileEndpoints(processes);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
     this.network = processes.network();
@@ -349,6 +351,54 @@ public final class ApiHandler implements HttpHandler {
       case "/api/process/cleanup":
         allow(method, "POST");
         process.cleanup(exchange);
+        return;
+      case "/api/read":
+        allow(method, "POST");
+        files.read(exchange);
+        return;
+      case "/api/read/stream":
+        allow(method, "POST");
+        files.readStream(exchange);
+        return;
+      case "/api/write":
+        allow(method, "POST");
+        files.write(exchange);
+        return;
+      case "/api/delete":
+        allow(method, "POST");
+        files.delete(exchange);
+        return;
+      case "/api/rename":
+        allow(method, "POST");
+        files.rename(exchange);
+        return;
+      case "/api/move":
+        allow(method, "POST");
+        files.move(exchange);
+        return;
+      case "/api/mkdir":
+        allow(method, "POST");
+        files.mkdir(exchange);
+        return;
+      case "/api/list-files":
+        allow(method, "POST");
+        files.listFiles(exchange);
+        return;
+      case "/api/exists":
+        allow(method, "POST");
+        files.exists(exchange);
+        return;
+      case "/api/stat":
+        allow(method, "POST");
+        files.stat(exchange);
+        return;
+      case "/api/files/raw":
+        if (method.equals("PUT")) {
+          files.upload(exchange);
+        } else {
+          allow(method, "GET", "PUT");
+          files.download(exchange);
+        }
         return;
       default:
         break;

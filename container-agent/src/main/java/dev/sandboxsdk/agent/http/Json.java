@@ -198,6 +198,18 @@ final class Json {
     return v.longValue();
   }
 
+  /** A nested JSON object, read with the same strictness, or null when absent. */
+  Json object(String name) {
+    JsonNode v = node.get(name);
+    if (v == null || v.isNull()) {
+      return null;
+    }
+    if (!v.isObject()) {
+      throw wrongType(name, "an object", v);
+    }
+    return new Json((ObjectNode) v);
+  }
+
   List<String> stringList(String name) {
     JsonNode v = node.get(name);
     if (v == null || v.isNull()) {

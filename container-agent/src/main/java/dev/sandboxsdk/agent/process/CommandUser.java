@@ -259,7 +259,7 @@ public final class CommandUser {
    * environment of only PATH and LC_ALL: the agent's own environment (its token) must not be
    * readable in /proc by the commands, which run as the same user.
    */
-  ProcessBuilder helper(List<String> argv) {
+  public ProcessBuilder helper(List<String> argv) {
     List<String> cmd = new ArrayList<>(prefix);
     cmd.addAll(argv);
     ProcessBuilder pb = new ProcessBuilder(cmd).redirectInput(ProcessBuilder.Redirect.from(new File("/dev/null")))
