@@ -147,13 +147,15 @@ async function checkProgress(t, client) {
 
 async function checkCancel(t, client) {
   return check(t, 'exec cancelled via AbortSignal -> request rejects and the process is killed', async () => {
-    const pidFile = `cancel-${t}.pid`;
+    // The command rewrites a heartbeat file every 50 ms; it was killed once the file stops changing.
+    // (A later command cannot look for its pid: an isolated command sees only its own processes.)
+    const beatFile = `cancel-${t}.beat`;
     const controller = new AbortController();
     let messages = '';
     let startedAt = 0;
     const call = execTool(
       client,
-      { command: `echo $$ > ${pidFile}; echo started; exec sleep 600` },
+      { command: `echo started; while :; do date +%s%N > ${beatFile}; sleep 0.05; done` },
       {
         signal: controller.signal,
         onprogress: (p) => {
@@ -186,25 +188,26 @@ async function checkCancel(t, client) {
     assert(rej?.name === 'AbortError' || /\bAbortError\b/.test(String(rej?.message)),
       `rejected with ${rej?.name}: ${rej?.message}`);
 
-    const cat = await execTool(client, { command: `cat ${pidFile}` });
-    const pid = String(cat.structuredContent?.stdout ?? '').trim();
-    assert(!cat.isError && /^\d+$/.test(pid), `could not read ${pidFile}: ${short(cat)}`);
-
+    const read = async () => String((await execTool(client, { command: `cat ${beatFile}` })).structuredContent?.stdout ?? '').trim();
     const deadline = startedAt + CANCEL_GONE_TIMEOUT_MS;
-    let last;
+    let last = await read();
+    assert(/^\d+$/.test(last), `no heartbeat in ${beatFile}: ${short(last)}`);
+    let sameSince = Date.now();
     for (;;) {
-      last = await execTool(client, { command: `kill -0 ${pid}` });
-      if (last.structuredContent?.exitCode !== 0) break;
-      if (Date.now() > deadline) {
-        const ps = await execTool(client, { command: `ps -o pid,ppid,stat,args -p ${pid} 2>&1 || cat /proc/${pid}/status 2>&1 | head -5` })
-          .then((r) => r.structuredContent?.stdout, (e) => String(e));
-        throw new Error(`process ${pid} still alive ${CANCEL_GONE_TIMEOUT_MS / 1000} s after cancel; ps: ${short(ps)}`);
+      await sleep(100);
+      const now = await read();
+      if (now !== last) {
+        last = now;
+        sameSince = Date.now();
+      } else if (Date.now() - sameSince > 500) {
+        break;
       }
-      await sleep(250);
+      if (Date.now() > deadline) {
+        throw new Error(`the heartbeat still changes ${CANCEL_GONE_TIMEOUT_MS / 1000} s after cancel (last ${last})`);
+      }
     }
-    assert(last.structuredContent && typeof last.structuredContent.exitCode === 'number',
-      `kill -0 result has no exitCode: ${short(last)}`);
-    return `rejected with "${rej.message}"; pid ${pid} gone ${Date.now() - startedAt} ms after abort`;
+    const lastBeatMs = Math.floor(Number(BigInt(last) / 1000000n));
+    return `rejected with "${rej.message}"; last heartbeat ${lastBeatMs - startedAt} ms after the abort`;
   });
 }
 
