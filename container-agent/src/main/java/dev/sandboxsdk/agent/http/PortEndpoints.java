@@ -92,6 +92,16 @@ final class PortEndpoints {
       Thread.currentThread().interrupt();
     } catch (IOException e) {
       log.debug("port-watch client of port {} went away: {}", w.port(), e.toString());
+    } catch (AgentException e) {
+      // A check could not be started (e.g. TOO_MANY_PROCESSES on an isolated agent): say why.
+      ObjectNode error = event("error", w.port());
+      error.put("error", e.getMessage());
+      error.put("code", e.code().name());
+      try {
+        sse.send(error);
+      } catch (IOException ignored) {
+        // the client is gone as well
+      }
     } catch (RuntimeException e) {
       ObjectNode error = event("error", w.port());
       error.put("error", "the agent failed while watching: " + e.getClass().getSimpleName());
