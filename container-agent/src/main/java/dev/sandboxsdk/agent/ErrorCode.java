@@ -21,6 +21,17 @@ public enum ErrorCode {
   /** File routes: a read-only file system (Cloudflare's code). */
   READ_ONLY(403),
   COMMAND_NOT_FOUND(404),
+  /** git/checkout: the repository does not exist or cannot be read (Cloudflare's code). */
+  GIT_REPOSITORY_NOT_FOUND(404),
+  /** git/checkout: the requested branch is not in the repository (Cloudflare's code). */
+  GIT_BRANCH_NOT_FOUND(404),
+  /** git/checkout: a repository URL the agent does not accept (Cloudflare's code). */
+  INVALID_GIT_URL(400),
+  /**
+   * git/checkout: the remote refused the credentials (Cloudflare's code; 401 there, 403 here: a 401
+   * from the agent means its own bearer token was refused).
+   */
+  GIT_AUTH_FAILED(403),
   NOT_FOUND(404),
   METHOD_NOT_ALLOWED(405),
   PROCESS_ALREADY_EXISTS(409),
@@ -34,6 +45,10 @@ public enum ErrorCode {
   INTERNAL_ERROR(500),
   /** File routes: an I/O failure the agent cannot attribute to the request (Cloudflare's code). */
   FILESYSTEM_ERROR(500),
+  /** git/checkout: git failed for a reason none of the other git codes names (Cloudflare's code). */
+  GIT_CLONE_FAILED(500),
+  /** git/checkout: the remote could not be reached, or the clone timed out (Cloudflare's code). */
+  GIT_NETWORK_ERROR(502),
   /** The agent's output budget is in use; retry later (docs/protocol.md, "Memory"). */
   OUTPUT_BUDGET_EXHAUSTED(503),
   SHUTTING_DOWN(503),

@@ -81,7 +81,9 @@ class HostileClientsIT {
       new Route("POST", "/api/move", "{\"sourcePath\":\"hostile/d/e2\",\"destinationPath\":\"hostile/d/e3\"}"),
       new Route("POST", "/api/delete", "{\"path\":\"hostile/d\",\"recursive\":true}"),
       new Route("PUT", "/api/files/raw?path=hostile/raw.bin", "raw bytes of a file"),
-      new Route("GET", "/api/files/raw?path=hostile/f.txt", null));
+      new Route("GET", "/api/files/raw?path=hostile/f.txt", null),
+      new Route("POST", "/api/port-watch", "{\"port\":1,\"mode\":\"tcp\",\"interval\":100,\"timeoutMs\":500}"),
+      new Route("POST", "/api/git/checkout", "{\"repoUrl\":\"file:///nonexistent/hostile.git\",\"targetDir\":\"hostile/repo\"}"));
 
   /** How far a client gets before it hangs up or stalls. */
   enum Stage {

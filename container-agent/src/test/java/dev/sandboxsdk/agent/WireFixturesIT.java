@@ -171,6 +171,42 @@ class WireFixturesIT {
     assertThat(missing.status()).isEqualTo(error.get("httpStatus").asInt());
   }
 
+  @Test
+  void portWatchEventsHaveTheFixturesFields() throws Exception {
+    int port;
+    try (java.net.ServerSocket free = new java.net.ServerSocket(0)) {
+      port = free.getLocalPort();
+    }
+    agent.post("/api/process/start", obj("command", "sleep 1; exec python3 -m http.server " + port + " --bind 127.0.0.1",
+        "processId", "fixture-web"));
+    try (SseReader sse = agent.stream("/api/port-watch", obj("port", port, "mode", "http", "path", "/", "processId",
+        "fixture-web"))) {
+      assertThat(eventShapes(sse.rest())).isEqualTo(eventShapes(events("port-watch-events.jsonl")));
+    }
+    agent.delete("/api/process/fixture-web");
+    agent.post("/api/process/start", obj("command", "sleep 0.5; exit 3", "processId", "fixture-quitter"));
+    try (SseReader sse = agent.stream("/api/port-watch", obj("port", 9, "mode", "tcp", "processId", "fixture-quitter"))) {
+      assertThat(eventShapes(sse.rest())).isEqualTo(eventShapes(events("port-watch-exited-events.jsonl")));
+    }
+    try (SseReader sse = agent.stream("/api/port-watch", obj("port", 9, "mode", "tcp", "timeoutMs", 500))) {
+      assertThat(eventShapes(sse.rest())).isEqualTo(eventShapes(events("port-watch-timeout-events.jsonl")));
+    }
+  }
+
+  @Test
+  void gitCheckoutAnswersHaveTheFixturesFields() throws Exception {
+    Path repo = agent.workspace.resolve("fixture-origin");
+    GitCheckoutIT.repository(repo);
+    TestAgent.Response ok = agent.post("/api/git/checkout", obj("repoUrl", "file://" + repo, "targetDir", "fixture-clone"));
+    assertThat(shape(ok.body())).isEqualTo(shape(fixture("git-checkout-response.json")));
+    TestAgent.Response missing = agent.post("/api/git/checkout", obj("repoUrl", "file://" + repo + "-missing.git",
+        "targetDir", "fixture-missing"));
+    JsonNode error = fixture("git-error-response.json");
+    assertThat(shape(missing.body())).isEqualTo(shape(error));
+    assertThat(missing.body().get("code")).isEqualTo(error.get("code"));
+    assertThat(missing.status()).isEqualTo(error.get("httpStatus").asInt());
+  }
+
   /** The set of (type, fields) pairs: stdout and stderr may interleave differently per run. */
   static Set<String> eventShapes(List<JsonNode> events) {
     Set<String> shapes = new TreeSet<>();

@@ -44,6 +44,8 @@ public final class ApiHandler implements HttpHandler {
   private final ExecEndpoints exec;
   private final ProcessEndpoints process;
   private final FileEndpoints files;
+  private final PortEndpoints ports;
+  private final GitEndpoints git;
   /** Random per agent run; not a secret (unauthenticated answers carry it too). */
   private final String bootId = java.util.UUID.randomUUID().toString();
   private final String keepAliveText;
@@ -56,6 +58,8 @@ public final class ApiHandler implements HttpHandler {
     this.exec = new ExecEndpoints(processes);
     this.process = new ProcessEndpoints(processes);
     this.files = new FileEndpoints(processes);
+    this.ports = new PortEndpoints(processes);
+    this.git = new GitEndpoints(processes);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
     this.network = processes.network();
@@ -391,6 +395,14 @@ public final class ApiHandler implements HttpHandler {
       case "/api/stat":
         allow(method, "POST");
         files.stat(exchange);
+        return;
+      case "/api/port-watch":
+        allow(method, "POST");
+        ports.watch(exchange);
+        return;
+      case "/api/git/checkout":
+        allow(method, "POST");
+        git.checkout(exchange);
         return;
       case "/api/files/raw":
         if (method.equals("PUT")) {

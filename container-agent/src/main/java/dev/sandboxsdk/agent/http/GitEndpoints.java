@@ -1,0 +1,332 @@
+package dev.sandboxsdk.agent.http;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import dev.sandboxsdk.agent.AgentConfig;
+import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.process.ProcessManager;
+import java.io.IOException;
+import java.net.URLDecoder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Stream;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * POST /api/git/checkout: Cloudflare's clone of a repository into the workspace.
+ *
+ * <p>{@code git clone} runs as a command does (argv, the command user, bubblewrap, the agent's
+ * timeout), never through a shell, with the target confined to the workspace. Credentials in an
+ * http(s) URL ({@code https://user:token@host/...}) never reach an argument list or a log: the URL
+ * git sees has them removed, and they travel in the environment of the git process, read by a
+ * credential helper that the environment configures ({@code GIT_CONFIG_COUNT}). The clone's
+ * {@code origin} is therefore stored without them. Every URL in a message or log is redacted.
+ */
+final class GitEndpoints {
+  private static final Logger log = LoggerFactory.getLogger(GitEndpoints.class);
+  /** Cloudflare's default clone timeout: 10 minutes. */
+  static final long DEFAULT_TIMEOUT_MS = 600_000;
+  static final long MAX_TIMEOUT_MS = 24L * 60 * 60 * 1000;
+  private static final int MAX_URL_CHARS = 4096;
+  private static final int MAX_STDERR_CHARS = 4000;
+  private static final Set<String> FIELDS = Set.of("repoUrl", "branch", "targetDir", "sessionId", "depth", "timeoutMs");
+  /** {@code scheme://[userinfo@]rest}. */
+  private static final Pattern URL = Pattern.compile("([A-Za-z][A-Za-z0-9+.-]*)://(?:([^/@]*)@)?(.*)", Pattern.DOTALL);
+  /** scp-like {@code [user@]host:path} (git's rule: a colon before any slash). */
+  private static final Pattern SCP_LIKE = Pattern.compile("(?:[^@/:]+@)?[A-Za-z0-9.-]+:(?!//).*");
+  /** Any {@code user:pass@} or {@code user@} of a URL, for redaction. */
+  private static final Pattern USERINFO = Pattern.compile("(://)[^/@\\s]+@");
+  static final String USER_VAR = "SANDBOX_GIT_USERNAME";
+  static final String PASSWORD_VAR = "SANDBOX_GIT_PASSWORD";
+  /** Answers git's {@code get} with the two variables; stores and erases nothing. */
+  static final String HELPER = "!f() { test \"$1\" = get || exit 0; echo \"username=${" + USER_VAR + "}\";"
+      + " echo \"password=${" + PASSWORD_VAR + "}\"; }; f";
+
+  private final ProcessManager processes;
+  private final AgentConfig config;
+  private final WorkspacePaths paths;
+
+  GitEndpoints(ProcessManager processes) {
+    this.processes = processes;
+    this.config = processes.config();
+    this.paths = new WorkspacePaths(config.workspace());
+  }
+
+  /** A repository URL split into what git may see and what only its credential helper may. */
+  record Source(String url, String user, String password, boolean remote) {
+    String redacted() {
+      return url; // credentials were removed already
+    }
+  }
+
+  void checkout(HttpExchange exchange) throws IOException {
+    Query.none(exchange);
+    Json body = Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()).allowOnly(FIELDS);
+    String rawUrl = body.string("repoUrl");
+    Source source = source(rawUrl);
+    String branch = body.string("branch");
+    if (branch != null && (branch.isEmpty() || branch.length() > 255 || branch.startsWith("-")
+        || !branch.chars().allMatch(c -> c > 0x20 && c < 0x7f))) {
+      throw AgentException.invalid("branch", "'branch' must be 1 to 255 printable ASCII characters without spaces,"
+          + " not starting with '-'");
+    }
+    Long depth = body.integer("depth", 1, Integer.MAX_VALUE);
+    Long timeout = body.integer("timeoutMs", 1, MAX_TIMEOUT_MS);
+    long timeoutMs = timeout == null ? DEFAULT_TIMEOUT_MS : timeout;
+    body.string("sessionId"); // accepted for Cloudflare's clients; there are no sessions here
+    String targetRaw = body.string("targetDir");
+    if (targetRaw == null) {
+      targetRaw = repoName(source.url());
+    }
+    Path target = paths.resolve("targetDir", targetRaw);
+    if (target.equals(paths.root())) {
+      throw AgentException.invalid("targetDir", "'targetDir' must be a directory inside the workspace, not the workspace");
+    }
+    checkTarget(target, targetRaw);
+    if (source.remote() && !processes.network()) {
+      throw new AgentException(ErrorCode.INVALID_GIT_URL, "this agent runs commands without network"
+          + " (--isolation bwrap, network off), so '" + source.redacted() + "' cannot be reached; clone from a file:// URL"
+          + " or a path inside the workspace, or start the agent with the network on",
+          Map.of("field", "repoUrl", "repoUrl", source.redacted()));
+    }
+
+    List<String> argv = new ArrayList<>(List.of("git", "-c", "protocol.ext.allow=never", "clone", "--quiet"));
+    if (branch != null) {
+      argv.addAll(List.of("--branch", branch));
+    }
+    if (depth != null) {
+      argv.addAll(List.of("--depth", Long.toString(depth)));
+    }
+    argv.addAll(List.of("--", source.url(), target.toString()));
+    Map<String, String> env = new LinkedHashMap<>();
+    env.put("GIT_TERMINAL_PROMPT", "0");
+    env.put("GIT_ASKPASS", null);
+    env.put("SSH_ASKPASS", null);
+    env.put("LC_ALL", "C");
+    env.put("LANGUAGE", null);
+    // No interactive ssh questions: an unknown host key fails instead of hanging until the timeout.
+    env.put("GIT_SSH_COMMAND", "ssh -o BatchMode=yes");
+    if (source.user() != null) {
+      // The first (empty) helper drops any configured ones, then ours answers from the environment.
+      env.put("GIT_CONFIG_COUNT", "2");
+      env.put("GIT_CONFIG_KEY_0", "credential.helper");
+      env.put("GIT_CONFIG_VALUE_0", "");
+      env.put("GIT_CONFIG_KEY_1", "credential.helper");
+      env.put("GIT_CONFIG_VALUE_1", HELPER);
+      env.put(USER_VAR, source.user());
+      env.put(PASSWORD_VAR, source.password() == null ? "" : source.password());
+    }
+    long t0 = System.nanoTime();
+    InternalCommand.Outcome o;
+    try {
+      o = InternalCommand.run(processes, argv, env, null, timeoutMs, 64 * 1024);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AgentException(ErrorCode.SHUTTING_DOWN, "interrupted while cloning");
+    }
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    if (o.exitCode() != 0) {
+      AgentException failure = failure(o, source, targetRaw, timeoutMs);
+      log.info("git clone of {} into {} failed in {} ms: {}", source.redacted(), WorkspacePaths.shorten(targetRaw), ms,
+          failure.code());
+      throw failure;
+    }
+    log.info("git clone of {} into {} done in {} ms", source.redacted(), WorkspacePaths.shorten(targetRaw), ms);
+    ObjectNode answer = Json.object();
+    answer.put("repoUrl", source.redacted());
+    answer.put("branch", currentBranch(target, branch));
+    answer.put("targetDir", target.toString());
+    Responses.ok(exchange, answer);
+  }
+
+  /** Validates {@code repoUrl} and takes the credentials out of an http(s) URL. */
+  static Source source(String raw) {
+    if (raw == null || raw.isBlank()) {
+      throw AgentException.invalid("repoUrl", "'repoUrl' is required");
+    }
+    if (raw.length() > MAX_URL_CHARS || !raw.chars().allMatch(c -> c > 0x20 && c != 0x7f)) {
+      throw invalidUrl(raw, "it must be at most " + MAX_URL_CHARS + " characters without spaces or control characters");
+    }
+    if (raw.startsWith("-")) {
+      throw invalidUrl(raw, "it must not start with '-'");
+    }
+    if (raw.matches("[A-Za-z][A-Za-z0-9+.-]*::.*")) {
+      throw invalidUrl(raw, "git's <transport>::<address> syntax (remote helpers such as ext::) is not allowed");
+    }
+    Matcher m = URL.matcher(raw);
+    if (m.matches()) {
+      String scheme = m.group(1).toLowerCase(Locale.ROOT);
+      switch (scheme) {
+        case "http":
+        case "https": {
+          String info = m.group(2);
+          if (info == null) {
+            return new Source(raw, null, null, true);
+          }
+          int colon = info.indexOf(':');
+          String user = decode(colon < 0 ? info : info.substring(0, colon), raw);
+          String password = colon < 0 ? null : decode(info.substring(colon + 1), raw);
+          return new Source(scheme + "://" + m.group(3), user, password, true);
+        }
+        case "git":
+        case "ssh":
+          return new Source(raw, null, null, true);
+        case "file":
+          return new Source(raw, null, null, false);
+        default:
+          throw invalidUrl(raw, "the scheme '" + scheme + "' is not supported; use https, http, ssh, git or file");
+      }
+    }
+    if (raw.contains("://")) {
+      throw invalidUrl(raw, "it is not a valid URL");
+    }
+    if (SCP_LIKE.matcher(raw).matches() && !raw.startsWith("/") && !raw.startsWith(".")) {
+      return new Source(raw, null, null, true); // git@github.com:owner/repo.git
+    }
+    return new Source(raw, null, null, false); // a local path
+  }
+
+  private static String decode(String s, String raw) {
+    try {
+      return URLDecoder.decode(s.replace("+", "%2B"), StandardCharsets.UTF_8);
+    } catch (IllegalArgumentException e) {
+      throw invalidUrl(raw, "its user information is not valid percent-encoding");
+    }
+  }
+
+  private static AgentException invalidUrl(String raw, String why) {
+    String shown = WorkspacePaths.shorten(redact(raw));
+    return new AgentException(ErrorCode.INVALID_GIT_URL, "invalid repoUrl '" + shown + "': " + why,
+        Map.of("field", "repoUrl", "repoUrl", shown));
+  }
+
+  /** Replaces the user information of every URL in {@code text} with {@code ***}. */
+  static String redact(String text) {
+    return USERINFO.matcher(text).replaceAll("$1***@");
+  }
+
+  /** Cloudflare's default target: the repository's name, without {@code .git}. */
+  static String repoName(String url) {
+    String s = url;
+    while (s.endsWith("/")) {
+      s = s.substring(0, s.length() - 1);
+    }
+    int cut = Math.max(s.lastIndexOf('/'), s.lastIndexOf(':'));
+    String name = s.substring(cut + 1);
+    if (name.endsWith(".git")) {
+      name = name.substring(0, name.length() - 4);
+    }
+    if (name.isEmpty() || name.equals(".") || name.equals("..")) {
+      throw AgentException.invalid("targetDir", "cannot take a directory name from the URL; give 'targetDir'");
+    }
+    return name;
+  }
+
+  /** git clones into a missing or empty directory only; say so before it runs. */
+  private static void checkTarget(Path target, String raw) {
+    if (!Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
+      return;
+    }
+    boolean empty = false;
+    if (Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
+      try (Stream<Path> entries = Files.list(target)) {
+        empty = entries.findAny().isEmpty();
+      } catch (IOException e) {
+        throw WorkspacePaths.failure(e, "targetDir", raw);
+      }
+    }
+    if (!empty) {
+      throw new AgentException(ErrorCode.FILE_EXISTS, "targetDir '" + WorkspacePaths.shorten(raw)
+          + "' already exists and is not an empty directory", Map.of("field", "targetDir",
+          "path", WorkspacePaths.shorten(raw)));
+    }
+  }
+
+  /** The branch checked out: what {@code .git/HEAD} names, else the one asked for. */
+  private static String currentBranch(Path target, String requested) {
+    try {
+      String head = Files.readString(target.resolve(".git").resolve("HEAD"), StandardCharsets.UTF_8).trim();
+      if (head.startsWith("ref: refs/heads/")) {
+        return head.substring("ref: refs/heads/".length());
+      }
+    } catch (IOException e) {
+      // unreadable (another user's files): fall back
+    }
+    return requested != null ? requested : "HEAD";
+  }
+
+  /** Maps a failed clone to the protocol's error, by git's (C locale) message. */
+  AgentException failure(InternalCommand.Outcome o, Source source, String targetRaw, long timeoutMs) {
+    String stderr = scrub(o.stderr(), source).trim();
+    if (stderr.length() > MAX_STDERR_CHARS) {
+      stderr = stderr.substring(0, MAX_STDERR_CHARS) + "...";
+    }
+    String lower = stderr.toLowerCase(Locale.ROOT);
+    ErrorCode code;
+    String what;
+    if (o.timedOut()) {
+      code = ErrorCode.GIT_NETWORK_ERROR;
+      what = "timed out after " + timeoutMs + " ms";
+    } else if (lower.contains("remote branch") && lower.contains("not found")
+        || lower.contains("could not find remote branch")) {
+      code = ErrorCode.GIT_BRANCH_NOT_FOUND;
+      what = "branch not found";
+    } else if (lower.contains("already exists and is not an empty directory")) {
+      code = ErrorCode.FILE_EXISTS;
+      what = "the target is not empty";
+    } else if (lower.contains("authentication failed") || lower.contains("could not read username")
+        || lower.contains("could not read password") || lower.contains("permission denied (publickey")
+        || lower.contains("the requested url returned error: 401") || lower.contains("the requested url returned error: 403")) {
+      code = ErrorCode.GIT_AUTH_FAILED;
+      what = "authentication failed";
+    } else if (lower.contains("could not resolve host") || lower.contains("failed to connect")
+        || lower.contains("connection refused") || lower.contains("connection timed out")
+        || lower.contains("network is unreachable") || lower.contains("could not connect")
+        || lower.contains("connection reset") || lower.contains("operation timed out")) {
+      code = ErrorCode.GIT_NETWORK_ERROR;
+      what = "the remote cannot be reached";
+    } else if (lower.contains("not found") || lower.contains("does not exist")
+        || lower.contains("does not appear to be a git repository") || lower.contains("not a git repository")
+        || lower.contains("returned error: 404")) {
+      code = ErrorCode.GIT_REPOSITORY_NOT_FOUND;
+      what = "repository not found";
+    } else if (o.exitCode() == 127 || lower.contains("git: not found") || lower.contains("no such file or directory: git")) {
+      code = ErrorCode.COMMAND_NOT_FOUND;
+      what = "git is not installed in the sandbox";
+    } else {
+      code = ErrorCode.GIT_CLONE_FAILED;
+      what = "git exited with " + o.exitCode();
+    }
+    Map<String, Object> context = new LinkedHashMap<>();
+    context.put("repoUrl", source.redacted());
+    context.put("targetDir", WorkspacePaths.shorten(targetRaw));
+    context.put("exitCode", o.exitCode());
+    context.put("stderr", stderr);
+    return new AgentException(code, "git clone of '" + source.redacted() + "' failed: " + what
+        + (stderr.isEmpty() ? "" : ": " + stderr), context);
+  }
+
+  /** git's output without URL credentials or the literal secrets. */
+  private static String scrub(String text, Source source) {
+    String s = redact(text);
+    if (source.password() != null && source.password().length() >= 3) {
+      s = s.replace(source.password(), "***");
+    }
+    if (source.user() != null && source.user().length() >= 3) {
+      s = s.replace(source.user(), "***");
+    }
+    return s;
+  }
+}
