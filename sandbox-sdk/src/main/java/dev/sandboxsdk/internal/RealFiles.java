@@ -346,7 +346,7 @@ final class RealFiles implements SandboxFiles {
   private HttpUrl rawUrl(String path) {
     Objects.requireNonNull(path, "path == null");
     // addQueryParameter percent-encodes everything the agent's URL decoder would change: a space
-    // as %20, '+' as %2B, '&', '=', '#' and non-ASCII as UTF-8 escapes.
+    // as %20, '+' as %2B, '/', '&', '=', '#' and non-ASCII as UTF-8 escapes.
     return sandbox.url("api", "files", "raw").newBuilder().addQueryParameter("path", path).build();
   }
 
