@@ -268,6 +268,18 @@ class FilesIT {
     assertThatThrownBy(() -> files.deleteRecursively(".")).isInstanceOf(SandboxPermissionException.class);
   }
 
+  @Test
+  void aLargeStreamedWriteThatTheAgentRefusesUpFrontReportsTheAgentsError() {
+    // The agent answers before it reads the body; the client must report that answer, not the
+    // broken pipe of the body it was still sending.
+    assertThatThrownBy(() -> files.write("../escape.bin", new RandomStream(32L << 20, 1)))
+        .isInstanceOf(SandboxPermissionException.class);
+    files.mkdir("refused-dir");
+    assertThatThrownBy(() -> files.write("refused-dir", new RandomStream(32L << 20, 1)))
+        .isInstanceOf(SandboxInvalidRequestException.class)
+        .extracting(e -> ((SandboxException) e).code()).isEqualTo("IS_DIRECTORY");
+  }
+
   // ---- shared with commands
 
   @Test
