@@ -14,8 +14,8 @@ import java.util.Objects;
  * @param size the size in bytes
  * @param mode the mode bits including setuid, setgid and sticky, e.g. {@code 0644} (octal)
  * @param modifiedAt the last modification time
- * @param uid the owner's user id
- * @param gid the owner's group id
+ * @param uid the owner's user id, or -1 if the agent did not say
+ * @param gid the owner's group id, or -1 if the agent did not say
  * @param symlinkTarget where a symbolic link points (as written in the link), or null if this is no link
  */
 public record FileStat(String path, String absolutePath, FileType type, long size, int mode, Instant modifiedAt,
