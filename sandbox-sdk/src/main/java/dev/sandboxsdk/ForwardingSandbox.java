@@ -6,7 +6,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 
 /**
- * A {@link Sandbox} that forwards every command and process call to another sandbox, usually
+ * A {@link Sandbox} that forwards every command, process and file call to another sandbox, usually
  * the HTTP client of an agent. Providers ({@link LocalSandbox}, the container and Kubernetes
  * providers) extend it and add their own lifecycle: {@link #destroy()} and {@link #close()} are
  * left to the subclass.
@@ -89,5 +89,10 @@ public abstract class ForwardingSandbox implements Sandbox {
   @Override
   public int cleanupCompletedProcesses() {
     return delegate().cleanupCompletedProcesses();
+  }
+
+  @Override
+  public SandboxFiles files() {
+    return delegate().files();
   }
 }

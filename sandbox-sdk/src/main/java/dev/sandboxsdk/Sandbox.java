@@ -12,7 +12,8 @@ import java.util.concurrent.Flow;
 import okhttp3.OkHttpClient;
 
 /**
- * A sandbox: a place to run commands and manage the processes started there.
+ * A sandbox: a place to run commands, manage the processes started there, and work with its
+ * files ({@link #files()}).
  *
  * <p>Get one with {@link LocalSandbox#start()} (the embedded default: a local agent, no Docker)
  * or {@link #connect(URI, String)} (an agent that already runs, e.g. in a container).
@@ -277,6 +278,22 @@ public interface Sandbox extends AutoCloseable {
    * @return how many records were dropped
    */
   int cleanupCompletedProcesses();
+
+  // ---- files
+
+  /**
+   * The sandbox's files: read, write, list, move and delete them, with the workspace as the base
+   * of relative paths. Contents are streamed where the method says so and transferred byte for
+   * byte. The view is thread-safe, costs nothing to get, and lives as long as this sandbox.
+   *
+   * <pre>{@code
+   * sandbox.files().writeString("notes.txt", "hello\n");
+   * sandbox.exec("cat notes.txt").stdout();                  // hello
+   * }</pre>
+   *
+   * @see SandboxFiles
+   */
+  SandboxFiles files();
 
   // ---- lifecycle
 

@@ -11,9 +11,10 @@ import java.util.Map;
  *       broke (usually worth a retry);
  *   <li>{@link SandboxTimeoutException}: a client-side deadline passed;
  *   <li>{@link SandboxAuthException}: the token was missing or wrong;
- *   <li>{@link SandboxNotFoundException} (and {@link ProcessNotFoundException}): no such
- *       process, program or route;
- *   <li>{@link SandboxInvalidRequestException}: the agent refused the request as invalid;
+ *   <li>{@link SandboxNotFoundException} (and {@link ProcessNotFoundException},
+ *       {@link SandboxFileNotFoundException}): no such process, file, program or route;
+ *   <li>{@link SandboxInvalidRequestException}: the agent refused the request as invalid (and
+ *       {@link SandboxPermissionException}: as not allowed, such as a path outside the workspace);
  *   <li>{@link SandboxServerException}: the agent failed, is overloaded or shutting down;
  *   <li>{@link CommandFailedException}: only from {@link ExecResult#requireSuccess()};
  *   <li>{@link ProcessExitedException}: a process ended before what was waited for happened.

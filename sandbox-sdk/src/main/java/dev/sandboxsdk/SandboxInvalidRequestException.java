@@ -2,7 +2,10 @@ package dev.sandboxsdk;
 
 import java.util.Map;
 
-/** The agent refused the request as invalid (HTTP 400, 405, 409 or 413); {@link #context()} often names the field. */
+/**
+ * The agent refused the request as invalid (HTTP 400, 405, 409 or 413; 403 as the subclass
+ * {@link SandboxPermissionException}); {@link #context()} often names the field.
+ */
 public class SandboxInvalidRequestException extends SandboxException {
   private static final long serialVersionUID = 1L;
 

@@ -2,7 +2,10 @@ package dev.sandboxsdk;
 
 import java.util.Map;
 
-/** Something the request named does not exist: a process, a program ({@code COMMAND_NOT_FOUND}) or a route. */
+/**
+ * Something the request named does not exist: a process ({@link ProcessNotFoundException}), a file
+ * ({@link SandboxFileNotFoundException}), a program ({@code COMMAND_NOT_FOUND}) or a route.
+ */
 public class SandboxNotFoundException extends SandboxException {
   private static final long serialVersionUID = 1L;
 

@@ -5,8 +5,10 @@ import dev.sandboxsdk.ProcessNotFoundException;
 import dev.sandboxsdk.SandboxAuthException;
 import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxFileNotFoundException;
 import dev.sandboxsdk.SandboxInvalidRequestException;
 import dev.sandboxsdk.SandboxNotFoundException;
+import dev.sandboxsdk.SandboxPermissionException;
 import dev.sandboxsdk.SandboxServerException;
 import dev.sandboxsdk.SandboxTimeoutException;
 import java.io.IOException;
@@ -64,6 +66,12 @@ public final class ErrorMapper {
     }
     if (c.equals("PROCESS_NOT_FOUND")) {
       return new ProcessNotFoundException(message, null, code, status, context);
+    }
+    if (c.equals("FILE_NOT_FOUND")) {
+      return new SandboxFileNotFoundException(message, null, code, status, context);
+    }
+    if (status == 403 || c.equals("PERMISSION_DENIED") || c.equals("READ_ONLY")) {
+      return new SandboxPermissionException(message, null, code, status, context);
     }
     if (status == 404) {
       return new SandboxNotFoundException(message, null, code, status, context);

@@ -79,7 +79,7 @@ public final class RealSandbox implements Sandbox {
   private final HttpUrl executeUrl;
   private final HttpUrl executeStreamUrl;
   private final String authorization;
-  private final OkHttpClient client;
+  final OkHttpClient client;
   /** Clients derived from {@link #client} with another read timeout; they share its pool and dispatcher. */
   private final ConcurrentHashMap<Duration, OkHttpClient> byReadTimeout = new ConcurrentHashMap<>();
   private final boolean ownsPool;
@@ -89,12 +89,13 @@ public final class RealSandbox implements Sandbox {
   private final Duration configuredStreamIdle;
   private volatile Duration streamIdle;
   private volatile JsonNode limits;
-  private final Activity activity;
-  private final Set<Call> calls = ConcurrentHashMap.newKeySet();
+  final Activity activity;
+  final Set<Call> calls = ConcurrentHashMap.newKeySet();
   private final Set<EventCursor<?>> cursors = ConcurrentHashMap.newKeySet();
   private volatile String closedReason;
   /** The boot id in the first answer that carried one; never replaced. */
   private volatile String firstBootId;
+  private final RealFiles files = new RealFiles(this);
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -591,6 +592,11 @@ public final class RealSandbox implements Sandbox {
     return l;
   }
 
+  @Override
+  public dev.sandboxsdk.SandboxFiles files() {
+    return files;
+  }
+
   // ---- lifecycle
 
   @Override
@@ -653,7 +659,7 @@ public final class RealSandbox implements Sandbox {
     return options.timeout() != null ? options.timeout() : execTimeout;
   }
 
-  private HttpUrl url(String... segments) {
+  HttpUrl url(String... segments) {
     HttpUrl.Builder b = base.newBuilder();
     for (String s : segments) {
       b.addPathSegment(s);
@@ -675,12 +681,12 @@ public final class RealSandbox implements Sandbox {
     }
   }
 
-  private Request post(HttpUrl url, JsonNode body) {
+  Request post(HttpUrl url, JsonNode body) {
     return new Request.Builder().url(url).header("Authorization", authorization)
         .post(RequestBody.create(Wire.bytes(body), JSON)).build();
   }
 
-  private Request get(HttpUrl url) {
+  Request get(HttpUrl url) {
     return new Request.Builder().url(url).header("Authorization", authorization).get().build();
   }
 
@@ -688,7 +694,7 @@ public final class RealSandbox implements Sandbox {
     return new Request.Builder().url(url).header("Authorization", authorization).delete().build();
   }
 
-  private JsonNode call(Request request, String what) {
+  JsonNode call(Request request, String what) {
     return call(client, request, what);
   }
 
@@ -802,7 +808,7 @@ public final class RealSandbox implements Sandbox {
    * unknown process or a rejected token after a restart is then not a mystery. Null when the
    * id is absent (an agent without the extension) or unchanged.
    */
-  private String restartNote(Response response) {
+  String restartNote(Response response) {
     learnKeepAlive(response);
     String id = response.header(BOOT_ID_HEADER);
     if (id == null) {
@@ -842,7 +848,7 @@ public final class RealSandbox implements Sandbox {
     return source.getBuffer().readByteArray();
   }
 
-  private static byte[] boundedBytes(ResponseBody body) throws IOException {
+  static byte[] boundedBytes(ResponseBody body) throws IOException {
     okio.BufferedSource source = body.source();
     source.request(MAX_ERROR_BODY_BYTES);
     return source.getBuffer().readByteArray(Math.min(source.getBuffer().size(), MAX_ERROR_BODY_BYTES));
@@ -950,7 +956,7 @@ public final class RealSandbox implements Sandbox {
     return EventPublisher.defaultError(t, what);
   }
 
-  private SandboxException closedError(Throwable cause) {
+  SandboxException closedError(Throwable cause) {
     return new SandboxConnectionException(closedReason + " while the call was in flight", cause);
   }
 

@@ -9,6 +9,8 @@ import dev.sandboxsdk.CommandFailedException;
 import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
+import dev.sandboxsdk.FileEntry;
+import dev.sandboxsdk.FileType;
 import dev.sandboxsdk.LogEvent;
 import dev.sandboxsdk.LogMatch;
 import dev.sandboxsdk.LogRange;
@@ -23,8 +25,11 @@ import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxAuthException;
 import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxFileNotFoundException;
+import dev.sandboxsdk.SandboxFiles;
 import dev.sandboxsdk.SandboxInvalidRequestException;
 import dev.sandboxsdk.SandboxNotFoundException;
+import dev.sandboxsdk.SandboxPermissionException;
 import dev.sandboxsdk.SandboxProcess;
 import dev.sandboxsdk.SandboxTimeoutException;
 import dev.sandboxsdk.Signal;
@@ -1066,6 +1071,47 @@ public abstract class SandboxContract {
     assertThat(await(Duration.ofSeconds(3), () -> probe.aliveAmong(members).isEmpty()))
         .as("shell and children %s are gone", members)
         .isTrue();
+  }
+
+  // ---- files
+
+  @Test
+  void filesWrittenThroughTheSdkAreTheCommandsFilesByteForByteAndBack() {
+    String dir = "contract-files-" + IDS.incrementAndGet();
+    byte[] all = new byte[256];
+    for (int i = 0; i < all.length; i++) {
+      all[i] = (byte) i;
+    }
+    SandboxFiles files = sandbox.files();
+
+    files.writeBytes(dir + "/all.bin", all);
+    files.writeString(dir + "/note ü.txt", "from files()\n");
+
+    assertThat(files.readBytes(dir + "/all.bin")).isEqualTo(all);
+    assertThat(sandbox.exec(Command.of("cat", dir + "/note ü.txt")).stdout()).isEqualTo("from files()\n");
+    // The command may change what files() created (in a container: both belong to the command user).
+    sandbox.exec(Command.of("sh", "-c", "printf 'and a command\\n' >> \"$1\"; printf '\\000\\377' > \"$2\"", "sh",
+        dir + "/note ü.txt", dir + "/cmd.bin")).requireSuccess();
+    assertThat(files.readString(dir + "/note ü.txt")).isEqualTo("from files()\nand a command\n");
+    assertThat(files.readBytes(dir + "/cmd.bin")).containsExactly(0, 0xff);
+    assertThat(files.list(dir)).extracting(FileEntry::name).containsExactly("all.bin", "cmd.bin", "note ü.txt");
+    assertThat(files.stat(dir + "/all.bin").size()).isEqualTo(256);
+    assertThat(files.stat(dir).type()).isEqualTo(FileType.DIRECTORY);
+
+    files.deleteRecursively(dir);
+
+    assertThat(files.exists(dir)).isFalse();
+    assertThat(sandbox.exec(Command.of("test", "-e", dir)).exitCode()).isEqualTo(1);
+  }
+
+  @Test
+  void aMissingFileIsSandboxFileNotFoundAndAPathOutsideTheWorkspaceSandboxPermission() {
+    assertThatThrownBy(() -> sandbox.files().readString("contract-no-such-file.txt"))
+        .isInstanceOf(SandboxFileNotFoundException.class)
+        .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("FILE_NOT_FOUND"));
+    assertThatThrownBy(() -> sandbox.files().readString("../outside-the-workspace.txt"))
+        .isInstanceOf(SandboxPermissionException.class)
+        .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("PERMISSION_DENIED"));
   }
 
   // ---- clients of their own: wrong token, no agent, close and destroy
