@@ -115,9 +115,7 @@ final class FileEndpoints {
       }
       String mime = mimeType(p, bytes, bytes.length);
       boolean text = encoding == null ? isTextMime(mime) && validUtf8(bytes) : encoding.equals("utf-8");
-      ObjectNode out = Json.object();
-      out.put("success", true);
-      out.put("path", raw);
+      ObjectNode out = answer(raw);
       out.put("content", text ? new String(bytes, StandardCharsets.UTF_8) : Base64.getEncoder().encodeToString(bytes));
       Responses.stamp(out);
       out.put("encoding", text ? "utf-8" : "base64");
@@ -238,9 +236,7 @@ final class FileEndpoints {
     createParents(p, raw);
     if (asUser != null) {
       asUser.write(p, new java.io.ByteArrayInputStream(bytes), false, "path", raw);
-      ObjectNode out = Json.object();
-      out.put("success", true);
-      out.put("path", raw);
+      ObjectNode out = answer(raw);
       Responses.ok(exchange, out);
       return;
     }
@@ -253,9 +249,7 @@ final class FileEndpoints {
     } catch (IOException e) {
       throw WorkspacePaths.failure(e, "path", raw);
     }
-    ObjectNode out = Json.object();
-    out.put("success", true);
-    out.put("path", raw);
+    ObjectNode out = answer(raw);
     Responses.ok(exchange, out);
   }
 
@@ -282,9 +276,7 @@ final class FileEndpoints {
     } catch (IOException e) {
       throw WorkspacePaths.failure(e, "path", raw);
     }
-    ObjectNode out = Json.object();
-    out.put("success", true);
-    out.put("path", raw);
+    ObjectNode out = answer(raw);
     Responses.ok(exchange, out);
   }
 
@@ -326,9 +318,7 @@ final class FileEndpoints {
         }
       }
     }
-    ObjectNode out = Json.object();
-    out.put("success", true);
-    out.put("path", raw);
+    ObjectNode out = answer(raw);
     out.put("recursive", recursive);
     Responses.ok(exchange, out);
   }
@@ -357,9 +347,7 @@ final class FileEndpoints {
     } catch (IOException e) {
       throw WorkspacePaths.failure(e, "path", raw);
     }
-    ObjectNode out = Json.object();
-    out.put("success", true);
-    out.put("path", raw);
+    ObjectNode out = answer(raw);
     out.set("files", files);
     out.put("count", files.size());
     if (truncated) {
@@ -372,9 +360,7 @@ final class FileEndpoints {
     Json body = readBody(exchange, Set.of("path", "sessionId"));
     String raw = body.string("path");
     Path p = paths.follow("path", raw, paths.resolve("path", raw));
-    ObjectNode out = Json.object();
-    out.put("success", true);
-    out.put("path", raw);
+    ObjectNode out = answer(raw);
     out.put("exists", Files.exists(p));
     Responses.ok(exchange, out);
   }
@@ -387,9 +373,7 @@ final class FileEndpoints {
     String raw = body.string("path");
     Path p = paths.resolve("path", raw);
     PosixFileAttributes a = posix(p, "path", raw);
-    ObjectNode out = Json.object();
-    out.put("success", true);
-    out.put("path", raw);
+    ObjectNode out = answer(raw);
     out.put("absolutePath", p.toString());
     out.put("type", type(a));
     out.put("size", a.size());
@@ -461,9 +445,7 @@ final class FileEndpoints {
       throw WorkspacePaths.failure(e, "path", raw);
     }
     long written = asUser != null ? uploadAsUser(exchange, p, raw, previousMode) : uploadDirectly(exchange, p, raw, previousMode);
-    ObjectNode out = Json.object();
-    out.put("success", true);
-    out.put("path", raw);
+    ObjectNode out = answer(raw);
     out.put("size", written);
     Responses.ok(exchange, out);
   }
@@ -603,8 +585,7 @@ final class FileEndpoints {
     } catch (IOException e) {
       throw WorkspacePaths.failure(e, toField, toRaw);
     }
-    ObjectNode out = Json.object();
-    out.put("success", true);
+    ObjectNode out = answer(null);
     out.put("path", fromRaw);
     out.put("newPath", toRaw);
     Responses.ok(exchange, out);
@@ -879,5 +860,15 @@ final class FileEndpoints {
     } catch (CharacterCodingException e) {
       return false;
     }
+  }
+
+  /** A successful answer's body: {@code success}, and the caller's {@code path} unless null. */
+  private static ObjectNode answer(String path) {
+    ObjectNode out = Json.object();
+    out.put("success", true);
+    if (path != null) {
+      out.put("path", path);
+    }
+    return out;
   }
 }
