@@ -9,6 +9,7 @@ import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.process.CommandUser;
 import dev.sandboxsdk.agent.process.OutputBudget;
 import dev.sandboxsdk.agent.process.ProcessManager;
+import dev.sandboxsdk.agent.process.Trees;
 import dev.sandboxsdk.agent.text.ByteBuf;
 import dev.sandboxsdk.agent.text.Utf8Sanitizer;
 import java.io.IOException;
@@ -24,13 +25,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileAlreadyExistsException;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.BasicFileAttributes;
@@ -269,7 +268,7 @@ final class FileEndpoints {
       if (asUser != null) {
         asUser.remove(p, a.isDirectory(), "path", raw);
       } else if (a.isDirectory()) {
-        deleteTree(p);
+        Trees.delete(p);
       } else {
         Files.delete(p);
       }
@@ -706,25 +705,6 @@ final class FileEndpoints {
     } catch (IOException e) {
       throw WorkspacePaths.failure(e, "path", raw);
     }
-  }
-
-  private static void deleteTree(Path dir) throws IOException {
-    Files.walkFileTree(dir, new SimpleFileVisitor<>() {
-      @Override
-      public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-        Files.delete(file);
-        return FileVisitResult.CONTINUE;
-      }
-
-      @Override
-      public FileVisitResult postVisitDirectory(Path d, IOException e) throws IOException {
-        if (e != null) {
-          throw e;
-        }
-        Files.delete(d);
-        return FileVisitResult.CONTINUE;
-      }
-    });
   }
 
   /** Pre-order, names sorted, links not followed, hidden entries (and what is in them) skipped unless asked. */

@@ -5,9 +5,6 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.Path;
-import java.nio.file.FileVisitResult;
-import java.nio.file.SimpleFileVisitor;
-import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
@@ -263,35 +260,8 @@ public final class Bubblewrap {
 
   /** Best effort: what commands left in {@code /tmp} may include directories without permissions. */
   private static void deleteTree(Path root) {
-    try {
-      Files.walkFileTree(root, new SimpleFileVisitor<>() {
-        @Override
-        public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
-          dir.toFile().setReadable(true, true); // before it is opened: a command may have made it 000
-          dir.toFile().setWritable(true, true);
-          dir.toFile().setExecutable(true, true);
-          return FileVisitResult.CONTINUE;
-        }
-
-        @Override
-        public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) throws IOException {
-          Files.deleteIfExists(file);
-          return FileVisitResult.CONTINUE;
-        }
-
-        @Override
-        public FileVisitResult visitFileFailed(Path file, IOException e) {
-          return FileVisitResult.CONTINUE;
-        }
-
-        @Override
-        public FileVisitResult postVisitDirectory(Path dir, IOException e) throws IOException {
-          Files.deleteIfExists(dir);
-          return FileVisitResult.CONTINUE;
-        }
-      });
-    } catch (IOException e) {
-      log.debug("could not remove all of {}: {}", root, e.toString()); // left for the host's tmp cleaner
+    if (!Trees.deleteQuietly(root)) {
+      log.debug("could not remove all of {}", root); // left for the host's tmp cleaner
     }
   }
 

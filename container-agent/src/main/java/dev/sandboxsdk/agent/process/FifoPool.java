@@ -10,11 +10,9 @@ import java.nio.file.Path;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 
 /**
  * Named pipes that carry the stdout and stderr of spawned processes, in a private directory.
@@ -87,11 +85,7 @@ final class FifoPool implements AutoCloseable {
   }
 
   private static void deleteTree(Path root) {
-    try (Stream<Path> files = Files.walk(root)) {
-      files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-    } catch (IOException ignored) {
-      // best effort
-    }
+    Trees.deleteQuietly(root); // best effort
   }
 
   Path take() {
