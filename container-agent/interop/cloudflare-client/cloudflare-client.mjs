@@ -118,6 +118,13 @@ const client = new SandboxClient({
 // ---------------------------------------------------------------- commands
 
 async function checkCommands() {
+  await check('utils', 'ping resolves; getVersion gives the agent\'s version', async () => {
+    await client.utils.ping();
+    const version = await client.utils.getVersion();
+    // Their getVersion answers "unknown" when the route fails, so that is a failure here.
+    assert(typeof version === 'string' && version !== '' && version !== 'unknown', `version ${short(version)}`);
+    return `version ${version}`;
+  });
   await check('exec', 'execute "echo hello; echo oops >&2" -> stdout, stderr, exitCode 0, success', async () => {
     const r = await client.commands.execute('echo hello; echo oops >&2');
     assertEq(r.stdout, 'hello\n', 'stdout');
@@ -125,6 +132,10 @@ async function checkCommands() {
     assertEq(r.exitCode, 0, 'exitCode');
     assertEq(r.success, true, 'success');
     assertEq(r.command, 'echo hello; echo oops >&2', 'command');
+  });
+  await check('exec', 'execute with a sessionId (as their Sandbox sends one) -> accepted', async () => {
+    const r = await client.commands.execute('echo in-session', 'cf-session');
+    assertEq(r.stdout, 'in-session\n', 'stdout');
   });
   await check('exec', 'execute "exit 3" -> exitCode 3, success false', async () => {
     const r = await client.commands.execute('exit 3');
@@ -278,8 +289,13 @@ async function checkFiles() {
     assertEq(short(names), short(['.hidden', 'a', 'bin.dat', 'hello.txt']), 'names with includeHidden');
     return `${r.count} entries`;
   });
-  await check('files', 'exists -> true for a file, false for a missing one', async () => {
+  await check('files', 'listFiles without options (their client sends options: {}) -> top level only', async () => {
+    const r = await client.files.listFiles('cf');
+    assertEq(short(r.files.map((f) => f.name).sort()), short(['a', 'bin.dat', 'hello.txt']), 'names');
+  });
+  await check('files', 'exists -> true for a file (relative and absolute path), false for a missing one', async () => {
     assertEq((await client.files.exists('cf/hello.txt')).exists, true, 'cf/hello.txt');
+    assertEq((await client.files.exists(join(WORKSPACE, 'cf', 'hello.txt'))).exists, true, 'absolute path');
     assertEq((await client.files.exists('cf/missing.txt')).exists, false, 'cf/missing.txt');
   });
   await check('files', 'renameFile -> the old name is gone, the new one has the content', async () => {
