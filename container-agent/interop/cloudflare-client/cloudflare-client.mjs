@@ -137,6 +137,12 @@ async function checkCommands() {
     const r = await client.commands.execute('echo in-session', 'cf-session');
     assertEq(r.stdout, 'in-session\n', 'stdout');
   });
+  await check('exec', 'execute, executeStream with origin (their Sandbox tags its own commands "internal") -> accepted', async () => {
+    const r = await client.commands.execute('echo internal', undefined, { origin: 'internal' });
+    assertEq(r.stdout, 'internal\n', 'execute stdout');
+    const events = await collectEvents(await client.commands.executeStream('echo user', undefined, { origin: 'user' }));
+    assertEq(events.filter((e) => e.type === 'stdout').map((e) => e.data).join(''), 'user\n', 'executeStream stdout');
+  });
   await check('exec', 'execute "exit 3" -> exitCode 3, success false', async () => {
     const r = await client.commands.execute('exit 3');
     assertEq(r.exitCode, 3, 'exitCode');
@@ -177,8 +183,8 @@ async function killedAfterExit(id) {
 }
 
 async function checkProcesses() {
-  await check('processes', 'startProcess "sleep 60" with processId -> processId, pid', async () => {
-    const r = await client.processes.startProcess('sleep 60', undefined, { processId: 'cf-sleep' });
+  await check('processes', 'startProcess "sleep 60" with processId and origin -> processId, pid', async () => {
+    const r = await client.processes.startProcess('sleep 60', undefined, { processId: 'cf-sleep', origin: 'user' });
     assertEq(r.success, true, 'success');
     assertEq(r.processId, 'cf-sleep', 'processId');
     assert(Number.isInteger(r.pid) && r.pid > 0, `pid ${short(r.pid)}`);

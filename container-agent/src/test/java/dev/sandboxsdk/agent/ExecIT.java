@@ -38,6 +38,35 @@ class ExecIT {
     assertThat(b.has("signal")).isFalse();
   }
 
+  /**
+   * Cloudflare's client sends {@code origin} ("user", or "internal" for its Sandbox's own commands) on
+   * the three routes that run commands; it is accepted and ignored, and only those two values are.
+   */
+  @Test
+  void cloudflaresOriginTagIsAcceptedOnTheThreeCommandRoutes() {
+    TestAgent.Response exec = agent.post("/api/execute", obj("command", "echo tagged", "origin", "internal"));
+    assertThat(exec.status()).isEqualTo(200);
+    assertThat(exec.text("stdout")).isEqualTo("tagged\n");
+
+    try (SseReader sse = agent.stream("/api/execute/stream", obj("command", "echo streamed", "origin", "user"))) {
+      assertThat(sse.status()).isEqualTo(200);
+      List<JsonNode> events = sse.rest();
+      assertThat(events.get(1).get("data").asText()).isEqualTo("streamed\n");
+      assertThat(events.get(events.size() - 1).get("type").asText()).isEqualTo("complete");
+    }
+
+    TestAgent.Response start = agent.post("/api/process/start",
+        obj("command", "echo started", "processId", "origin-tagged", "origin", "user"));
+    assertThat(start.status()).isEqualTo(200);
+    assertThat(start.text("processId")).isEqualTo("origin-tagged");
+
+    TestAgent.Response bad = agent.post("/api/execute", obj("command", "echo no", "origin", "system"));
+    assertThat(bad.status()).isEqualTo(400);
+    assertThat(bad.text("code")).isEqualTo("VALIDATION_FAILED");
+    assertThat(bad.body().get("context").get("field").asText()).isEqualTo("origin");
+    assertThat(bad.text("message")).isEqualTo("'origin' must be \"user\" or \"internal\", got 'system'");
+  }
+
   @Test
   void argvIsNeverInterpretedByAShell() {
     TestAgent.Response r = agent.post("/api/execute",

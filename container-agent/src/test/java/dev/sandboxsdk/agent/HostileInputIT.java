@@ -154,7 +154,7 @@ class HostileInputIT {
   /** Fields of the three routes that run commands, with their kind (docs/protocol.md section 3). */
   static Map<String, String> fields(Route r) {
     Map<String, String> f = new TreeMap<>(Map.of("command", "string", "argv", "list", "env", "map", "cwd", "string",
-        "timeoutMs", "integer", "stdin", "string", "encoding", "string", "sessionId", "string"));
+        "timeoutMs", "integer", "stdin", "string", "encoding", "string", "sessionId", "string", "origin", "string"));
     if (r.path().equals("/api/execute")) {
       f.put("maxOutputBytes", "integer");
     }

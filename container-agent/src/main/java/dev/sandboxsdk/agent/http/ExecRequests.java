@@ -15,9 +15,11 @@ final class ExecRequests {
 
   /** The three endpoints that run a command; each accepts a slightly different set of fields. */
   enum Kind {
-    EXECUTE(Set.of("command", "argv", "env", "cwd", "timeoutMs", "stdin", "maxOutputBytes", "encoding", "sessionId")),
-    EXECUTE_STREAM(Set.of("command", "argv", "env", "cwd", "timeoutMs", "stdin", "encoding", "sessionId")),
-    START(Set.of("command", "argv", "processId", "env", "cwd", "timeoutMs", "encoding", "autoCleanup", "stdin", "sessionId"));
+    EXECUTE(Set.of("command", "argv", "env", "cwd", "timeoutMs", "stdin", "maxOutputBytes", "encoding", "sessionId",
+        "origin")),
+    EXECUTE_STREAM(Set.of("command", "argv", "env", "cwd", "timeoutMs", "stdin", "encoding", "sessionId", "origin")),
+    START(Set.of("command", "argv", "processId", "env", "cwd", "timeoutMs", "encoding", "autoCleanup", "stdin", "sessionId",
+        "origin"));
 
     final Set<String> fields;
 
@@ -71,6 +73,12 @@ final class ExecRequests {
     }
     Long timeoutMs = body.integer("timeoutMs", 1, MAX_TIMEOUT_MS);
     body.string("sessionId"); // accepted for compatibility with Cloudflare's container API; sessions are not modelled
+    // Cloudflare's client tags the commands its Sandbox runs for itself "internal" (only its container's
+    // log level depends on it); accepted and ignored, but only with the two values its API defines.
+    String origin = body.string("origin");
+    if (origin != null && !origin.equals("user") && !origin.equals("internal")) {
+      throw AgentException.invalid("origin", "'origin' must be \"user\" or \"internal\", got '" + origin + "'");
+    }
     String stdinData = null;
     boolean stdinPipe = false;
     if (kind == Kind.START) {

@@ -34,7 +34,7 @@ class RequestDecodingFuzzTest {
 
   @FuzzTest(maxDuration = "2m")
   @DictionaryEntries({"\"command\"", "\"argv\"", "\"env\"", "\"cwd\"", "\"timeoutMs\"", "\"stdin\"",
-      "\"maxOutputBytes\"", "\"encoding\"", "\"sessionId\"", "\"processId\"", "\"autoCleanup\"", "\"data\"",
+      "\"maxOutputBytes\"", "\"encoding\"", "\"sessionId\"", "\"origin\"", "\"processId\"", "\"autoCleanup\"", "\"data\"",
       "\"eof\"", "\"pipe\"", "\"base64\"", "\"utf-8\"", "true", "null", "\\u0000", "\\ud800", "1e400"})
   void requestBodies(byte[] body) {
     Json json;
