@@ -235,6 +235,15 @@ async function checkProcesses() {
     assertEq(r.success, true, 'success');
     return killedAfterExit('cf-sleep');
   });
+  await check('processes', 'killAllProcesses with two running -> cleanedCount 2 (what their Sandbox returns), both killed', async () => {
+    await client.processes.startProcess('sleep 60', undefined, { processId: 'cf-all-1' });
+    await client.processes.startProcess('sleep 60', undefined, { processId: 'cf-all-2' });
+    const r = await client.processes.killAllProcesses();
+    assertEq(r.cleanedCount, 2, 'cleanedCount');
+    for (const id of ['cf-all-1', 'cf-all-2']) {
+      assertEq((await client.processes.getProcess(id)).process.status, 'killed', `${id} status`);
+    }
+  });
   await check('processes', 'getProcess of an unknown id -> their ProcessNotFoundError', async () =>
     rejectsWith(client.processes.getProcess('cf-no-such-process'), 'PROCESS_NOT_FOUND', 'ProcessNotFoundError'));
 }
