@@ -430,6 +430,13 @@ async function checkPorts() {
     assertEq(last.statusCode, 200, 'ready.statusCode');
     return events.map((e) => e.type).join(',');
   });
+  await check('ports', 'watchPort tcp with the fields their waitForPort(port, {mode: "tcp"}) sends (path, status range) -> ready', async () => {
+    const events = await watchUntilDone({
+      port, mode: 'tcp', path: '/', statusMin: 200, statusMax: 399, processId: 'cf-web', interval: 500,
+    });
+    assertEq(events[events.length - 1].type, 'ready', `last event (${short(events)})`);
+    return events.map((e) => e.type).join(',');
+  });
   await check('ports', 'a GET from a command in the sandbox -> 200', async () => {
     const r = await client.commands.execute(
       `python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:${port}/').status)"`);
@@ -443,7 +450,7 @@ async function checkPorts() {
   await check('ports', 'watchPort on a port nobody opens, watched process exits -> process_exited{exitCode 7}', async () => {
     await client.processes.startProcess('sleep 0.5; exit 7', undefined, { processId: 'cf-quitter' });
     const events = await watchUntilDone({
-      port: unused, mode: 'tcp', processId: 'cf-quitter', interval: 100,
+      port: unused, mode: 'tcp', path: '/', statusMin: 200, statusMax: 399, processId: 'cf-quitter', interval: 100,
     });
     const last = events[events.length - 1];
     assertEq(last.type, 'process_exited', `last event (${short(events)})`);

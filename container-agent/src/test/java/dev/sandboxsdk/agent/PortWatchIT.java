@@ -55,6 +55,12 @@ class PortWatchIT {
     assertThat(types(tcp)).as("%s", tcp).containsExactly("watching", "ready");
     assertThat(tcp.get(1).path("port").asInt()).isEqualTo(port);
     assertThat(tcp.get(1).has("statusCode")).isFalse();
+    // What Cloudflare's waitForPort sends for tcp: path and status range too, which tcp ignores (a 404
+    // path and a range without 200 would fail an http check of this server).
+    List<JsonNode> tcpAsCloudflare = watch(agent, "{\"port\":" + port + ",\"mode\":\"tcp\",\"path\":\"/no-such-file\","
+        + "\"statusMin\":500,\"statusMax\":599,\"interval\":500,\"timeoutMs\":30000}");
+    assertThat(types(tcpAsCloudflare)).as("%s", tcpAsCloudflare).containsExactly("watching", "ready");
+    assertThat(tcpAsCloudflare.get(1).has("statusCode")).isFalse();
     if (isolated) {
       // The server is in the sandbox's network namespace: the host (like the agent's JVM) cannot reach it.
       Assertions.assertThatThrownBy(() -> {
@@ -102,7 +108,7 @@ class PortWatchIT {
         "--workspace", dir.resolve("ws").toString())) {
       for (String body : List.of("{\"port\":0}", "{\"port\":70000}", "{\"port\":-1}", "{\"port\":8080,\"interval\":-1}",
           "{}", "{\"port\":\"8080\"}", "{\"port\":8080,\"mode\":\"udp\"}", "{\"port\":8080,\"path\":\"/a b\"}",
-          "{\"port\":8080,\"path\":\"/a\\r\\nX: y\"}", "{\"port\":8080,\"mode\":\"tcp\",\"path\":\"/\"}",
+          "{\"port\":8080,\"path\":\"/a\\r\\nX: y\"}", "{\"port\":8080,\"mode\":\"tcp\",\"path\":\"/a b\"}",
           "{\"port\":8080,\"statusMin\":500,\"statusMax\":200}", "{\"port\":8080,\"statusMin\":99}",
           "{\"port\":8080,\"timeoutMs\":0}", "{\"port\":8080,\"prot\":1}")) {
         TestAgent.Response r = agent.call("POST", "/api/port-watch", body);

@@ -131,10 +131,9 @@ final class PortEndpoints {
     } else {
       throw AgentException.invalid("mode", "'mode' must be 'http' or 'tcp', got '" + WorkspacePaths.shorten(mode) + "'");
     }
+    // In tcp mode 'path' (like the status range) is checked and then not used: Cloudflare's waitForPort
+    // sends path "/" and the range with every mode, and its container ignores them for tcp.
     String path = body.string("path");
-    if (path != null && !http) {
-      throw AgentException.invalid("path", "'path' applies to mode 'http' only");
-    }
     if (path == null || path.isEmpty()) {
       path = "/";
     } else if (!path.startsWith("/")) {
