@@ -333,6 +333,8 @@ async function checkFiles() {
   });
   await check('files', 'readFile of a missing file -> their FileNotFoundError', async () =>
     rejectsWith(client.files.readFile('cf/no-such-file.txt'), 'FILE_NOT_FOUND', 'FileNotFoundError'));
+  await check('files', 'readFileStream of a missing file -> their FileNotFoundError before any event', async () =>
+    rejectsWith(client.files.readFileStream('cf/no-such-file.txt'), 'FILE_NOT_FOUND', 'FileNotFoundError'));
   await check('files', 'readFileStream + collectFile of a binary file -> the same bytes', async () => {
     const { content, metadata } = await collectFile(await client.files.readFileStream('cf/bin.dat'));
     assertEq(metadata.isBinary, true, 'metadata.isBinary');
