@@ -31,10 +31,10 @@ const { SandboxClient, parseSSEStream, collectFile, streamFile } = await import(
 const PORT_READY_TIMEOUT_MS = 30_000;    // python3 -m http.server starts in well under a second
 const OVERALL_TIMEOUT_MS = 5 * 60_000;   // watchdog for the whole run
 
-const URL_ = process.env.SANDBOX_AGENT_URL;
+const AGENT_URL = process.env.SANDBOX_AGENT_URL;
 const TOKEN = process.env.SANDBOX_AGENT_TOKEN;
 const WORKSPACE = process.env.SANDBOX_AGENT_WORKSPACE;
-if (!URL_ || !TOKEN || !WORKSPACE) {
+if (!AGENT_URL || !TOKEN || !WORKSPACE) {
   console.error('cloudflare-client: set SANDBOX_AGENT_URL, SANDBOX_AGENT_TOKEN and SANDBOX_AGENT_WORKSPACE');
   process.exit(2);
 }
@@ -110,7 +110,7 @@ function freePort() {
 // defaultHeaders carry our bearer token, and retryTimeoutMs 0 makes a 503 fail at once instead
 // of being retried for two minutes as a container that is still starting.
 const client = new SandboxClient({
-  baseUrl: URL_,
+  baseUrl: AGENT_URL,
   defaultHeaders: { Authorization: `Bearer ${TOKEN}` },
   retryTimeoutMs: 0,
 });
@@ -149,7 +149,7 @@ async function checkCommands() {
     assertEq(r.success, false, 'success');
   });
   await check('exec', 'execute with env and cwd -> the command sees both', async () => {
-    execFileSync('mkdir', ['-p', join(WORKSPACE, 'cf-cwd')]);
+    await client.files.mkdir('cf-cwd');
     const r = await client.commands.execute('echo "$GREETING"; pwd', undefined, {
       env: { GREETING: 'hi from env' }, cwd: join(WORKSPACE, 'cf-cwd'),
     });
