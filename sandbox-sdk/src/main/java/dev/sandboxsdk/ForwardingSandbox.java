@@ -95,4 +95,14 @@ public abstract class ForwardingSandbox implements Sandbox {
   public SandboxFiles files() {
     return delegate().files();
   }
+
+  @Override
+  public void waitForPort(int port, PortWaitOptions options) {
+    delegate().waitForPort(port, options);
+  }
+
+  @Override
+  public GitCheckout gitCheckout(String repoUrl, GitCheckoutOptions options) {
+    return delegate().gitCheckout(repoUrl, options);
+  }
 }

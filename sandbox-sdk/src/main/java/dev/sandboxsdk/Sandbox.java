@@ -295,6 +295,69 @@ public interface Sandbox extends AutoCloseable {
    */
   SandboxFiles files();
 
+  // ---- ports
+
+  /** Waits until an HTTP server in the sandbox answers {@code GET /}; see {@link #waitForPort(int, PortWaitOptions)}. */
+  default void waitForPort(int port) {
+    waitForPort(port, PortWaitOptions.defaults());
+  }
+
+  /**
+   * Blocks until a port on the sandbox's loopback is ready: in {@link PortWaitOptions.Mode#HTTP}
+   * mode (the default) until a {@code GET} of the path answers with a status in range, in
+   * {@link PortWaitOptions.Mode#TCP} mode until a connection is accepted. The agent checks from
+   * inside the sandbox's network (an isolated sandbox's servers are not reachable from the host),
+   * every {@code interval}. To fail fast when the server's process dies, use
+   * {@link SandboxProcess#waitForPort(int, PortWaitOptions)} instead.
+   *
+   * <pre>{@code
+   * SandboxProcess web = sandbox.startProcess("python3 -m http.server 8000");
+   * web.waitForPort(8000, PortWaitOptions.defaults().toBuilder().timeout(Duration.ofSeconds(20)).build());
+   * }</pre>
+   *
+   * <p>An interrupt of the calling thread ends the wait at once (the connection is cancelled,
+   * the interrupt flag stays set).
+   *
+   * @param port 1–65535
+   * @throws SandboxTimeoutException if {@code options.timeout()} passed first; the message names
+   *     the last check's outcome (e.g. connection refused, or the status that was out of range)
+   * @throws IllegalArgumentException if {@code port} is out of range
+   */
+  void waitForPort(int port, PortWaitOptions options);
+
+  // ---- git
+
+  /** Clones a repository into the workspace; see {@link #gitCheckout(String, GitCheckoutOptions)}. */
+  default GitCheckout gitCheckout(String repoUrl) {
+    return gitCheckout(repoUrl, GitCheckoutOptions.defaults());
+  }
+
+  /**
+   * Clones a repository into the sandbox with the sandbox's {@code git} ({@code git clone}, run
+   * as a command: the sandbox's user, isolation and network). Blocks until the clone is done.
+   *
+   * <pre>{@code
+   * GitCheckout co = sandbox.gitCheckout("https://github.com/octocat/Hello-World.git",
+   *     GitCheckoutOptions.builder().branch("master").depth(1).targetDir("hello").build());
+   * sandbox.exec("git -C hello log --oneline");
+   * }</pre>
+   *
+   * <p>Private repositories: pass {@link GitCheckoutOptions.Builder#credentials}, not a URL with
+   * a password in it; either way the agent keeps them out of git's argument list and the clone's
+   * configuration, so {@code origin} is stored without them.
+   *
+   * @param repoUrl {@code https://}, {@code http://}, {@code ssh://}, {@code git://},
+   *     {@code file://}, scp-like {@code git@host:owner/repo.git}, or a path in the sandbox
+   * @throws SandboxNotFoundException if the repository or the branch does not exist
+   *     ({@code GIT_REPOSITORY_NOT_FOUND}, {@code GIT_BRANCH_NOT_FOUND})
+   * @throws SandboxPermissionException if the remote refused the credentials ({@code GIT_AUTH_FAILED})
+   * @throws SandboxInvalidRequestException for a URL the agent does not accept, a target directory
+   *     that exists and is not empty, or a remote URL on an isolated sandbox without network
+   * @throws SandboxServerException if the remote could not be reached ({@code GIT_NETWORK_ERROR})
+   *     or git failed otherwise ({@code GIT_CLONE_FAILED}); {@link SandboxException#code()} says which
+   */
+  GitCheckout gitCheckout(String repoUrl, GitCheckoutOptions options);
+
   // ---- lifecycle
 
   /**

@@ -104,4 +104,24 @@ public interface SandboxProcess {
 
   /** Closes the process's standard input (it sees end of file). */
   void closeStdin();
+
+  /** Waits until an HTTP server answers {@code GET /} on {@code port}; see {@link #waitForPort(int, PortWaitOptions)}. */
+  default void waitForPort(int port) {
+    waitForPort(port, PortWaitOptions.defaults());
+  }
+
+  /**
+   * Like {@link Sandbox#waitForPort(int, PortWaitOptions)}, but fails fast when this process
+   * ends first: within milliseconds of its exit, not after the next check.
+   *
+   * <pre>{@code
+   * SandboxProcess web = sandbox.startProcess("python3 -m http.server 8000");
+   * web.waitForPort(8000);                          // ready, or ProcessExitedException
+   * }</pre>
+   *
+   * @throws ProcessExitedException if the process ended before the port was ready; its
+   *     {@link ProcessExitedException#info()} has the exit code
+   * @throws SandboxTimeoutException if {@code options.timeout()} passed first
+   */
+  void waitForPort(int port, PortWaitOptions options);
 }

@@ -96,6 +96,8 @@ public final class RealSandbox implements Sandbox {
   /** The boot id in the first answer that carried one; never replaced. */
   private volatile String firstBootId;
   private final RealFiles files = new RealFiles(this);
+  private final PortWatch portWatch = new PortWatch(this);
+  private final RealGit git = new RealGit(this);
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -597,6 +599,23 @@ public final class RealSandbox implements Sandbox {
     return files;
   }
 
+  // ---- ports and git
+
+  @Override
+  public void waitForPort(int port, dev.sandboxsdk.PortWaitOptions options) {
+    portWatch.await(port, options, null);
+  }
+
+  /** {@link RealSandboxProcess#waitForPort}: fails as soon as the process ends. */
+  void waitForPort(int port, dev.sandboxsdk.PortWaitOptions options, String processId) {
+    portWatch.await(port, options, processId);
+  }
+
+  @Override
+  public dev.sandboxsdk.GitCheckout gitCheckout(String repoUrl, dev.sandboxsdk.GitCheckoutOptions options) {
+    return git.checkout(repoUrl, options);
+  }
+
   // ---- lifecycle
 
   @Override
@@ -692,6 +711,11 @@ public final class RealSandbox implements Sandbox {
 
   private Request delete(HttpUrl url) {
     return new Request.Builder().url(url).header("Authorization", authorization).delete().build();
+  }
+
+  /** A call whose answer may take {@code minimum} to come (the agent works that long before it answers). */
+  JsonNode callWaitingAtLeast(Request request, String what, Duration minimum) {
+    return call(readingAtLeast(minimum), request, what);
   }
 
   JsonNode call(Request request, String what) {
@@ -854,7 +878,7 @@ public final class RealSandbox implements Sandbox {
     return source.getBuffer().readByteArray(Math.min(source.getBuffer().size(), MAX_ERROR_BODY_BYTES));
   }
 
-  private <T> SseCursor<T> openStream(Request request, String what, java.util.function.Function<JsonNode, T> mapper,
+  <T> SseCursor<T> openStream(Request request, String what, java.util.function.Function<JsonNode, T> mapper,
       java.util.function.Predicate<T> isFinal, Abort abort) {
     ensureOpen();
     request = request.newBuilder().header("Accept", "text/event-stream").build();

@@ -264,6 +264,11 @@ final class RealSandboxProcess implements SandboxProcess {
   }
 
   @Override
+  public void waitForPort(int port, dev.sandboxsdk.PortWaitOptions options) {
+    sandbox.waitForPort(port, options, id);
+  }
+
+  @Override
   public void writeStdin(String text) {
     Objects.requireNonNull(text, "text == null");
     sandbox.writeStdin(id, text, false);

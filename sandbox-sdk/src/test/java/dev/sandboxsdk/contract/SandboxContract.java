@@ -11,10 +11,13 @@ import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.FileEntry;
 import dev.sandboxsdk.FileType;
+import dev.sandboxsdk.GitCheckout;
+import dev.sandboxsdk.GitCheckoutOptions;
 import dev.sandboxsdk.LogEvent;
 import dev.sandboxsdk.LogMatch;
 import dev.sandboxsdk.LogRange;
 import dev.sandboxsdk.OutputListener;
+import dev.sandboxsdk.PortWaitOptions;
 import dev.sandboxsdk.ProcessExitedException;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.ProcessLogs;
@@ -1112,6 +1115,68 @@ public abstract class SandboxContract {
     assertThatThrownBy(() -> sandbox.files().readString("../outside-the-workspace.txt"))
         .isInstanceOf(SandboxPermissionException.class)
         .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("PERMISSION_DENIED"));
+  }
+
+  // ---- ports and git
+
+  /** A one-line HTTP server in Perl (perl-base is in every Debian), so the suite needs no Python. */
+  private static String perlServer(int port, int delayMs) {
+    return "sleep " + delayMs / 1000.0 + "; exec perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr =>"
+        + " \"127.0.0.1\", LocalPort => " + port + ", Listen => 8, ReuseAddr => 1) or die \"listen: $!\";"
+        + " while ($c = $s->accept) { <$c>; print $c \"HTTP/1.0 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok\";"
+        + " close $c }'";
+  }
+
+  @Test
+  void waitForPortReturnsWhenTheServerAnswersAndFailsFastWhenItsProcessEnds() {
+    int port = 20000 + (int) (ProcessHandle.current().pid() % 20000) + IDS.incrementAndGet();
+    SandboxProcess server = sandbox.startProcess(perlServer(port, 500));
+    try {
+      server.waitForPort(port, PortWaitOptions.http("/").toBuilder().timeout(Duration.ofSeconds(20)).build());
+      sandbox.waitForPort(port, PortWaitOptions.tcp());
+      // A status out of range is not ready: the timeout names the last check.
+      assertThatThrownBy(() -> sandbox.waitForPort(port, PortWaitOptions.builder().status(500, 599)
+          .interval(Duration.ofMillis(100)).timeout(Duration.ofMillis(800)).build()))
+          .isInstanceOf(SandboxTimeoutException.class)
+          .hasMessageContaining("200");
+    } finally {
+      server.kill();
+    }
+
+    SandboxProcess dies = sandbox.startProcess("sleep 0.3; exit 3");
+    assertThatThrownBy(() -> dies.waitForPort(port + 1))
+        .isInstanceOf(ProcessExitedException.class)
+        .satisfies(e -> assertThat(((ProcessExitedException) e).info().exitCode()).isEqualTo(3));
+    assertThatThrownBy(() -> sandbox.waitForPort(0)).isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
+  void gitCheckoutClonesARepositoryAndKeepsCredentialsOutOfMessages() {
+    String tag = "contract-git-" + IDS.incrementAndGet();
+    sandbox.exec(Command.of("sh", "-c", "set -e; git init -q -b main \"$1\"; cd \"$1\"; printf 'hello\\n' > README;"
+        + " git add README; git -c user.name=t -c user.email=t@example.com commit -q -m first", "sh", tag + "-src"))
+        .requireSuccess();
+
+    GitCheckout co = sandbox.gitCheckout(tag + "-src", GitCheckoutOptions.builder().targetDir(tag + "-clone").build());
+
+    assertThat(co.branch()).isEqualTo("main");
+    assertThat(co.targetDir()).endsWith("/" + tag + "-clone");
+    assertThat(sandbox.files().readString(tag + "-clone/README")).isEqualTo("hello\n");
+    assertThat(sandbox.exec(Command.of("git", "-C", tag + "-clone", "log", "--format=%s")).stdout()).isEqualTo("first\n");
+
+    assertThatThrownBy(() -> sandbox.gitCheckout(tag + "-no-such-repo"))
+        .isInstanceOf(SandboxNotFoundException.class)
+        .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("GIT_REPOSITORY_NOT_FOUND"));
+    assertThatThrownBy(() -> sandbox.gitCheckout(tag + "-src", GitCheckoutOptions.builder().branch("no-such-branch")
+        .targetDir(tag + "-b").build()))
+        .isInstanceOf(SandboxNotFoundException.class)
+        .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("GIT_BRANCH_NOT_FOUND"));
+    // A remote that is not there (or no network at all): the error never carries the password.
+    assertThatThrownBy(() -> sandbox.gitCheckout("http://127.0.0.1:1/x.git", GitCheckoutOptions.builder()
+        .credentials("bob", "s3cret-pw").targetDir(tag + "-remote").timeout(Duration.ofSeconds(20)).build()))
+        .isInstanceOf(SandboxException.class)
+        .satisfies(e -> assertThat(e.getMessage()).doesNotContain("s3cret-pw"))
+        .satisfies(e -> assertThat(String.valueOf(((SandboxException) e).context())).doesNotContain("s3cret-pw"));
   }
 
   // ---- clients of their own: wrong token, no agent, close and destroy

@@ -1,0 +1,43 @@
+package dev.sandboxsdk.internal;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.sandboxsdk.GitCheckoutOptions;
+import org.junit.jupiter.api.Test;
+
+class RealGitTest {
+  private static GitCheckoutOptions creds(String user, String password) {
+    return GitCheckoutOptions.builder().credentials(user, password).build();
+  }
+
+  @Test
+  void credentialsBecomePercentEncodedUserInformation() {
+    assertThat(RealGit.withCredentials("https://git.example.com/o/r.git", creds("x-access-token", "p@ss:w/rd ü")))
+        .isEqualTo("https://x-access-token:p%40ss%3Aw%2Frd%20%C3%BC@git.example.com/o/r.git");
+    assertThat(RealGit.withCredentials("http://h:8080/r", creds("u", "p"))).isEqualTo("http://u:p@h:8080/r");
+  }
+
+  @Test
+  void withoutCredentialsTheUrlIsSentAsGiven() {
+    assertThat(RealGit.withCredentials("git@github.com:o/r.git", GitCheckoutOptions.defaults()))
+        .isEqualTo("git@github.com:o/r.git");
+  }
+
+  @Test
+  void credentialsAreRefusedWhereTheyCannotApplyAndNeverEchoed() {
+    assertThatThrownBy(() -> RealGit.withCredentials("ssh://git@h/r.git", creds("u", "secret1")))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("http(s)")
+        .satisfies(e -> assertThat(e.getMessage()).doesNotContain("secret1"));
+    assertThatThrownBy(() -> RealGit.withCredentials("https://a:old@h/r.git", creds("u", "secret2")))
+        .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("one way only")
+        .satisfies(e -> assertThat(e.getMessage()).doesNotContain("secret2").doesNotContain("old"));
+    assertThat(creds("u", "secret3").toString()).doesNotContain("secret3");
+  }
+
+  @Test
+  void messagesShowUrlsWithoutUserInformation() {
+    assertThat(RealGit.redacted("https://u:tok@h/r.git")).isEqualTo("https://***@h/r.git");
+    assertThat(RealGit.redacted("/workspace/repo")).isEqualTo("/workspace/repo");
+  }
+}
