@@ -97,6 +97,11 @@ public final class SandboxTools implements AutoCloseable {
     tools.put("getSandbox", (args, ctx) -> CompletableFuture.completedFuture(getSandbox(args, ctx)));
     tools.put("listSandboxes", sync(this::listSandboxes));
     tools.put("destroy", (args, ctx) -> CompletableFuture.completedFuture(destroy(args, ctx)));
+    // Capability groups of their own.
+    PortTools ports = new PortTools(sandboxes);
+    tools.put("waitForPort", sync(ports::waitForPort));
+    GitTools git = new GitTools(sandboxes, config.passEnv());
+    tools.put("gitCheckout", sync(git::gitCheckout));
   }
 
   @Override
@@ -766,7 +771,7 @@ public final class SandboxTools implements AutoCloseable {
         + "'. listProcesses shows the processes that exist.");
   }
 
-  private static String sandboxId(ObjectNode args) {
+  static String sandboxId(ObjectNode args) {
     return args.hasNonNull("sandboxId") ? args.get("sandboxId").asText() : null;
   }
 
@@ -812,7 +817,7 @@ public final class SandboxTools implements AutoCloseable {
     return args.hasNonNull(field) ? (int) Math.min(max, args.get(field).asLong()) : max;
   }
 
-  private static Duration seconds(ObjectNode args, String field, Duration fallback) {
+  static Duration seconds(ObjectNode args, String field, Duration fallback) {
     if (!args.hasNonNull(field)) {
       return fallback;
     }

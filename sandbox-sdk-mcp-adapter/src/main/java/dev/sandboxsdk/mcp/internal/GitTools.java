@@ -1,0 +1,80 @@
+package dev.sandboxsdk.mcp.internal;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sandboxsdk.GitCheckout;
+import dev.sandboxsdk.GitCheckoutOptions;
+import dev.sandboxsdk.SandboxException;
+import java.time.Duration;
+import java.util.Map;
+
+/**
+ * The git tool group: {@code gitCheckout}. Credentials never pass through the model: the call
+ * names a variable the server was given with {@code --pass-env}, whose value the server looks
+ * up itself (and redacts from every output, as it does for commands). Thread-safe.
+ */
+final class GitTools {
+  static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(10);
+
+  private final Sandboxes sandboxes;
+  private final Map<String, String> passEnv;
+
+  GitTools(Sandboxes sandboxes, Map<String, String> passEnv) {
+    this.sandboxes = sandboxes;
+    this.passEnv = passEnv;
+  }
+
+  ToolOutcome gitCheckout(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+    String url = args.get("repoUrl").asText();
+    GitCheckoutOptions.Builder options = GitCheckoutOptions.builder()
+        .timeout(SandboxTools.seconds(args, "timeoutSeconds", DEFAULT_TIMEOUT));
+    if (args.hasNonNull("branch")) {
+      options.branch(args.get("branch").asText());
+    }
+    if (args.hasNonNull("depth")) {
+      options.depth(args.get("depth").asInt());
+    }
+    if (args.hasNonNull("targetDir")) {
+      options.targetDir(args.get("targetDir").asText());
+    }
+    if (args.hasNonNull("passwordEnv")) {
+      String name = args.get("passwordEnv").asText();
+      String secret = passEnv.get(name);
+      if (secret == null) {
+        throw new ToolException("passwordEnv names '" + name + "', which this server was not given: start the server"
+            + " with --pass-env " + name + " (the variable set in its environment). Variables it has: "
+            + (passEnv.isEmpty() ? "none" : String.join(", ", passEnv.keySet())) + ".");
+      }
+      options.credentials(args.path("username").asText("x-access-token"), secret);
+    } else if (args.hasNonNull("username")) {
+      throw new ToolException("username needs passwordEnv: the name of a variable passed to this server with"
+          + " --pass-env that holds the password or token.");
+    }
+    GitCheckout co;
+    try {
+      co = sb.sandbox().gitCheckout(url, options.build());
+    } catch (SandboxException e) {
+      if (e.code() != null && e.code().startsWith("GIT_") || "INVALID_GIT_URL".equals(e.code())) {
+        throw new ToolException("git clone failed (" + e.code() + "): " + e.getMessage() + hint(e.code()));
+      }
+      throw e;
+    }
+    return ToolOutcome.ok(Json.object().put("repoUrl", co.repoUrl()).put("branch", co.branch())
+        .put("targetDir", co.targetDir()).put("sandboxId", sb.id()));
+  }
+
+  private static String hint(String code) {
+    switch (code) {
+      case "GIT_REPOSITORY_NOT_FOUND":
+        return ". Check the URL; a private repository also answers 'not found' without credentials (passwordEnv).";
+      case "GIT_BRANCH_NOT_FOUND":
+        return ". Leave branch out for the remote's default branch.";
+      case "GIT_AUTH_FAILED":
+        return ". The remote wants credentials: give username and passwordEnv (a variable passed with --pass-env).";
+      case "INVALID_GIT_URL":
+        return ". A sandbox without network can only clone file:// URLs or paths inside its workspace.";
+      default:
+        return ".";
+    }
+  }
+}

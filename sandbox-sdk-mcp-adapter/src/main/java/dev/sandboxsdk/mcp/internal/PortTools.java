@@ -1,0 +1,50 @@
+package dev.sandboxsdk.mcp.internal;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sandboxsdk.PortWaitOptions;
+import dev.sandboxsdk.ProcessExitedException;
+import dev.sandboxsdk.SandboxTimeoutException;
+import java.time.Duration;
+
+/** The port tool group: {@code waitForPort}. Thread-safe. */
+final class PortTools {
+  static final Duration DEFAULT_WAIT = Duration.ofSeconds(60);
+
+  private final Sandboxes sandboxes;
+
+  PortTools(Sandboxes sandboxes) {
+    this.sandboxes = sandboxes;
+  }
+
+  ToolOutcome waitForPort(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+    int port = args.get("port").asInt();
+    boolean tcp = "tcp".equals(args.path("mode").asText("http"));
+    PortWaitOptions.Builder options = PortWaitOptions.builder()
+        .mode(tcp ? PortWaitOptions.Mode.TCP : PortWaitOptions.Mode.HTTP)
+        .timeout(SandboxTools.seconds(args, "timeoutSeconds", DEFAULT_WAIT));
+    if (!tcp) {
+      options.path(args.path("path").asText("/"))
+          .status(args.path("statusMin").asInt(200), args.path("statusMax").asInt(399));
+    } else if (args.hasNonNull("path") || args.hasNonNull("statusMin") || args.hasNonNull("statusMax")) {
+      throw new ToolException("path, statusMin and statusMax apply to mode \"http\" only.");
+    }
+    long started = System.nanoTime();
+    String processId = args.hasNonNull("processId") ? args.get("processId").asText() : null;
+    try {
+      if (processId != null) {
+        sb.sandbox().attachProcess(processId).waitForPort(port, options.build());
+      } else {
+        sb.sandbox().waitForPort(port, options.build());
+      }
+    } catch (ProcessExitedException e) {
+      throw new ToolException(e.getMessage() + ". getProcessLogs with processId '" + processId
+          + "' shows why it ended.");
+    } catch (SandboxTimeoutException e) {
+      throw new ToolException(e.getMessage() + ". If the server is still starting, call waitForPort again;"
+          + " otherwise check its output with getProcessLogs.");
+    }
+    return ToolOutcome.ok(Json.object().put("port", port).put("ready", true).put("mode", tcp ? "tcp" : "http")
+        .put("waitedMs", (System.nanoTime() - started) / 1_000_000).put("sandboxId", sb.id()));
+  }
+}
