@@ -156,7 +156,8 @@ async function checkCancel(t, client) {
     let startedAt = 0;
     const call = execTool(
       client,
-      { command: `echo started; while :; do date +%s%N > ${beatFile}; sleep 0.05; done` },
+      // The first beat is written before "started": the abort can kill the loop before its first write.
+      { command: `date +%s%N > ${beatFile}; echo started; while :; do date +%s%N > ${beatFile}; sleep 0.05; done` },
       {
         signal: controller.signal,
         onprogress: (p) => {
