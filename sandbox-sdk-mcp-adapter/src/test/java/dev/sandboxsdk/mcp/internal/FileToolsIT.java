@@ -102,7 +102,10 @@ class FileToolsIT {
         .contains("readFile offset 16384");
 
     long from = 3L * 1024 * 1024 + 4; // inside a line
+    long t0 = System.nanoTime();
     JsonNode mid = mcp.call("readFile", args("path", "big/lines.txt", "offset", from, "length", 20));
+    System.err.printf("[it] readFile of 20 bytes at offset %d of a %d-byte file took %d ms%n", from, size,
+        (System.nanoTime() - t0) / 1_000_000);
     assertThat(sc(mid).get("offset").asLong()).isEqualTo(from);
     assertThat(sc(mid).get("nextOffset").asLong()).isEqualTo(from + 20);
     long line = from / 8;
