@@ -183,6 +183,8 @@ class FileToolsIT {
     assertThat(capped.get("truncated").asBoolean()).isTrue();
     assertThat(capped.get("note").asText()).contains("first 2 of 5").contains("maxEntries");
 
+    assertThat(names(sc(mcp.call("listFiles", args())))).as("default: the workspace").contains("tree");
+
     JsonNode notDir = mcp.call("listFiles", args("path", "tree/a.txt"));
     assertThat(isError(notDir)).isTrue();
     assertThat(text(notDir)).contains("is a file, not a directory").contains("readFile");
