@@ -738,7 +738,7 @@ public final class SandboxTools implements AutoCloseable {
       List<String> what = new ArrayList<>();
       running.forEach(p -> what.add("process " + p.id() + " (" + p.command() + ")"));
       if (calls > 0) {
-        what.add(calls + " tool call(s) still running there (exec, runCode or streamProcessLogs)");
+        what.add(calls + " tool call(s) still running there (exec, runCode, streamProcessLogs or a file tool)");
       }
       throw new ToolException("Sandbox '" + id + "' is in use: " + String.join(", ", what) + ". Stop them (killProcess,"
           + " killAllProcesses, or cancel the calls), or call destroy with force: true to kill everything.");
