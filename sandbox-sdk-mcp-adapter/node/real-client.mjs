@@ -25,7 +25,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 const EXPECTED_TOOLS = [
   'exec', 'startProcess', 'listProcesses', 'getProcess', 'killProcess', 'killAllProcesses',
   'getProcessLogs', 'streamProcessLogs', 'cleanupCompletedProcesses', 'getSandbox',
-  'listSandboxes', 'destroy', 'runCode',
+  'listSandboxes', 'destroy', 'runCode', 'readFile', 'writeFile', 'listFiles', 'mkdir', 'deleteFile',
+  'moveFile', 'renameFile', 'fileExists', 'statFile',
 ];
 const REQUEST_TIMEOUT_MS = 60_000;      // first call starts a sandbox
 const READY_TIMEOUT_MS = 30_000;        // wait for SANDBOX_MCP_READY
@@ -83,7 +84,7 @@ async function execTool(client, args, opts = {}) {
 // ---------------------------------------------------------------- checks a-d, f
 
 async function checkListTools(t, client) {
-  return check(t, 'tools/list returns the 13 tools, each with description, inputSchema, outputSchema', async () => {
+  return check(t, `tools/list returns the ${EXPECTED_TOOLS.length} tools, each with description, inputSchema, outputSchema`, async () => {
     const { tools } = await client.listTools(undefined, reqOpts());
     assert(Array.isArray(tools), `tools is not an array: ${short(tools)}`);
     const names = tools.map((x) => x.name);
@@ -155,7 +156,8 @@ async function checkCancel(t, client) {
     let startedAt = 0;
     const call = execTool(
       client,
-      { command: `echo started; while :; do date +%s%N > ${beatFile}; sleep 0.05; done` },
+      // The first beat is written before "started": the abort can kill the loop before its first write.
+      { command: `date +%s%N > ${beatFile}; echo started; while :; do date +%s%N > ${beatFile}; sleep 0.05; done` },
       {
         signal: controller.signal,
         onprogress: (p) => {
@@ -220,9 +222,39 @@ async function checkDestroy(t, client) {
   });
 }
 
+// The SDK client checks each structuredContent against the tool's outputSchema from tools/list.
+async function checkFiles(t, client) {
+  const call = (name, args) => client.callTool({ name, arguments: args }, undefined, reqOpts());
+  await check(t, 'writeFile + readFile: text round trip, then binary bytes 0-255 byte-exact via base64', async () => {
+    const text = 'héllo, wörld\n';
+    const w = await call('writeFile', { path: `rc-${t}/note.txt`, content: text });
+    assert(!w.isError && w.structuredContent?.bytesWritten === Buffer.byteLength(text), `writeFile: ${short(w)}`);
+    const r = await call('readFile', { path: `rc-${t}/note.txt` });
+    assert(!r.isError && r.structuredContent?.encoding === 'utf-8' && r.structuredContent?.content === text,
+      `readFile text: ${short(r)}`);
+    const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const wb = await call('writeFile', { path: `rc-${t}/all.bin`, content: bytes.toString('base64'), encoding: 'base64' });
+    assert(!wb.isError && wb.structuredContent?.bytesWritten === 256, `writeFile base64: ${short(wb)}`);
+    const rb = await call('readFile', { path: `rc-${t}/all.bin` });
+    assert(!rb.isError && rb.structuredContent?.encoding === 'base64', `readFile binary: ${short(rb)}`);
+    assert(Buffer.from(rb.structuredContent.content, 'base64').equals(bytes), 'the bytes read differ from those written');
+    const l = await call('listFiles', { path: `rc-${t}` });
+    assert(!l.isError && l.structuredContent?.entries?.map((e) => e.name).join(',') === 'all.bin,note.txt',
+      `listFiles: ${short(l)}`);
+    return '';
+  });
+  await check(t, 'readFile of a missing file -> isError result saying what to do', async () => {
+    const r = await call('readFile', { path: `rc-${t}/no-such-file` });
+    assert(r.isError === true, `not an error result: ${short(r)}`);
+    assert(/Not found/.test(r.content?.[0]?.text) && /listFiles/.test(r.content?.[0]?.text), `message: ${short(r)}`);
+    return '';
+  });
+}
+
 async function runCommonChecks(t, client) {
   await checkListTools(t, client);
   await checkExecEcho(t, client);
+  await checkFiles(t, client);
   await checkProgress(t, client);
   await checkCancel(t, client);
 }

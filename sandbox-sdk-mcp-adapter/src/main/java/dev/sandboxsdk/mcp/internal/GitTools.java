@@ -12,7 +12,7 @@ import java.util.Map;
  * names a variable the server was given with {@code --pass-env}, whose value the server looks
  * up itself (and redacts from every output, as it does for commands). Thread-safe.
  */
-final class GitTools {
+final class GitTools implements ToolGroup {
   static final Duration DEFAULT_TIMEOUT = Duration.ofMinutes(10);
 
   private final Sandboxes sandboxes;
@@ -21,6 +21,11 @@ final class GitTools {
   GitTools(Sandboxes sandboxes, Map<String, String> passEnv) {
     this.sandboxes = sandboxes;
     this.passEnv = passEnv;
+  }
+
+  @Override
+  public void register(Map<String, ToolHandler> tools) {
+    tools.put("gitCheckout", ToolHandler.blocking((a, c) -> gitCheckout(a)));
   }
 
   ToolOutcome gitCheckout(ObjectNode args) {

@@ -5,15 +5,21 @@ import dev.sandboxsdk.PortWaitOptions;
 import dev.sandboxsdk.ProcessExitedException;
 import dev.sandboxsdk.SandboxTimeoutException;
 import java.time.Duration;
+import java.util.Map;
 
 /** The port tool group: {@code waitForPort}. Thread-safe. */
-final class PortTools {
+final class PortTools implements ToolGroup {
   static final Duration DEFAULT_WAIT = Duration.ofSeconds(60);
 
   private final Sandboxes sandboxes;
 
   PortTools(Sandboxes sandboxes) {
     this.sandboxes = sandboxes;
+  }
+
+  @Override
+  public void register(Map<String, ToolHandler> tools) {
+    tools.put("waitForPort", ToolHandler.blocking((a, c) -> waitForPort(a)));
   }
 
   ToolOutcome waitForPort(ObjectNode args) {

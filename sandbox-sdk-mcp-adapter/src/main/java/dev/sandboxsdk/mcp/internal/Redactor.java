@@ -22,7 +22,7 @@ import java.util.Set;
 public final class Redactor {
   public static final int MIN_LENGTH = 4;
   /** Result fields whose values are the server's own vocabulary, never sandbox text. */
-  private static final Set<String> VOCABULARY = Set.of("status", "mode", "signal");
+  private static final Set<String> VOCABULARY = Set.of("status", "mode", "signal", "type", "encoding");
 
   private record Secret(String name, String value) {
   }
@@ -179,6 +179,23 @@ public final class Redactor {
       }
     }
     return best;
+  }
+
+  /**
+   * The name of a secret whose UTF-8 bytes occur in {@code data[0, length)} overlapping
+   * {@code data[from, to)}, or null. For bytes handed out as they are (base64), which cannot be
+   * redacted without changing their size: the caller refuses them instead.
+   */
+  public String secretIn(byte[] data, int length, int from, int to) {
+    for (Secret s : secrets) {
+      byte[] v = s.value.getBytes(StandardCharsets.UTF_8);
+      for (int i = Math.max(0, from - v.length + 1); i < to && i + v.length <= length; i++) {
+        if (java.util.Arrays.equals(data, i, i + v.length, v, 0, v.length)) {
+          return s.name;
+        }
+      }
+    }
+    return null;
   }
 
   /** Redacts a text that arrives in chunks, holding back what may be the start of a secret. */

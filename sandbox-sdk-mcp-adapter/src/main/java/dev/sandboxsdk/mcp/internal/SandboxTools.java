@@ -51,14 +51,10 @@ public final class SandboxTools implements AutoCloseable {
   /** The smallest page the log tools return: room for a few characters whatever maxBytes says. */
   static final int MIN_PAGE_BYTES = 64;
 
-  private interface Tool {
-    CompletableFuture<ToolOutcome> call(ObjectNode args, CallContext ctx);
-  }
-
   private final AdapterConfig config;
   private final Sandboxes sandboxes;
   private final Redactor redactor;
-  private final Map<String, Tool> tools = new HashMap<>();
+  private final Map<String, ToolHandler> tools = new HashMap<>();
   private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
     Thread t = new Thread(r, "mcp-timer");
     t.setDaemon(true);
@@ -97,11 +93,9 @@ public final class SandboxTools implements AutoCloseable {
     tools.put("getSandbox", (args, ctx) -> CompletableFuture.completedFuture(getSandbox(args, ctx)));
     tools.put("listSandboxes", sync(this::listSandboxes));
     tools.put("destroy", (args, ctx) -> CompletableFuture.completedFuture(destroy(args, ctx)));
-    // Capability groups of their own.
-    PortTools ports = new PortTools(sandboxes);
-    tools.put("waitForPort", sync(ports::waitForPort));
-    GitTools git = new GitTools(sandboxes, config.passEnv());
-    tools.put("gitCheckout", sync(git::gitCheckout));
+    // Further capabilities are groups of their own; a new one is one more entry here.
+    List.<ToolGroup>of(new FileTools(config, sandboxes, redactor), new PortTools(sandboxes),
+        new GitTools(sandboxes, config.passEnv())).forEach(g -> g.register(tools));
   }
 
   @Override
@@ -120,7 +114,7 @@ public final class SandboxTools implements AutoCloseable {
 
   /** Runs tool {@code name}; domain failures complete as error outcomes, never exceptionally. */
   public CompletableFuture<ToolOutcome> call(String name, ObjectNode args, CallContext ctx) {
-    Tool t = tools.get(name);
+    ToolHandler t = tools.get(name);
     if (t == null) {
       throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "Unknown tool: " + name);
     }
@@ -165,7 +159,7 @@ public final class SandboxTools implements AutoCloseable {
     }
   }
 
-  private static Tool sync(Function<ObjectNode, ToolOutcome> body) {
+  private static ToolHandler sync(Function<ObjectNode, ToolOutcome> body) {
     return (args, ctx) -> CompletableFuture.completedFuture(body.apply(args));
   }
 
@@ -745,7 +739,7 @@ public final class SandboxTools implements AutoCloseable {
       List<String> what = new ArrayList<>();
       running.forEach(p -> what.add("process " + p.id() + " (" + p.command() + ")"));
       if (calls > 0) {
-        what.add(calls + " tool call(s) still running there (exec, runCode or streamProcessLogs)");
+        what.add(calls + " tool call(s) still running there (exec, runCode, streamProcessLogs or a file tool)");
       }
       throw new ToolException("Sandbox '" + id + "' is in use: " + String.join(", ", what) + ". Stop them (killProcess,"
           + " killAllProcesses, or cancel the calls), or call destroy with force: true to kill everything.");
@@ -825,7 +819,7 @@ public final class SandboxTools implements AutoCloseable {
     return Duration.ofMillis(millis);
   }
 
-  private static ObjectNode withSandbox(ObjectNode r, Sandboxes.Entry sb) {
+  static ObjectNode withSandbox(ObjectNode r, Sandboxes.Entry sb) {
     return r.put("sandboxId", sb.id());
   }
 

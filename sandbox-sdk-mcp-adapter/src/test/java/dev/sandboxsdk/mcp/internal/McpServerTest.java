@@ -129,7 +129,8 @@ class McpServerTest {
     }
     assertThat(names).containsExactlyInAnyOrder("exec", "runCode", "startProcess", "listProcesses", "getProcess",
         "killProcess", "killAllProcesses", "getProcessLogs", "streamProcessLogs", "cleanupCompletedProcesses",
-        "getSandbox", "listSandboxes", "destroy");
+        "getSandbox", "listSandboxes", "destroy", "readFile", "writeFile", "listFiles", "mkdir", "deleteFile",
+        "moveFile", "renameFile", "fileExists", "statFile");
     Set<String> implemented = new HashSet<>();
     try (SandboxTools impl = new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults()))) {
       impl.names().forEach(implemented::add);
@@ -154,7 +155,16 @@ class McpServerTest {
         java.util.Map.entry("cleanupCompletedProcesses", List.of(false, true, true)),
         java.util.Map.entry("getSandbox", List.of(false, false, true)),
         java.util.Map.entry("listSandboxes", List.of(true, false, true)),
-        java.util.Map.entry("destroy", List.of(false, true, true)));
+        java.util.Map.entry("destroy", List.of(false, true, true)),
+        java.util.Map.entry("readFile", List.of(true, false, true)),
+        java.util.Map.entry("writeFile", List.of(false, true, true)),
+        java.util.Map.entry("listFiles", List.of(true, false, true)),
+        java.util.Map.entry("mkdir", List.of(false, false, true)),
+        java.util.Map.entry("deleteFile", List.of(false, true, true)),
+        java.util.Map.entry("moveFile", List.of(false, true, false)),
+        java.util.Map.entry("renameFile", List.of(false, true, false)),
+        java.util.Map.entry("fileExists", List.of(true, false, true)),
+        java.util.Map.entry("statFile", List.of(true, false, true)));
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
     assertThat(tools).hasSize(expected.size());
     for (JsonNode t : tools) {

@@ -402,4 +402,37 @@ class UnitsTest {
     assertThat(t.text()).isEqualTo("a");
     assertThat(t.nextOffset()).isEqualTo(1);
   }
+
+  // ---- file tools: text detection and secrets in bytes
+
+  @Test
+  void textIsValidUtf8WithoutNulAndACutCharacterCountsOnlyIfNothingFollows() {
+    byte[] euro = "a€".getBytes(java.nio.charset.StandardCharsets.UTF_8); // 61 E2 82 AC
+    assertThat(FileTools.isUtf8Text(euro, 0, 4, false)).isTrue();
+    assertThat(FileTools.isUtf8Text(euro, 0, 3, true)).as("the rest of the euro sign may follow").isTrue();
+    assertThat(FileTools.isUtf8Text(euro, 0, 3, false)).as("the file ends in half a character").isFalse();
+    assertThat(FileTools.isUtf8Text(new byte[] {'a', 0, 'b'}, 0, 3, false)).isFalse();
+    assertThat(FileTools.isUtf8Text(new byte[] {'a', (byte) 0xFF}, 0, 2, true)).isFalse();
+    assertThat(FileTools.isUtf8Text(new byte[0], 0, 0, false)).isTrue();
+  }
+
+  @Test
+  void aPageEndsBeforeACharacterItWouldCut() {
+    byte[] b = "ab€".getBytes(java.nio.charset.StandardCharsets.UTF_8); // 61 62 E2 82 AC
+    assertThat(FileTools.completeEnd(b, 0, 5)).isEqualTo(5);
+    assertThat(FileTools.completeEnd(b, 0, 4)).isEqualTo(2);
+    assertThat(FileTools.completeEnd(b, 0, 3)).isEqualTo(2);
+    assertThat(FileTools.completeEnd(b, 0, 2)).isEqualTo(2);
+  }
+
+  @Test
+  void secretInFindsASecretOverlappingTheRangeAndOnlyThen() {
+    Redactor r = new Redactor(Map.of("K", "topsecret"));
+    byte[] data = "xx topsecret yy".getBytes(java.nio.charset.StandardCharsets.UTF_8);
+    assertThat(r.secretIn(data, data.length, 0, 3)).isNull();
+    assertThat(r.secretIn(data, data.length, 0, 4)).isEqualTo("K");
+    assertThat(r.secretIn(data, data.length, 11, 12)).isEqualTo("K");
+    assertThat(r.secretIn(data, data.length, 12, 15)).isNull();
+    assertThat(r.secretIn(data, 8, 0, 8)).as("only the first 8 bytes are there").isNull();
+  }
 }
