@@ -130,7 +130,7 @@ class McpServerTest {
     assertThat(names).containsExactlyInAnyOrder("exec", "runCode", "startProcess", "listProcesses", "getProcess",
         "killProcess", "killAllProcesses", "getProcessLogs", "streamProcessLogs", "cleanupCompletedProcesses",
         "getSandbox", "listSandboxes", "destroy", "readFile", "writeFile", "listFiles", "mkdir", "deleteFile",
-        "moveFile", "renameFile", "fileExists", "statFile");
+        "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout");
     Set<String> implemented = new HashSet<>();
     try (SandboxTools impl = new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults()))) {
       impl.names().forEach(implemented::add);
@@ -164,7 +164,9 @@ class McpServerTest {
         java.util.Map.entry("moveFile", List.of(false, true, false)),
         java.util.Map.entry("renameFile", List.of(false, true, false)),
         java.util.Map.entry("fileExists", List.of(true, false, true)),
-        java.util.Map.entry("statFile", List.of(true, false, true)));
+        java.util.Map.entry("statFile", List.of(true, false, true)),
+        java.util.Map.entry("waitForPort", List.of(true, false, true)),
+        java.util.Map.entry("gitCheckout", List.of(false, false, false)));
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
     assertThat(tools).hasSize(expected.size());
     for (JsonNode t : tools) {
