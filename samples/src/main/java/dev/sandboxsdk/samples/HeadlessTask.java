@@ -389,8 +389,8 @@ public final class HeadlessTask {
    */
   public static void main(String[] args) throws Exception {
     if (args.length == 1) {
-      System.err.println("usage: HeadlessTask [REPO_URL COMMAND [ARG...]]");
-      System.exit(2);
+      System.err.println("usage: HeadlessTask [REPO_URL COMMAND [ARG...]]  (no arguments: a demonstration)");
+      return;
     }
     if (args.length == 0) {
       demo();
