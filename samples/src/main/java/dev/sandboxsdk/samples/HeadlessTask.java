@@ -77,33 +77,35 @@ public final class HeadlessTask {
 
     GitCheckout checkout = sandbox.gitCheckout(repoUrl, options.checkout());
     String dir = checkout.targetDir();
+    Duration t = options.timeout();
     // The base of the diff: a task that commits (coding agents sometimes do) still shows its work.
-    String base = git(sandbox, dir, 0, "rev-parse", "--verify", "HEAD^{commit}").stdout().strip();
+    String base = git(sandbox, dir, t, 0, "rev-parse", "--verify", "HEAD^{commit}").stdout().strip();
 
     Tail tail = new Tail(options.outputTailChars(), options.onOutput());
     ExecResult ran = sandbox.exec(task, ExecOptions.builder()
         .cwd(dir)
         .env(options.secrets())                    // this command only
-        .timeout(options.timeout())
+        .timeout(t)
         .onOutput(tail)                            // keeps the last characters, passes output on
         .maxOutputBytes(1)                         // the result's own copy is not used: keep it tiny
         .build());
 
     // Stage everything so that new files are in the diff too; git add writes blobs to the clone's
     // object store, not to memory, so a huge file costs sandbox disk, not this JVM's heap.
-    git(sandbox, dir, 0, "add", "-A");
+    git(sandbox, dir, t, 0, "add", "-A");
     int max = options.maxDiffBytes();
-    ExecResult diff = git(sandbox, dir, max, "diff", "--cached", "--binary", "-M", base);
-    ExecResult status = git(sandbox, dir, max, "diff", "--cached", "-z", "--name-status", "-M", base);
-    ExecResult numstat = git(sandbox, dir, max, "diff", "--cached", "-z", "--numstat", "-M", base);
-    String summary = git(sandbox, dir, 0, "diff", "--cached", "--shortstat", "-M", base).stdout().strip();
+    ExecResult diff = git(sandbox, dir, t, max, "diff", "--cached", "--binary", "-M", base);
+    ExecResult status = git(sandbox, dir, t, max, "diff", "--cached", "-z", "--name-status", "-M", base);
+    ExecResult numstat = git(sandbox, dir, t, max, "diff", "--cached", "-z", "--numstat", "-M", base);
+    String summary = git(sandbox, dir, t, 0, "diff", "--cached", "--shortstat", "-M", base).stdout().strip();
 
     boolean truncated = diff.truncated() || status.truncated() || numstat.truncated();
     long diffBytes = diff.stdout().getBytes(StandardCharsets.UTF_8).length;
     if (diff.truncated()) {
       // Count the whole diff without transferring it: the sandbox counts, we read one number.
       diffBytes = Long.parseLong(sandbox.exec(Command.shell(gitLine("diff", "--cached", "--binary", "-M", base)
-          + " | wc -c"), ExecOptions.builder().cwd(dir).build()).requireSuccess().stdout().strip());
+          + " | wc -c"), ExecOptions.builder().cwd(dir).timeout(t).build()).requireSuccess().stdout()
+          .strip());
     }
     return new Result(checkout, ran.exitCode(), ran.timedOut(), tail.text(), diff.stdout(), diffBytes, truncated,
         summary.isEmpty() ? "no changes" : summary,
@@ -210,7 +212,10 @@ public final class HeadlessTask {
       }
     }
 
-    /** Clone with {@link GitCheckoutOptions#defaults()}, 30 minutes, no secrets, 8 MiB of diff, 8000 characters of output. */
+    /**
+     * Clone with {@link GitCheckoutOptions#defaults()}, 30 minutes, no secrets, 8 MiB of diff,
+     * 8000 characters of output.
+     */
     public static Options defaults() {
       return DEFAULTS;
     }
@@ -284,19 +289,20 @@ public final class HeadlessTask {
   // ---- git
 
   /**
-   * Runs git in the clone. The task may have changed the clone's configuration, so git is told to
-   * run no external diff or text conversion programs and no fsmonitor hook; and none of these
-   * commands has the secrets in its environment.
+   * Runs git in the clone, after the task, in the same sandbox, without the secrets, and killed
+   * after the task's timeout. git is told to start no external diff, text conversion or fsmonitor
+   * program; a task that rewrote the clone's configuration (a clean filter, say) can still make
+   * {@code git add} run a program, but no more than the task could run itself, and without the secrets.
    */
-  private static ExecResult git(Sandbox sandbox, String dir, int maxOutputBytes, String... args) {
+  private static ExecResult git(Sandbox sandbox, String dir, Duration timeout, int maxOutputBytes, String... args) {
     List<String> argv = new ArrayList<>(List.of("git", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
         args[0]));
     if (args[0].equals("diff")) {
       argv.addAll(List.of("--no-color", "--no-textconv", "--no-ext-diff"));
     }
     argv.addAll(Arrays.asList(args).subList(1, args.length));
-    return sandbox.exec(Command.of(argv), ExecOptions.builder().cwd(dir).maxOutputBytes(maxOutputBytes).build())
-        .requireSuccess();
+    return sandbox.exec(Command.of(argv), ExecOptions.builder().cwd(dir).timeout(timeout).maxOutputBytes(maxOutputBytes)
+        .build()).requireSuccess();
   }
 
   /** The same git diff as a shell line; every argument is a fixed option or a commit id. */

@@ -118,6 +118,18 @@ class HeadlessTaskIT {
   }
 
   @Test
+  void changesTheTaskCommittedItselfAreInTheDiffToo() {
+    Result r = HeadlessTask.run(sandbox, originUrl, Command.shell(
+        "echo committed >> README.md && git -c user.name=agent -c user.email=agent@example.com commit -qam wip"
+            + " && echo uncommitted > extra.txt"), options().build());
+
+    assertThat(r.isSuccess()).as(r.outputTail()).isTrue();
+    assertThat(r.filesChanged()).extracting(FileChange::path, FileChange::status)
+        .containsExactly(tuple("README.md", Status.MODIFIED), tuple("extra.txt", Status.ADDED));
+    assertThat(r.diff()).contains("+committed\n", "+uncommitted\n");
+  }
+
+  @Test
   void aTaskKilledAtTheTimeoutStillReturnsWhatItChanged() {
     Result r = HeadlessTask.run(sandbox, originUrl, Command.shell("echo early >> README.md; echo working; sleep 60"),
         options().timeout(Duration.ofSeconds(2)).build());
