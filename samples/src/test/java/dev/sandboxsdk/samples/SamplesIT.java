@@ -98,6 +98,18 @@ class SamplesIT {
         .doesNotContain("still running");
   }
 
+  @Test
+  void headlessTask() throws Exception {
+    String out = run(HeadlessTask::main);
+
+    assertThat(out)
+        .contains("task exit code 0; output tail: task: edited README.md, added NOTES.md, removed old.txt")
+        .contains("summary: 3 files changed, 2 insertions(+), 2 deletions(-)")
+        .contains("  ADDED    NOTES.md (+1 -0)\n  MODIFIED README.md (+1 -1)\n  DELETED  old.txt (+0 -1)\n")
+        .contains("-line two\n+line 2\n")
+        .contains("diff --git a/NOTES.md b/NOTES.md\nnew file mode 100644\n");
+  }
+
   // ---- helpers
 
   /** A sample's {@code main}. */
