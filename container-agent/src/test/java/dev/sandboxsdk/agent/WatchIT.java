@@ -63,6 +63,12 @@ class WatchIT {
     }
   }
 
+  /** Reads events until one matches and returns it. */
+  private static JsonNode first(SseReader sse, Predicate<JsonNode> match) throws Exception {
+    List<JsonNode> seen = until(sse, match);
+    return seen.get(seen.size() - 1);
+  }
+
   private static Predicate<JsonNode> event(String type, Path p) {
     return e -> e.path("eventType").asText().equals(type) && e.path("path").asText().equals(p.toString());
   }
@@ -78,7 +84,7 @@ class WatchIT {
     Path g = real("w/b.txt");
     try (SseReader sse = watch(obj("path", "w"))) {
       Files.writeString(f, "one");
-      JsonNode created = until(sse, event("create", f)).get(0);
+      JsonNode created = first(sse, event("create", f));
       assertThat(created.get("type").asText()).isEqualTo("event");
       assertThat(created.get("isDirectory").asBoolean()).isFalse();
       assertThat(created.has("timestamp")).isTrue();
@@ -107,6 +113,9 @@ class WatchIT {
       assertThat(seen).anyMatch(event("create", real("tree/sub/deeper")));
       Files.writeString(agent.workspace.resolve("tree/sub/deeper/late.txt"), "y");
       until(sse, event("create", real("tree/sub/deeper/late.txt")));
+      FilesIT.deleteTree(agent.workspace.resolve("tree/sub"));
+      JsonNode gone = first(sse, event("delete", real("tree/sub")));
+      assertThat(gone.get("isDirectory").asBoolean()).as("a deleted directory is still reported as one").isTrue();
     }
   }
 
@@ -144,9 +153,20 @@ class WatchIT {
     Files.createDirectories(agent.workspace.resolve("doomed"));
     try (SseReader sse = watch(obj("path", "doomed"))) {
       Files.delete(agent.workspace.resolve("doomed"));
-      JsonNode last = until(sse, e -> e.get("type").asText().equals("stopped")).get(0);
+      JsonNode last = first(sse, e -> e.get("type").asText().equals("stopped"));
       assertThat(last.get("reason").asText()).contains("deleted");
       assertThat(CompletableFuture.supplyAsync(sse::next).get(30, TimeUnit.SECONDS)).isNull();
+    }
+  }
+
+  @Test
+  void timeoutMsEndsTheStreamWithStopped() throws Exception {
+    Files.createDirectories(agent.workspace.resolve("brief"));
+    try (SseReader sse = watch(obj("path", "brief", "timeoutMs", 300))) {
+      List<JsonNode> rest = CompletableFuture.supplyAsync(sse::rest).get(30, TimeUnit.SECONDS);
+      assertThat(rest).hasSize(1);
+      assertThat(rest.get(0).get("type").asText()).isEqualTo("stopped");
+      assertThat(rest.get(0).get("reason").asText()).contains("timeoutMs");
     }
   }
 

@@ -26,6 +26,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -64,7 +65,10 @@ final class WatchEndpoints {
   /** Cloudflare's default exclusions, used when the request names neither {@code include} nor {@code exclude}. */
   static final List<String> DEFAULT_EXCLUDES = List.of(".git", "node_modules", ".DS_Store");
   static final Set<String> EVENT_TYPES = Set.of("create", "modify", "delete");
-  private static final Set<String> FIELDS = Set.of("path", "recursive", "include", "exclude", "events", "sessionId");
+  private static final Set<String> FIELDS = Set.of("path", "recursive", "include", "exclude", "events", "sessionId",
+      "timeoutMs");
+  /** The longest {@code timeoutMs} accepted: one day (as port-watch). */
+  static final long MAX_TIMEOUT_MS = 24L * 60 * 60 * 1000;
   /** Brackets and braces are not glob syntax here (as in Cloudflare's agent): refused, not taken literally. */
   private static final Pattern UNSUPPORTED_GLOB = Pattern.compile("[\\[\\]{}]");
   /** How often the writer looks up from an idle queue (root moved, agent stopping, keep-alive due). */
@@ -83,7 +87,8 @@ final class WatchEndpoints {
   }
 
   /** A validated request; {@code include} and {@code exclude} are null when not used. */
-  record Request(Path root, String raw, boolean recursive, Pattern include, Pattern exclude, Set<String> events) {
+  record Request(Path root, String raw, boolean recursive, Pattern include, Pattern exclude, Set<String> events,
+      Long timeoutMs) {
   }
 
   void watch(HttpExchange exchange) throws IOException {
@@ -165,7 +170,9 @@ final class WatchEndpoints {
       }
     }
     body.string("sessionId"); // accepted for Cloudflare's clients; there are no sessions here
-    return new Request(root, raw, recursive == null || recursive, regex(include), regex(exclude), Set.copyOf(kinds));
+    Long timeoutMs = body.integer("timeoutMs", 1, MAX_TIMEOUT_MS);
+    return new Request(root, raw, recursive == null || recursive, regex(include), regex(exclude), Set.copyOf(kinds),
+        timeoutMs);
   }
 
   private static List<String> patterns(Json body, String field) {
@@ -232,6 +239,11 @@ final class WatchEndpoints {
     /** The directory each key watches now (a moved directory keeps its key: see {@link #registerTree}). */
     private final Map<WatchKey, Path> dirs = new HashMap<>();
     private final Map<Path, WatchKey> keys = new HashMap<>();
+    /**
+     * Directories registered and not yet reported deleted: the kernel drops a deleted directory's
+     * watch before its parent reports the deletion, and the event must still say it was one.
+     */
+    private final Set<Path> knownDirs = new HashSet<>();
     private final Object rootFile;
     private WatchService service;
     private WatchKey rootKey;
@@ -282,7 +294,16 @@ final class WatchEndpoints {
       sse.send(watching);
       long keepAliveNanos = TimeUnit.MILLISECONDS.toNanos(config.keepAliveMs());
       long tick = Math.min(TICK_MS, config.keepAliveMs());
+      long deadline = request.timeoutMs() == null ? Long.MAX_VALUE
+          : System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(request.timeoutMs());
       for (;;) {
+        if (request.timeoutMs() != null) {
+          long left = TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime());
+          if (left <= 0) {
+            queue.end(stopped("timeoutMs (" + request.timeoutMs() + " ms) passed"));
+          }
+          tick = Math.max(1, Math.min(tick, left));
+        }
         ObjectNode e = queue.take(tick);
         if (e != null) {
           sse.send(e);
@@ -339,6 +360,7 @@ final class WatchEndpoints {
       for (WatchEvent<?> e : key.pollEvents()) {
         if (e.kind() == StandardWatchEventKinds.OVERFLOW) {
           queue.overflow();
+          knownDirs.removeIf(d -> !Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)); // deletions we missed
           if (request.recursive()) {
             registerTree(request.root(), false); // directories made while events were lost
           }
@@ -465,15 +487,17 @@ final class WatchEndpoints {
         keys.remove(previous);
       }
       keys.put(dir, key);
+      knownDirs.add(dir);
       return true;
     }
 
     /** Stops watching {@code p} and everything below it; true if {@code p} was a watched directory. */
     private boolean forgetTree(Path p) {
-      boolean wasDir = keys.containsKey(p);
+      boolean wasDir = knownDirs.contains(p);
       if (!wasDir || p.equals(request.root())) {
         return wasDir;
       }
+      knownDirs.removeIf(d -> d.startsWith(p));
       List<Path> below = new ArrayList<>();
       for (Path d : keys.keySet()) {
         if (d.startsWith(p)) {
