@@ -218,6 +218,7 @@ class WatchIT {
   @Test
   void clientsThatHangUpLeaveNoInotifyDescriptorOrThreadBehind() throws Exception {
     Files.createDirectories(agent.workspace.resolve("h/a/b"));
+    awaitEarlierWatchesReleased();
     long baseFds = inotifyFds();
     long baseThreads = watchThreads();
     List<SseReader> open = new ArrayList<>();
@@ -237,6 +238,7 @@ class WatchIT {
   @Test
   void aBoundedNumberOfWatchesMayBeOpenAtOnce() throws Exception {
     Files.createDirectories(agent.workspace.resolve("many"));
+    awaitEarlierWatchesReleased();
     long baseFds = inotifyFds();
     long baseThreads = watchThreads();
     List<SseReader> open = new ArrayList<>();
@@ -253,6 +255,37 @@ class WatchIT {
     // Once the agent noticed the hang-ups, a new watch is accepted again.
     assertThat(Procs.await(30_000, () -> inotifyFds() == baseFds && watchThreads() == baseThreads)).isTrue();
     watch(obj("path", "many")).close();
+  }
+
+  @Test
+  void aTreeWithMoreDirectoriesThanTheCapIsRefusedBeforeOrEndedWithAnErrorAfterTheStart() throws Exception {
+    // 8191 subdirectories and the root: exactly the cap of 8192 directories.
+    Path big = Files.createDirectories(agent.workspace.resolve("big"));
+    for (int i = 0; i < 8191; i++) {
+      Files.createDirectory(big.resolve("d" + i));
+    }
+    try (SseReader sse = agent.stream("/api/watch", obj("path", "big"))) {
+      assertThat(sse.status()).isEqualTo(200);
+      JsonNode watching = next(sse);
+      assertThat(watching.get("directories").asInt()).isEqualTo(8192);
+      Files.createDirectory(big.resolve("one-too-many"));
+      JsonNode end = first(sse, e -> e.get("type").asText().equals("error"));
+      assertThat(end.get("code").asText()).isEqualTo("TOO_MANY_WATCHES");
+      assertThat(CompletableFuture.supplyAsync(sse::next).get(30, TimeUnit.SECONDS)).isNull();
+    }
+    TestAgent.Response refused = agent.post("/api/watch", obj("path", "big"));
+    assertThat(refused.status()).isEqualTo(429);
+    assertThat(refused.body().get("code").asText()).isEqualTo("TOO_MANY_WATCHES");
+    assertThat(refused.body().get("message").asText()).contains("8192 directories");
+    try (SseReader sse = watch(obj("path", "big", "exclude", List.of("d1*")))) {
+      assertThat(sse.status()).as("excluded directories are not watched").isEqualTo(200);
+    }
+  }
+
+  /** Watches of earlier tests end once the agent notices their hang-up; counts are taken after that. */
+  private static void awaitEarlierWatchesReleased() throws InterruptedException {
+    assertThat(Procs.await(30_000, () -> watchThreads() == 0)).as("watch threads of earlier tests: %d", watchThreads())
+        .isTrue();
   }
 
   /** Inotify instances open in this JVM (the agent runs in it). */
