@@ -113,7 +113,14 @@ final class WatchEndpoints {
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       } catch (RuntimeException e) {
-        sse.sendInternalError(e);
+        ObjectNode error = event("error");
+        error.put("error", "the agent failed while watching: " + e.getClass().getSimpleName());
+        error.put("code", ErrorCode.INTERNAL_ERROR.name());
+        try {
+          sse.send(error);
+        } catch (IOException ignored) {
+          // the client is gone as well
+        }
         throw e;
       } finally {
         sse.close();
@@ -145,6 +152,10 @@ final class WatchEndpoints {
       root = p.toRealPath(); // events name real paths, whatever links inside the workspace led here
     } catch (IOException e) {
       throw WorkspacePaths.failure(e, "path", raw);
+    }
+    if (!root.startsWith(paths.root())) { // a link swapped in since the checks above
+      throw new AgentException(ErrorCode.PERMISSION_DENIED, "path '" + WorkspacePaths.shorten(raw)
+          + "' is not allowed: it leads outside the workspace", Map.of("field", "path", "path", WorkspacePaths.shorten(raw)));
     }
     Boolean recursive = body.bool("recursive");
     List<String> include = patterns(body, "include");
