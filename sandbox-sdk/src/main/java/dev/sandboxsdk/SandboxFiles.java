@@ -4,6 +4,7 @@ import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.Flow;
 
 /**
  * The files of a sandbox: read, write, list, move and delete them ({@link Sandbox#files()}).
@@ -251,4 +252,58 @@ public interface SandboxFiles {
    * @throws SandboxException for other failures (see the type's documentation)
    */
   FileStat stat(String path);
+
+  // ---- watching
+
+  /**
+   * Watches a directory and everything below it (without {@code .git}, {@code node_modules} and
+   * {@code .DS_Store}); see {@link #watch(String, WatchOptions)}.
+   *
+   * @throws SandboxException as {@link #watch(String, WatchOptions)}
+   */
+  default Flow.Publisher<FileEvent> watch(String path) {
+    return watch(path, WatchOptions.defaults());
+  }
+
+  /**
+   * Watches a directory for changes: an endless stream of {@link FileEvent}s that starts with
+   * {@link FileEventType#WATCHING} once the agent watches every directory, then one event per
+   * created, modified or deleted entry, as the agent's kernel reports them (inotify).
+   *
+   * <pre>{@code
+   * files.watch("src").subscribe(new Flow.Subscriber<>() {
+   *   Flow.Subscription s;
+   *   public void onSubscribe(Flow.Subscription s) { this.s = s; s.request(Long.MAX_VALUE); }
+   *   public void onNext(FileEvent e) { System.out.println(e.type() + " " + e.relativePath()); }
+   *   public void onError(Throwable t) { t.printStackTrace(); }
+   *   public void onComplete() { System.out.println("the directory is gone"); }
+   * });
+   * }</pre>
+   *
+   * <p>The publisher is lazy (nothing is sent before the first {@code request}), single-use (a
+   * second subscriber gets {@code onError(IllegalStateException)}) and honours demand: events are
+   * read only while the subscriber has asked for more. A subscriber that falls behind does not
+   * make the agent buffer without bound: it receives {@link FileEventType#OVERFLOW} where events
+   * were dropped. {@code cancel()} closes the connection, and the agent releases the watch.
+   *
+   * <p>What is reported: a move or rename is a {@code DELETE} of the old path and a {@code CREATE}
+   * of the new one; a directory that appears (made, or moved in) is watched at once, and what it
+   * already holds is reported as created, sometimes twice; a directory that disappears is one
+   * {@code DELETE}, its contents get no events of their own. Changes inside a directory the agent
+   * may not read are not seen. The stream completes ({@code onComplete}) when the watched
+   * directory is deleted, moved or replaced, or the agent stops; it fails if the connection breaks.
+   * A watch in progress counts as activity for the idle timeout of a {@link LocalSandbox}.
+   *
+   * @param path the directory to watch
+   * @param options recursion and filters
+   * @throws NullPointerException if {@code path} or {@code options} is null (at once); everything
+   *     else is delivered to {@code onError}: {@link SandboxFileNotFoundException} if there is no
+   *     such directory, {@link SandboxInvalidRequestException} if it is a file ({@code
+   *     NOT_DIRECTORY}) or a pattern is refused, {@link SandboxPermissionException} if the path
+   *     leads outside the workspace, {@link SandboxServerException} with code {@code
+   *     TOO_MANY_WATCHES} if the agent's limits (16 watches at once, 8,192 directories per watch)
+   *     or the system's inotify limits are reached, and the connection, timeout and auth
+   *     exceptions of every call
+   */
+  Flow.Publisher<FileEvent> watch(String path, WatchOptions options);
 }

@@ -42,6 +42,8 @@ public enum ErrorCode {
   /** File routes: a file too large for a JSON answer; use the stream or the raw route (Cloudflare's code). */
   FILE_TOO_LARGE(413),
   TOO_MANY_PROCESSES(429),
+  /** watch: too many watch streams, or directories for one, or the system's inotify limits (ours). */
+  TOO_MANY_WATCHES(429),
   INTERNAL_ERROR(500),
   /** File routes: an I/O failure the agent cannot attribute to the request (Cloudflare's code). */
   FILESYSTEM_ERROR(500),

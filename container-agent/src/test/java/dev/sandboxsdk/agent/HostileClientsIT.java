@@ -83,7 +83,8 @@ class HostileClientsIT {
       new Route("PUT", "/api/files/raw?path=hostile/raw.bin", "raw bytes of a file"),
       new Route("GET", "/api/files/raw?path=hostile/f.txt", null),
       new Route("POST", "/api/port-watch", "{\"port\":1,\"mode\":\"tcp\",\"interval\":100,\"timeoutMs\":500}"),
-      new Route("POST", "/api/git/checkout", "{\"repoUrl\":\"file:///nonexistent/hostile.git\",\"targetDir\":\"hostile/repo\"}"));
+      new Route("POST", "/api/git/checkout", "{\"repoUrl\":\"file:///nonexistent/hostile.git\",\"targetDir\":\"hostile/repo\"}"),
+      new Route("POST", "/api/watch", "{\"path\":\"hostile\",\"recursive\":true,\"timeoutMs\":300}"));
 
   /** How far a client gets before it hangs up or stalls. */
   enum Stage {

@@ -194,6 +194,24 @@ class WireFixturesIT {
   }
 
   @Test
+  void fileWatchEventsHaveTheFixturesFields() throws Exception {
+    Path notes = Files.createDirectories(agent.workspace.resolve("fixture-notes"));
+    try (SseReader sse = agent.stream("/api/watch", obj("path", "fixture-notes", "recursive", true))) {
+      JsonNode watching = sse.next();
+      Files.writeString(notes.resolve("hello.txt"), "one\n");
+      Files.move(notes.resolve("hello.txt"), notes.resolve("renamed.txt"));
+      Files.createDirectories(notes.resolve("sub"));
+      Files.writeString(notes.resolve("sub/inner.txt"), "x\n");
+      Files.writeString(notes.resolve("sub/inner.txt"), "y\n", java.nio.file.StandardOpenOption.APPEND);
+      FilesIT.deleteTree(notes);
+      List<JsonNode> events = new ArrayList<>(List.of(watching));
+      events.addAll(sse.rest());
+      assertThat(eventShapes(events)).isEqualTo(eventShapes(events("file-watch-events.jsonl")));
+      assertThat(events.get(events.size() - 1).get("type").asText()).isEqualTo("stopped");
+    }
+  }
+
+  @Test
   void gitCheckoutAnswersHaveTheFixturesFields() throws Exception {
     Path repo = agent.workspace.resolve("fixture-origin");
     GitCheckoutIT.repository(repo);

@@ -59,6 +59,17 @@ public final class ErrorMapper {
     return new SandboxServerException(message + " (stream error " + code + ")", null, code, 0, Map.of());
   }
 
+  /**
+   * The {@code error} event that ends a watch ({@code {"type":"error","error":…,"code":…}}, Cloudflare's
+   * shape plus our code): classed by its code as an error answer would be.
+   */
+  static SandboxException watchError(JsonNode event, String what) {
+    String code = event.path("code").asText("INTERNAL_ERROR");
+    String message = event.path("error").asText(event.path("message").asText("the watch failed"));
+    int status = code.equals("TOO_MANY_WATCHES") ? 429 : code.equals("INTERNAL_ERROR") ? 500 : 0;
+    return create(status, code, what + ": " + message + " (stream error " + code + ")", Map.of());
+  }
+
   static SandboxException create(int status, String code, String message, Map<String, Object> context) {
     String c = code == null ? "" : code;
     if (status == 401 || c.equals("UNAUTHORIZED")) {

@@ -327,6 +327,13 @@ final class RealFiles implements SandboxFiles {
         link != null && link.isTextual() ? link.asText() : null);
   }
 
+  // ---- watching
+
+  @Override
+  public java.util.concurrent.Flow.Publisher<dev.sandboxsdk.FileEvent> watch(String path, dev.sandboxsdk.WatchOptions options) {
+    return sandbox.watch(path, options);
+  }
+
   @Override
   public String toString() {
     return "SandboxFiles{" + sandbox + "}";

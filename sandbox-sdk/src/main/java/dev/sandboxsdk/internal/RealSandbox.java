@@ -539,6 +539,15 @@ public final class RealSandbox implements Sandbox {
     return new EventPublisher<>(abort -> openLogStream(processId, start, abort), executor, t -> streamError(t, what));
   }
 
+  /** {@link dev.sandboxsdk.SandboxFiles#watch(String, dev.sandboxsdk.WatchOptions)}: POST /api/watch. */
+  Flow.Publisher<dev.sandboxsdk.FileEvent> watch(String path, dev.sandboxsdk.WatchOptions options) {
+    Objects.requireNonNull(path, "path == null");
+    Objects.requireNonNull(options, "options == null");
+    String what = "watch " + path;
+    return new EventPublisher<>(abort -> new WatchCursor(openStream(post(url("api", "watch"), Wire.watchBody(path, options)),
+        what, n -> n, WatchCursor::isFinal, abort), what), executor, t -> streamError(t, what));
+  }
+
   EventCursor<LogEvent> openLogStream(String processId, long fromOffset, Abort abort) {
     return openLogStream(processId, new LogCursor.Start(fromOffset, -1, -1), abort);
   }

@@ -91,6 +91,17 @@ public final class Wire {
     return body;
   }
 
+  static ObjectNode watchBody(String path, dev.sandboxsdk.WatchOptions options) {
+    ObjectNode body = MAPPER.createObjectNode().put("path", path).put("recursive", options.recursive());
+    if (!options.include().isEmpty()) {
+      options.include().forEach(body.putArray("include")::add);
+    }
+    if (options.exclude() != null) {
+      options.exclude().forEach(body.putArray("exclude")::add);
+    }
+    return body;
+  }
+
   static byte[] bytes(JsonNode node) {
     try {
       return MAPPER.writeValueAsBytes(node);

@@ -10,6 +10,8 @@ import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.FileEntry;
+import dev.sandboxsdk.FileEvent;
+import dev.sandboxsdk.FileEventType;
 import dev.sandboxsdk.FileType;
 import dev.sandboxsdk.GitCheckout;
 import dev.sandboxsdk.GitCheckoutOptions;
@@ -37,6 +39,7 @@ import dev.sandboxsdk.SandboxProcess;
 import dev.sandboxsdk.SandboxTimeoutException;
 import dev.sandboxsdk.Signal;
 import dev.sandboxsdk.StdStream;
+import dev.sandboxsdk.WatchOptions;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
@@ -1117,6 +1120,45 @@ public abstract class SandboxContract {
         .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("PERMISSION_DENIED"));
   }
 
+  @Test
+  void watchReportsWhatFilesAndCommandsChangeAndCompletesWhenTheDirectoryIsDeleted() throws Exception {
+    String dir = "contract-watch-" + IDS.incrementAndGet();
+    SandboxFiles files = sandbox.files();
+    files.mkdir(dir);
+    ItSubscriber<FileEvent> events = ItSubscriber.inBatchesOf(4);
+    files.watch(dir).subscribe(events);
+    FileEvent watching = events.awaitItem(e -> e.type() == FileEventType.WATCHING, WAIT);
+    assertThat(watching.relativePath()).isEmpty();
+    assertThat(watching.absolutePath()).endsWith("/" + dir);
+
+    files.writeString(dir + "/a.txt", "one\n");
+    FileEvent created = events.awaitItem(e -> e.type() == FileEventType.CREATE && e.relativePath().equals("a.txt"), WAIT);
+    assertThat(created.absolutePath()).isEqualTo(watching.absolutePath() + "/a.txt");
+    assertThat(created.isDirectory()).isFalse();
+    // Commands change the same files, isolated or not, and a directory they make is watched at once.
+    sandbox.exec(Command.of("sh", "-c", "printf 'two\\n' >> a.txt && mkdir -p sub && printf x > sub/b.txt"),
+        ExecOptions.builder().cwd(dir).build()).requireSuccess();
+    events.awaitItem(e -> e.type() == FileEventType.MODIFY && e.relativePath().equals("a.txt"), WAIT);
+    events.awaitItem(e -> e.type() == FileEventType.CREATE && e.relativePath().equals("sub") && e.isDirectory(), WAIT);
+    events.awaitItem(e -> e.type() == FileEventType.CREATE && e.relativePath().equals("sub/b.txt"), WAIT);
+    files.delete(dir + "/a.txt");
+    events.awaitItem(e -> e.type() == FileEventType.DELETE && e.relativePath().equals("a.txt"), WAIT);
+
+    files.deleteRecursively(dir);
+    List<FileEvent> all = events.awaitComplete(WAIT);
+    assertThat(all).anyMatch(e -> e.type() == FileEventType.DELETE && e.relativePath().equals("sub") && e.isDirectory());
+    assertThat(all).filteredOn(e -> e.type() == FileEventType.WATCHING).hasSize(1);
+  }
+
+  @Test
+  void watchingAMissingDirectoryOrOneOutsideTheWorkspaceFailsTheStream() throws Exception {
+    ItSubscriber<FileEvent> missing = ItSubscriber.unbounded();
+    sandbox.files().watch("contract-no-such-dir-" + IDS.incrementAndGet()).subscribe(missing);
+    assertThat(missing.awaitError(WAIT)).isInstanceOf(SandboxFileNotFoundException.class);
+    ItSubscriber<FileEvent> outside = ItSubscriber.unbounded();
+    sandbox.files().watch("..", WatchOptions.defaults().withRecursive(false)).subscribe(outside);
+    assertThat(outside.awaitError(WAIT)).isInstanceOfSatisfying(SandboxPermissionException.class,
+        e -> assertThat(e.code()).isEqualTo("PERMISSION_DENIED"));
   // ---- ports and git
 
   /** A one-line HTTP server in Perl (perl-base is in every Debian), so the suite needs no Python. */

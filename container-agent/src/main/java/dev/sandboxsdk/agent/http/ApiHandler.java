@@ -46,6 +46,7 @@ public final class ApiHandler implements HttpHandler {
   private final FileEndpoints files;
   private final PortEndpoints ports;
   private final GitEndpoints git;
+  private final WatchEndpoints watches;
   /** Random per agent run; not a secret (unauthenticated answers carry it too). */
   private final String bootId = java.util.UUID.randomUUID().toString();
   private final String keepAliveText;
@@ -60,6 +61,7 @@ public final class ApiHandler implements HttpHandler {
     this.files = new FileEndpoints(processes);
     this.ports = new PortEndpoints(processes);
     this.git = new GitEndpoints(processes);
+    this.watches = new WatchEndpoints(processes);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
     this.network = processes.network();
@@ -399,6 +401,10 @@ public final class ApiHandler implements HttpHandler {
       case "/api/port-watch":
         allow(method, "POST");
         ports.watch(exchange);
+        return;
+      case "/api/watch":
+        allow(method, "POST");
+        watches.watch(exchange);
         return;
       case "/api/git/checkout":
         allow(method, "POST");

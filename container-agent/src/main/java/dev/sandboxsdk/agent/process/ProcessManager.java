@@ -271,6 +271,11 @@ public final class ProcessManager implements AutoCloseable {
     return groups;
   }
 
+  /** Whether {@link #close()} has begun: streams that would run forever end now. */
+  public boolean isShuttingDown() {
+    return shuttingDown;
+  }
+
   public AgentConfig config() {
     return config;
   }
