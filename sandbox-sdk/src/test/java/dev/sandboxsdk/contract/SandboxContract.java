@@ -1159,6 +1159,8 @@ public abstract class SandboxContract {
     sandbox.files().watch("..", WatchOptions.defaults().withRecursive(false)).subscribe(outside);
     assertThat(outside.awaitError(WAIT)).isInstanceOfSatisfying(SandboxPermissionException.class,
         e -> assertThat(e.code()).isEqualTo("PERMISSION_DENIED"));
+  }
+
   // ---- ports and git
 
   /** A one-line HTTP server in Perl (perl-base is in every Debian), so the suite needs no Python. */
