@@ -48,7 +48,7 @@ final class PortWatch {
           case "process_exited":
             throw exited(e, port, processId);
           case "error":
-            throw failed(e, port, options);
+            throw failed(e, port);
           default:
             // watching, or an event a newer agent added
         }
@@ -95,12 +95,11 @@ final class PortWatch {
         + ", exit code " + e.path("exitCode").asText("?") + ") before port " + port + " was ready", info);
   }
 
-  private static SandboxException failed(JsonNode e, int port, PortWaitOptions options) {
+  private static SandboxException failed(JsonNode e, int port) {
     String code = e.path("code").asText("INTERNAL_ERROR");
     String reason = e.path("error").asText("the watch failed");
     if (code.equals("TIMEOUT")) {
-      return new SandboxTimeoutException("port " + port + " was not ready after " + options.timeout().toMillis()
-          + " ms; last check: " + reason, null);
+      return new SandboxTimeoutException(reason, null); // the agent's sentence names the port, time and last check
     }
     return ErrorMapper.create(code.equals("INTERNAL_ERROR") ? 500 : 0, code,
         "waitForPort " + port + ": " + reason + " (" + code + ")", Map.of("port", (long) port));

@@ -1165,7 +1165,10 @@ public abstract class SandboxContract {
 
   /** A one-line HTTP server in Perl (perl-base is in every Debian), so the suite needs no Python. */
   private static String perlServer(int port, int delayMs) {
-    return "sleep " + delayMs / 1000.0 + "; exec perl -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr =>"
+    // SIGPIPE ignored: a tcp check connects and closes without a request, and the answer to it
+    // must not kill the server.
+    return "sleep " + delayMs / 1000.0 + "; exec perl -MIO::Socket::INET -e '$SIG{PIPE} = \"IGNORE\";"
+        + " $s = IO::Socket::INET->new(LocalAddr =>"
         + " \"127.0.0.1\", LocalPort => " + port + ", Listen => 8, ReuseAddr => 1) or die \"listen: $!\";"
         + " while ($c = $s->accept) { <$c>; print $c \"HTTP/1.0 200 OK\\r\\nContent-Length: 2\\r\\n\\r\\nok\";"
         + " close $c }'";
@@ -1180,7 +1183,7 @@ public abstract class SandboxContract {
       sandbox.waitForPort(port, PortWaitOptions.tcp());
       // A status out of range is not ready: the timeout names the last check.
       assertThatThrownBy(() -> sandbox.waitForPort(port, PortWaitOptions.builder().status(500, 599)
-          .interval(Duration.ofMillis(100)).timeout(Duration.ofMillis(800)).build()))
+          .interval(Duration.ofMillis(100)).timeout(Duration.ofSeconds(3)).build()))
           .isInstanceOf(SandboxTimeoutException.class)
           .hasMessageContaining("200");
     } finally {

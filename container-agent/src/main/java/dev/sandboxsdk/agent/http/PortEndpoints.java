@@ -60,8 +60,12 @@ final class PortEndpoints {
   static final String PROBE_SCRIPT = "{ exec 3<>\"/dev/tcp/127.0.0.1/$1\"; } 2>/dev/null"
       + " || { exec 3<>\"/dev/tcp/::1/$1\"; } 2>/dev/null || exit 3\n"
       + "[ -z \"$2\" ] && exit 0\n"
-      + "printf 'GET %s HTTP/1.0\\r\\nHost: localhost:%s\\r\\nUser-Agent: sandbox-agent-port-watch\\r\\n"
-      + "Connection: close\\r\\n\\r\\n' \"$2\" \"$1\" >&3\n"
+      // The request goes out in one write (coreutils' printf; bash's builtin writes line by line):
+      // a server that answers after the first line and closes would otherwise reset the
+      // connection under a later write (SIGPIPE, and no status read).
+      + "printf -v req 'GET %s HTTP/1.0\\r\\nHost: localhost:%s\\r\\nUser-Agent: sandbox-agent-port-watch\\r\\n"
+      + "Connection: close\\r\\n\\r\\n' \"$2\" \"$1\"\n"
+      + "env printf '%s' \"$req\" >&3\n"
       + "IFS=' ' read -r version status rest <&3 || exit 4\n"
       + "printf '%s' \"$status\"\n";
 
@@ -175,7 +179,9 @@ final class PortEndpoints {
         sse.send(timedOut(w, lastReason));
         return;
       }
-      Check c = check(w, Math.max(100, Math.min(CHECK_TIMEOUT_MS, leftMs)));
+      long checkMs = Math.max(100, Math.min(CHECK_TIMEOUT_MS, leftMs));
+      long checkStart = System.nanoTime();
+      Check c = check(w, checkMs);
       if (c.ready()) {
         ObjectNode ready = event("ready", w.port());
         if (c.statusCode() != null) {
@@ -184,7 +190,13 @@ final class PortEndpoints {
         sse.send(ready);
         return;
       }
-      lastReason = c.reason();
+      // A check the watch's own deadline cut short says nothing new about the port: the timeout
+      // then reports the last check that finished (e.g. the status that was out of range).
+      boolean cutShort = checkMs < CHECK_TIMEOUT_MS
+          && TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - checkStart) >= checkMs;
+      if (lastReason == null || !cutShort) {
+        lastReason = c.reason();
+      }
       if (!sse.keepAliveIfIdle(keepAliveNanos)) {
         return; // the client went away
       }
@@ -329,8 +341,8 @@ final class PortEndpoints {
         ? List.of("bash", "-c", PROBE_SCRIPT, "port-watch", Integer.toString(w.port()), w.path())
         : List.of("bash", "-c", PROBE_SCRIPT, "port-watch", Integer.toString(w.port()));
     InternalCommand.Outcome o = InternalCommand.run(processes, argv, Map.of(), null, timeoutMs, 1024);
-    if (o.timedOut() || o.exitCode() == 3) {
-      return null;
+    if (o.timedOut() || o.exitCode() == 3 || o.exitCode() > 128) {
+      return null; // refused, or the probe was killed before it had an answer
     }
     if (o.exitCode() != 0) {
       return w.http() ? -1 : null;
