@@ -95,7 +95,7 @@ public final class SandboxTools implements AutoCloseable {
     tools.put("destroy", (args, ctx) -> CompletableFuture.completedFuture(destroy(args, ctx)));
     // Further capabilities are groups of their own; a new one is one more entry here.
     List.<ToolGroup>of(new FileTools(config, sandboxes, redactor), new PortTools(sandboxes),
-        new GitTools(sandboxes, config.passEnv())).forEach(g -> g.register(tools));
+        new GitTools(sandboxes, config.passEnv()), new WatchTools(sandboxes)).forEach(g -> g.register(tools));
   }
 
   @Override

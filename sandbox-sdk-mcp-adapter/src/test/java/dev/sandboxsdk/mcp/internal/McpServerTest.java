@@ -130,7 +130,7 @@ class McpServerTest {
     assertThat(names).containsExactlyInAnyOrder("exec", "runCode", "startProcess", "listProcesses", "getProcess",
         "killProcess", "killAllProcesses", "getProcessLogs", "streamProcessLogs", "cleanupCompletedProcesses",
         "getSandbox", "listSandboxes", "destroy", "readFile", "writeFile", "listFiles", "mkdir", "deleteFile",
-        "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout");
+        "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout", "watchFiles");
     Set<String> implemented = new HashSet<>();
     try (SandboxTools impl = new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults()))) {
       impl.names().forEach(implemented::add);
@@ -166,6 +166,7 @@ class McpServerTest {
         java.util.Map.entry("fileExists", List.of(true, false, true)),
         java.util.Map.entry("statFile", List.of(true, false, true)),
         java.util.Map.entry("waitForPort", List.of(true, false, true)),
+        java.util.Map.entry("watchFiles", List.of(true, false, true)),
         java.util.Map.entry("gitCheckout", List.of(false, false, false)));
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
     assertThat(tools).hasSize(expected.size());
