@@ -95,4 +95,19 @@ public abstract class ForwardingSandbox implements Sandbox {
   public SandboxFiles files() {
     return delegate().files();
   }
+
+  @Override
+  public ExposedPort exposePort(int port, String name) {
+    return delegate().exposePort(port, name);
+  }
+
+  @Override
+  public void unexposePort(int port) {
+    delegate().unexposePort(port);
+  }
+
+  @Override
+  public List<ExposedPort> exposedPorts() {
+    return delegate().exposedPorts();
+  }
 }

@@ -96,6 +96,7 @@ public final class RealSandbox implements Sandbox {
   /** The boot id in the first answer that carried one; never replaced. */
   private volatile String firstBootId;
   private final RealFiles files = new RealFiles(this);
+  private final RealPorts ports = new RealPorts(this);
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -597,6 +598,26 @@ public final class RealSandbox implements Sandbox {
     return files;
   }
 
+  // ---- ports
+
+  @Override
+  public dev.sandboxsdk.ExposedPort exposePort(int port, String name) {
+    ensureOpen();
+    return ports.expose(port, name);
+  }
+
+  @Override
+  public void unexposePort(int port) {
+    ensureOpen();
+    ports.unexpose(port);
+  }
+
+  @Override
+  public List<dev.sandboxsdk.ExposedPort> exposedPorts() {
+    ensureOpen();
+    return ports.list();
+  }
+
   // ---- lifecycle
 
   @Override
@@ -690,7 +711,7 @@ public final class RealSandbox implements Sandbox {
     return new Request.Builder().url(url).header("Authorization", authorization).get().build();
   }
 
-  private Request delete(HttpUrl url) {
+  Request delete(HttpUrl url) {
     return new Request.Builder().url(url).header("Authorization", authorization).delete().build();
   }
 
