@@ -9,6 +9,7 @@ import dev.sandboxsdk.CommandFailedException;
 import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
+import dev.sandboxsdk.ExposedPort;
 import dev.sandboxsdk.FileEntry;
 import dev.sandboxsdk.FileType;
 import dev.sandboxsdk.LogEvent;
@@ -34,9 +35,13 @@ import dev.sandboxsdk.SandboxProcess;
 import dev.sandboxsdk.SandboxTimeoutException;
 import dev.sandboxsdk.Signal;
 import dev.sandboxsdk.StdStream;
+import java.net.CookieManager;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -1218,6 +1223,58 @@ public abstract class SandboxContract {
         assertThat(other.listProcesses()).isEmpty();
         assertThat(other.exec("echo still here").stdout()).isEqualTo("still here\n");
       }
+    }
+  }
+
+  // ---- ports
+
+  @Test
+  void anExposedPortIsReachableFromABrowserThroughItsPreviewUrlUntilItIsUnexposed() throws Exception {
+    int port;
+    try (ServerSocket unused = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      port = unused.getLocalPort();
+    }
+    String name = unique("preview");
+    sandbox.files().writeString(name + ".txt", "hello from the sandbox\n");
+    SandboxProcess web = sandbox.startProcess(Command.of("python3", "-u", "-m", "http.server", Integer.toString(port),
+        "--bind", "127.0.0.1"));
+    try {
+      web.waitForLog(Pattern.compile("Serving HTTP"), WAIT);
+      ExposedPort exposed = sandbox.exposePort(port, name);
+      assertThat(exposed.port()).isEqualTo(port);
+      assertThat(exposed.name()).isEqualTo(name);
+      assertThat(exposed.exposedAt()).isNotNull();
+      assertThat(exposed.url().toString()).startsWith(target.baseUrl().resolve("/proxy/" + port + "/") + "?");
+      assertThat(exposed.toString()).doesNotContain(exposed.url().getQuery());
+      assertThat(sandbox.exposedPorts()).extracting(ExposedPort::port).contains(port);
+      assertThatThrownBy(() -> sandbox.exposePort(port)).isInstanceOf(SandboxInvalidRequestException.class)
+          .hasMessageContaining("PORT_ALREADY_EXPOSED");
+
+      // A browser: no Authorization header, cookies kept, redirects followed.
+      HttpClient browser = HttpClient.newBuilder().cookieHandler(new CookieManager())
+          .followRedirects(HttpClient.Redirect.NORMAL).connectTimeout(WAIT).build();
+      HttpResponse<String> listing = browser.send(HttpRequest.newBuilder(exposed.url()).timeout(WAIT).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(listing.statusCode()).isEqualTo(200);
+      assertThat(listing.uri()).as("redirected to the address without the token").isEqualTo(exposed.baseUrl());
+      assertThat(listing.body()).contains(name + ".txt");
+      URI file = exposed.baseUrl().resolve(name + ".txt");
+      HttpResponse<String> got = browser.send(HttpRequest.newBuilder(file).timeout(WAIT).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(got.statusCode()).isEqualTo(200);
+      assertThat(got.body()).isEqualTo("hello from the sandbox\n");
+      HttpClient stranger = HttpClient.newBuilder().connectTimeout(WAIT).build();
+      assertThat(stranger.send(HttpRequest.newBuilder(file).timeout(WAIT).build(), HttpResponse.BodyHandlers.ofString())
+          .statusCode()).as("without the cookie or token").isEqualTo(401);
+
+      sandbox.unexposePort(port);
+      assertThat(browser.send(HttpRequest.newBuilder(file).timeout(WAIT).build(), HttpResponse.BodyHandlers.ofString())
+          .statusCode()).as("unexposed").isEqualTo(404);
+      assertThat(sandbox.exposedPorts()).extracting(ExposedPort::port).doesNotContain(port);
+      assertThatCode(() -> sandbox.unexposePort(port)).as("idempotent").doesNotThrowAnyException();
+    } finally {
+      web.kill();
+      sandbox.unexposePort(port);
     }
   }
 
