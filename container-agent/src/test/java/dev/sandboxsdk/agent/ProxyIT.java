@@ -162,6 +162,11 @@ class ProxyIT {
     assertThat(got.statusCode()).isEqualTo(200);
     assertThat(got.body()).isEqualTo(blob);
     assertThat(got.headers().firstValue("Content-Length")).hasValue("300000");
+    // The server's redirect to an absolute path (a directory without its slash) stays below the prefix.
+    Files.createDirectories(ws.resolve("sub"));
+    HttpResponse<String> moved = send(agent, agent.request(proxy(files, "/sub?x=1")).GET());
+    assertThat(moved.statusCode()).isEqualTo(301);
+    assertThat(moved.headers().firstValue("Location")).hasValue("/proxy/" + files + "/sub/?x=1");
 
     int port = startServer(agent, ws, "app");
     agent.ok("POST", "/api/expose-port", "{\"port\":" + port + "}");

@@ -372,10 +372,12 @@ final class ProxyEndpoints {
     }
     Headers out = exchange.getResponseHeaders();
     Set<String> listed = connectionListed(head.headers());
+    // Behind a front proxy that names its own prefix the browser's paths are the front's: leave them.
+    boolean ownPrefix = !exchange.getRequestHeaders().containsKey("X-forwarded-prefix");
     for (String[] h : head.headers()) {
       String name = h[0].toLowerCase(Locale.ROOT);
       if (!HOP_BY_HOP.contains(name) && !listed.contains(name) && !name.equals("content-length")) {
-        out.add(h[0], h[1]);
+        out.add(h[0], ownPrefix && name.equals("location") ? underPrefix(h[1], target.port()) : h[1]);
       }
     }
     String te = head.first("transfer-encoding");
@@ -501,6 +503,27 @@ final class ProxyEndpoints {
     }
     h.append("Connection: close\r\n\r\n");
     return h.toString();
+  }
+
+  /**
+   * A redirect target of the server as the browser must see it: an absolute path, or an absolute
+   * URL of the server's own loopback address, goes below {@code /proxy/{port}}; anything else
+   * (a relative reference, another host) stays as it is.
+   */
+  static String underPrefix(String location, int port) {
+    String prefix = PREFIX + port;
+    for (String own : new String[] {"http://localhost:" + port, "http://127.0.0.1:" + port, "http://[::1]:" + port}) {
+      if (location.regionMatches(true, 0, own, 0, own.length())) {
+        String rest = location.substring(own.length());
+        if (rest.isEmpty() || rest.startsWith("/") || rest.startsWith("?")) {
+          return prefix + (rest.startsWith("/") ? rest : "/" + rest);
+        }
+      }
+    }
+    if (location.startsWith("/") && !location.startsWith("//") && !location.startsWith(prefix + "/")) {
+      return prefix + location;
+    }
+    return location;
   }
 
   /** The cookie header without any agent's preview cookies. */
