@@ -1228,6 +1228,26 @@ public abstract class SandboxContract {
 
   // ---- ports
 
+  /**
+   * A file server in Perl, which the agent's image has (it has no Python): {@code GET /name}
+   * answers the workspace file {@code name}, {@code GET /} the list of file names.
+   */
+  static final String FILE_SERVER = String.join("\n",
+      "use strict; use IO::Socket::INET;",
+      "my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $ARGV[0], Listen => 16, ReuseAddr => 1)",
+      "  or die \"listen: $!\";",
+      "$| = 1; print \"listening\\n\";",
+      "while (my $c = $s->accept) {",
+      "  my $line = <$c> // ''; my ($path) = $line =~ m{^\\S+ /([^ ?]*)};",
+      "  while (my $h = <$c>) { last if $h =~ /^\\r?\\n$/ }",
+      "  my ($status, $body) = ('404 Not Found', '');",
+      "  if (!defined $path || $path eq '') { ($status, $body) = ('200 OK', join(\"\\n\", glob('*')) . \"\\n\") }",
+      "  elsif ($path =~ /^[\\w.-]+$/ && -f $path) { open(my $f, '<', $path); local $/; $body = <$f>; $status = '200 OK' }",
+      "  print $c \"HTTP/1.0 $status\\r\\nContent-Type: text/plain\\r\\nContent-Length: \" . length($body) . \"\\r\\n\\r\\n$body\";",
+      "  close $c;",
+      "}",
+      "");
+
   @Test
   void anExposedPortIsReachableFromABrowserThroughItsPreviewUrlUntilItIsUnexposed() throws Exception {
     int port;
@@ -1236,10 +1256,10 @@ public abstract class SandboxContract {
     }
     String name = unique("preview");
     sandbox.files().writeString(name + ".txt", "hello from the sandbox\n");
-    SandboxProcess web = sandbox.startProcess(Command.of("python3", "-u", "-m", "http.server", Integer.toString(port),
-        "--bind", "127.0.0.1"));
+    sandbox.files().writeString(name + ".pl", FILE_SERVER);
+    SandboxProcess web = sandbox.startProcess(Command.of("perl", name + ".pl", Integer.toString(port)));
     try {
-      web.waitForLog(Pattern.compile("Serving HTTP"), WAIT);
+      web.waitForLog(Pattern.compile("listening"), WAIT);
       ExposedPort exposed = sandbox.exposePort(port, name);
       assertThat(exposed.port()).isEqualTo(port);
       assertThat(exposed.name()).isEqualTo(name);
