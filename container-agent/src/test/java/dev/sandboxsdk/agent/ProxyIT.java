@@ -3,6 +3,7 @@ package dev.sandboxsdk.agent;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.agent.process.Trees;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.Socket;
@@ -115,7 +116,6 @@ class ProxyIT {
   @Test
   void proxiesIntoTheSandboxNetworkOfAnIsolatedAgentThroughItsRelay() throws Exception {
     Path ws = dir.resolve("ws");
-    long relayPid;
     try (LaunchedAgent agent = LaunchedAgent.start(List.of(), Map.of(), dir.resolve("agent.log"),
         "--workspace", ws.toString(), "--isolation", "bwrap")) {
       assertThat(agent.ok("GET", "/api/version", null).path("isolation").path("network").asBoolean(true)).isFalse();
@@ -128,12 +128,18 @@ class ProxyIT {
       agent.ok("POST", "/api/expose-port", "{\"port\":" + port + "}");
       HttpResponse<String> again = send(agent, agent.request(proxy(port, "/after-restart")).GET());
       assertThat(again.statusCode()).as(again.body()).isEqualTo(200);
-      relayPid = relayOf(agent.pid).orElseThrow().pid();
+      ProcessHandle replaced = relayOf(agent.pid).orElseThrow();
+      long relayPid = replaced.pid();
       assertThat(relayPid).isNotEqualTo(relay.pid());
+      // The relay ends with the agent, even when the agent gets no chance to stop it.
+      List<String> args = List.of(replaced.info().arguments().orElseThrow());
+      Path scratch = Path.of(args.get(args.size() - 1)).getParent();
+      agent.process.destroyForcibly();
+      assertThat(agent.process.waitFor(10, TimeUnit.SECONDS)).isTrue();
+      assertThat(ChildAgent.await(10_000, () -> ProcessHandle.of(relayPid).map(p -> !p.isAlive()).orElse(true)))
+          .as("relay %d ended with its SIGKILLed agent", relayPid).isTrue();
+      Trees.deleteQuietly(scratch); // the agent could not remove its directory itself
     }
-    // The relay ends with the agent.
-    assertThat(ChildAgent.await(10_000, () -> ProcessHandle.of(relayPid).map(ProcessHandle::isAlive).orElse(false) == false))
-        .as("relay %d ended", relayPid).isTrue();
   }
 
   /**
