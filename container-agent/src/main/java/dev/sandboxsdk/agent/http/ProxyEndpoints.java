@@ -326,7 +326,7 @@ final class ProxyEndpoints {
     }
     Timeouts.Watch watch = timeouts.watch(up);
     try {
-      relay(exchange, target, up, watch);
+      pass(exchange, target, up, watch);
     } finally {
       timeouts.release(watch);
       up.close();
@@ -338,7 +338,7 @@ final class ProxyEndpoints {
         + " in the sandbox (is the server running, and bound to 127.0.0.1 or 0.0.0.0?)", Map.of("port", port));
   }
 
-  private void relay(HttpExchange exchange, Target target, Upstreams.Connection up, Timeouts.Watch watch)
+  private void pass(HttpExchange exchange, Target target, Upstreams.Connection up, Timeouts.Watch watch)
       throws IOException {
     Headers in = exchange.getRequestHeaders();
     boolean chunkedBody = in.containsKey("Transfer-encoding");
