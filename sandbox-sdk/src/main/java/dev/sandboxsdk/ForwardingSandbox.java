@@ -104,5 +104,17 @@ public abstract class ForwardingSandbox implements Sandbox {
   @Override
   public GitCheckout gitCheckout(String repoUrl, GitCheckoutOptions options) {
     return delegate().gitCheckout(repoUrl, options);
+  public ExposedPort exposePort(int port, String name) {
+    return delegate().exposePort(port, name);
+  }
+
+  @Override
+  public void unexposePort(int port) {
+    delegate().unexposePort(port);
+  }
+
+  @Override
+  public List<ExposedPort> exposedPorts() {
+    return delegate().exposedPorts();
   }
 }

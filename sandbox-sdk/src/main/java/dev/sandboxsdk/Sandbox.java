@@ -357,6 +357,53 @@ public interface Sandbox extends AutoCloseable {
    *     or git failed otherwise ({@code GIT_CLONE_FAILED}); {@link SandboxException#code()} says which
    */
   GitCheckout gitCheckout(String repoUrl, GitCheckoutOptions options);
+  /**
+   * Exposes a server of the sandbox: makes {@code port} reachable through the agent's proxy at
+   * {@code /proxy/{port}/} and returns its preview URL, which a browser on a machine that reaches
+   * the agent can open without the agent's token. HTTP and server-sent events are forwarded
+   * (WebSocket is not). Same as {@code exposePort(port, null)}.
+   *
+   * <pre>{@code
+   * SandboxProcess web = sandbox.startProcess(Command.of("python3", "-m", "http.server", "8000"));
+   * web.waitForLog(Pattern.compile("Serving HTTP"), Duration.ofSeconds(10));
+   * URI url = sandbox.exposePort(8000).url();             // open it in a browser
+   * }</pre>
+   *
+   * @throws IllegalArgumentException if {@code port} is not 1 to 65535
+   * @throws SandboxInvalidRequestException if the port is exposed already (code
+   *     {@code PORT_ALREADY_EXPOSED}) or is the agent's own port ({@code INVALID_PORT_NUMBER})
+   * @throws SandboxException if the agent cannot be reached or fails
+   */
+  default ExposedPort exposePort(int port) {
+    return exposePort(port, null);
+  }
+
+  /**
+   * Exposes {@code port} as {@link #exposePort(int)} does, labelled {@code name} (may be null;
+   * at most 128 characters), which {@link #exposedPorts()} reports.
+   *
+   * @throws IllegalArgumentException if {@code port} is not 1 to 65535 or {@code name} is not a valid label
+   * @throws SandboxInvalidRequestException if the port is exposed already or is the agent's own port
+   * @throws SandboxException if the agent cannot be reached or fails
+   */
+  ExposedPort exposePort(int port, String name);
+
+  /**
+   * Stops exposing {@code port}: its proxy route answers 404 and its preview URL and cookies stop
+   * working at once. The server itself keeps running. Idempotent: a port that is not exposed is
+   * no error.
+   *
+   * @throws IllegalArgumentException if {@code port} is not 1 to 65535
+   * @throws SandboxException if the agent cannot be reached or fails
+   */
+  void unexposePort(int port);
+
+  /**
+   * The exposed ports, by port number, each with its preview URL.
+   *
+   * @throws SandboxException if the agent cannot be reached or fails
+   */
+  List<ExposedPort> exposedPorts();
 
   // ---- lifecycle
 

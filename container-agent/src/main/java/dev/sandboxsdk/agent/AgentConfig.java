@@ -24,6 +24,8 @@ import java.util.Objects;
  *     command in a bubblewrap sandbox; the agent fails to start if it cannot) or {@code auto}
  *     (bwrap where it works, else none with one warning)
  * @param isolationNetwork whether isolated commands may use the network
+ * @param proxyTimeoutMs how long a server behind {@code /proxy/{port}/} may stay silent: until
+ *     its response headers, and between two reads of its response body
  */
 public record AgentConfig(
     String bind,
@@ -47,7 +49,8 @@ public record AgentConfig(
     long idleTimeoutMs,
     boolean freshWorkspace,
     String isolation,
-    boolean isolationNetwork) {
+    boolean isolationNetwork,
+    long proxyTimeoutMs) {
 
   /** The values of {@code --isolation}. */
   public static final java.util.List<String> ISOLATION_MODES = java.util.List.of("none", "bwrap", "auto");
@@ -71,6 +74,9 @@ public record AgentConfig(
   /** The default request deadline: headers and body must arrive within it. */
   public static final int DEFAULT_REQUEST_TIMEOUT_SECONDS = 30;
   public static final int MAX_REQUEST_TIMEOUT_SECONDS = 3600;
+  /** How long a proxied server may stay silent by default: five minutes. */
+  public static final long DEFAULT_PROXY_TIMEOUT_MS = 300_000;
+  public static final long MAX_PROXY_TIMEOUT_MS = 24L * 3600 * 1000;
   /** The derived connection cap never exceeds this (each busy connection holds a thread). */
   public static final int MAX_DERIVED_CONNECTIONS = 1024;
   /** Open files the derived connection cap leaves to the JVM, before halving the rest. */
@@ -121,6 +127,9 @@ public record AgentConfig(
     }
     if (idleTimeoutMs < 0) {
       throw new IllegalArgumentException("idleTimeoutMs must be >= 0 (0: never): " + idleTimeoutMs);
+    }
+    if (proxyTimeoutMs <= 0 || proxyTimeoutMs > MAX_PROXY_TIMEOUT_MS) {
+      throw new IllegalArgumentException("proxyTimeoutMs must be 1.." + MAX_PROXY_TIMEOUT_MS + ": " + proxyTimeoutMs);
     }
     Objects.requireNonNull(isolation, "isolation == null");
     if (!ISOLATION_MODES.contains(isolation)) {
@@ -235,6 +244,7 @@ public record AgentConfig(
         + ", maxConnections=" + maxConnections + ", requestTimeoutSeconds=" + requestTimeoutSeconds
         + ", inheritEnv=" + inheritEnv + ", commandUser=" + commandUser + ", idleTimeoutMs=" + idleTimeoutMs
         + ", isolation=" + isolation + (isolation.equals("none") ? "" : ", network=" + (isolationNetwork ? "on" : "off"))
+        + ", proxyTimeoutMs=" + proxyTimeoutMs
         + ", outputBudgetBytes=" + (outputBudgetBytes > 0 ? outputBudgetBytes : "auto(" + outputBudget() + ")") + "]";
   }
 
@@ -262,6 +272,7 @@ public record AgentConfig(
     private boolean freshWorkspace;
     private String isolation = "none";
     private boolean isolationNetwork;
+    private long proxyTimeoutMs = DEFAULT_PROXY_TIMEOUT_MS;
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -293,13 +304,16 @@ public record AgentConfig(
     public Builder isolation(String isolation) { this.isolation = isolation; return this; }
     /** Whether isolated commands may use the network (default false). */
     public Builder isolationNetwork(boolean on) { this.isolationNetwork = on; return this; }
+    /** How long a proxied server may stay silent (default {@value AgentConfig#DEFAULT_PROXY_TIMEOUT_MS} ms). */
+    public Builder proxyTimeoutMs(long ms) { this.proxyTimeoutMs = ms; return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
           keepAliveMs, maxBodyBytes, logWindowBytes, defaultMaxOutputBytes, autoCleanupDelayMs, exitOnStdinEof,
           maxConnections, requestTimeoutSeconds,
           java.util.List.copyOf(inheritEnv),
-          outputBudgetBytes, commandUser, idleTimeoutMs, freshWorkspace, isolation, isolationNetwork);
+          outputBudgetBytes, commandUser, idleTimeoutMs, freshWorkspace, isolation, isolationNetwork,
+          proxyTimeoutMs);
     }
   }
 }

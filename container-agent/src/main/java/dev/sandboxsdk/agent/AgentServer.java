@@ -100,7 +100,7 @@ public final class AgentServer implements AutoCloseable {
       return t;
     });
     server.setExecutor(requestThreads);
-    this.handler = new ApiHandler(processes, config.token(), version());
+    this.handler = new ApiHandler(processes, config.token(), version(), server.getAddress().getPort());
     server.createContext("/", handler);
     server.start();
     int port = server.getAddress().getPort();

@@ -33,6 +33,18 @@ public enum ErrorCode {
    */
   GIT_AUTH_FAILED(403),
   NOT_FOUND(404),
+  /** Ports: the port is not exposed, so it is not proxied either (Cloudflare's code). */
+  PORT_NOT_EXPOSED(404),
+  /** Ports: the port is exposed already (Cloudflare's code). */
+  PORT_ALREADY_EXPOSED(409),
+  /** Ports: not 1 to 65535, or the agent's own port (Cloudflare's code). */
+  INVALID_PORT_NUMBER(400),
+  /** Proxy: nothing accepts connections on the exposed port (Cloudflare's code). */
+  SERVICE_NOT_RESPONDING(502),
+  /** Proxy: the server's answer is not HTTP/1.x the proxy can pass on (ours). */
+  UPSTREAM_INVALID_RESPONSE(502),
+  /** Proxy: the server did not answer within the agent's proxy timeout (ours). */
+  UPSTREAM_TIMEOUT(504),
   METHOD_NOT_ALLOWED(405),
   PROCESS_ALREADY_EXISTS(409),
   PROCESS_NOT_RUNNING(409),

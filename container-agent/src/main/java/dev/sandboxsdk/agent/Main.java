@@ -88,6 +88,9 @@ public final class Main {
       "                           all commands; start fails if bwrap cannot run); auto: bwrap",
       "                           where it works, else none with a warning",
       "  --isolation-network on|off  whether isolated commands may use the network (default off)",
+      "  --proxy-timeout-ms N     how long a server behind /proxy/{port}/ may stay silent, before",
+      "                           its response headers (then 504) and between two reads of its",
+      "                           body (then the response is cut) (default 300000)",
       "  --help                   print this help and exit",
       "  --version                print the version and exit",
       "",
@@ -125,6 +128,8 @@ public final class Main {
       Map.entry(IDLE_TIMEOUT, (b, v) -> b.idleTimeoutMs(number(IDLE_TIMEOUT, v, 0, MAX_IDLE_TIMEOUT_MS))),
       Map.entry(COMMAND_USER, Main::commandUser),
       Map.entry("--isolation", Main::isolation),
+      Map.entry("--proxy-timeout-ms", (b, v) -> b.proxyTimeoutMs(number("--proxy-timeout-ms", v, 1,
+          AgentConfig.MAX_PROXY_TIMEOUT_MS))),
       Map.entry("--isolation-network", (b, v) -> b.isolationNetwork(onOff("--isolation-network", v))));
 
   private Main() {}

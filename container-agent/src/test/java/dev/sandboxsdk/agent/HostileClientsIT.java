@@ -84,7 +84,12 @@ class HostileClientsIT {
       new Route("GET", "/api/files/raw?path=hostile/f.txt", null),
       new Route("POST", "/api/port-watch", "{\"port\":1,\"mode\":\"tcp\",\"interval\":100,\"timeoutMs\":500}"),
       new Route("POST", "/api/git/checkout", "{\"repoUrl\":\"file:///nonexistent/hostile.git\",\"targetDir\":\"hostile/repo\"}"),
-      new Route("POST", "/api/watch", "{\"path\":\"hostile\",\"recursive\":true,\"timeoutMs\":300}"));
+      new Route("POST", "/api/watch", "{\"path\":\"hostile\",\"recursive\":true,\"timeoutMs\":300}"),
+      new Route("POST", "/api/expose-port", "{\"port\":9,\"name\":\"hostile\"}"),
+      new Route("GET", "/api/exposed-ports", null),
+      new Route("DELETE", "/api/exposed-ports/9", null),
+      // Port 2 is never exposed: the proxy answers before it connects anywhere (ProxyIT covers forwarding).
+      new Route("GET", "/proxy/2/hostile?q=1", null));
 
   /** How far a client gets before it hangs up or stalls. */
   enum Stage {

@@ -225,6 +225,29 @@ class WireFixturesIT {
     assertThat(missing.status()).isEqualTo(error.get("httpStatus").asInt());
   }
 
+  @Test
+  void exposedPortAnswersHaveTheFixturesFields() throws Exception {
+    int port;
+    try (java.net.ServerSocket free = new java.net.ServerSocket(0)) {
+      port = free.getLocalPort();
+    }
+    TestAgent.Response exposed = agent.post("/api/expose-port", obj("port", port, "name", "web"));
+    JsonNode golden = fixture("port-expose-response.json");
+    assertThat(shape(exposed.body())).isEqualTo(shape(golden));
+    assertThat(exposed.body().get("url").asText()).matches("http://[^/]+/proxy/" + port + "/\\?sandbox-preview-token=[A-Za-z0-9_-]{43}");
+    assertThat(shape(agent.get("/api/exposed-ports").body())).isEqualTo(shape(fixture("port-list-response.json")));
+    TestAgent.Response twice = agent.post("/api/expose-port", obj("port", port));
+    JsonNode conflict = fixture("port-expose-error-response.json");
+    assertThat(shape(twice.body())).isEqualTo(shape(conflict));
+    assertThat(twice.status()).isEqualTo(conflict.get("httpStatus").asInt());
+    assertThat(shape(agent.delete("/api/exposed-ports/" + port).body())).isEqualTo(shape(fixture("port-unexpose-response.json")));
+    TestAgent.Response gone = agent.get("/proxy/" + port + "/");
+    JsonNode error = fixture("proxy-error-response.json");
+    assertThat(shape(gone.body())).isEqualTo(shape(error));
+    assertThat(gone.body().get("code")).isEqualTo(error.get("code"));
+    assertThat(gone.status()).isEqualTo(error.get("httpStatus").asInt());
+  }
+
   /** The set of (type, fields) pairs: stdout and stderr may interleave differently per run. */
   static Set<String> eventShapes(List<JsonNode> events) {
     Set<String> shapes = new TreeSet<>();

@@ -98,6 +98,7 @@ public final class RealSandbox implements Sandbox {
   private final RealFiles files = new RealFiles(this);
   private final PortWatch portWatch = new PortWatch(this);
   private final RealGit git = new RealGit(this);
+  private final RealPorts ports = new RealPorts(this);
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -623,6 +624,24 @@ public final class RealSandbox implements Sandbox {
   @Override
   public dev.sandboxsdk.GitCheckout gitCheckout(String repoUrl, dev.sandboxsdk.GitCheckoutOptions options) {
     return git.checkout(repoUrl, options);
+  // ---- ports
+
+  @Override
+  public dev.sandboxsdk.ExposedPort exposePort(int port, String name) {
+    ensureOpen();
+    return ports.expose(port, name);
+  }
+
+  @Override
+  public void unexposePort(int port) {
+    ensureOpen();
+    ports.unexpose(port);
+  }
+
+  @Override
+  public List<dev.sandboxsdk.ExposedPort> exposedPorts() {
+    ensureOpen();
+    return ports.list();
   }
 
   // ---- lifecycle
@@ -718,7 +737,7 @@ public final class RealSandbox implements Sandbox {
     return new Request.Builder().url(url).header("Authorization", authorization).get().build();
   }
 
-  private Request delete(HttpUrl url) {
+  Request delete(HttpUrl url) {
     return new Request.Builder().url(url).header("Authorization", authorization).delete().build();
   }
 

@@ -9,6 +9,7 @@ import dev.sandboxsdk.CommandFailedException;
 import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
+import dev.sandboxsdk.ExposedPort;
 import dev.sandboxsdk.FileEntry;
 import dev.sandboxsdk.FileEvent;
 import dev.sandboxsdk.FileEventType;
@@ -40,9 +41,13 @@ import dev.sandboxsdk.SandboxTimeoutException;
 import dev.sandboxsdk.Signal;
 import dev.sandboxsdk.StdStream;
 import dev.sandboxsdk.WatchOptions;
+import java.net.CookieManager;
 import java.net.InetAddress;
 import java.net.ServerSocket;
 import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -1330,6 +1335,78 @@ public abstract class SandboxContract {
         assertThat(other.listProcesses()).isEmpty();
         assertThat(other.exec("echo still here").stdout()).isEqualTo("still here\n");
       }
+    }
+  }
+
+  // ---- ports
+
+  /**
+   * A file server in Perl, which the agent's image has (it has no Python): {@code GET /name}
+   * answers the workspace file {@code name}, {@code GET /} the list of file names.
+   */
+  static final String FILE_SERVER = String.join("\n",
+      "use strict; use IO::Socket::INET;",
+      "my $s = IO::Socket::INET->new(LocalAddr => '127.0.0.1', LocalPort => $ARGV[0], Listen => 16, ReuseAddr => 1)",
+      "  or die \"listen: $!\";",
+      "$| = 1; print \"listening\\n\";",
+      "while (my $c = $s->accept) {",
+      "  my $line = <$c> // ''; my ($path) = $line =~ m{^\\S+ /([^ ?]*)};",
+      "  while (my $h = <$c>) { last if $h =~ /^\\r?\\n$/ }",
+      "  my ($status, $body) = ('404 Not Found', '');",
+      "  if (!defined $path || $path eq '') { ($status, $body) = ('200 OK', join(\"\\n\", glob('*')) . \"\\n\") }",
+      "  elsif ($path =~ /^[\\w.-]+$/ && -f $path) { open(my $f, '<', $path); local $/; $body = <$f>; $status = '200 OK' }",
+      "  print $c \"HTTP/1.0 $status\\r\\nContent-Type: text/plain\\r\\nContent-Length: \" . length($body) . \"\\r\\n\\r\\n$body\";",
+      "  close $c;",
+      "}",
+      "");
+
+  @Test
+  void anExposedPortIsReachableFromABrowserThroughItsPreviewUrlUntilItIsUnexposed() throws Exception {
+    int port;
+    try (ServerSocket unused = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+      port = unused.getLocalPort();
+    }
+    String name = unique("preview");
+    sandbox.files().writeString(name + ".txt", "hello from the sandbox\n");
+    sandbox.files().writeString(name + ".pl", FILE_SERVER);
+    SandboxProcess web = sandbox.startProcess(Command.of("perl", name + ".pl", Integer.toString(port)));
+    try {
+      web.waitForLog(Pattern.compile("listening"), WAIT);
+      ExposedPort exposed = sandbox.exposePort(port, name);
+      assertThat(exposed.port()).isEqualTo(port);
+      assertThat(exposed.name()).isEqualTo(name);
+      assertThat(exposed.exposedAt()).isNotNull();
+      assertThat(exposed.url().toString()).startsWith(target.baseUrl().resolve("/proxy/" + port + "/") + "?");
+      assertThat(exposed.toString()).doesNotContain(exposed.url().getQuery());
+      assertThat(sandbox.exposedPorts()).extracting(ExposedPort::port).contains(port);
+      assertThatThrownBy(() -> sandbox.exposePort(port)).isInstanceOf(SandboxInvalidRequestException.class)
+          .hasMessageContaining("PORT_ALREADY_EXPOSED");
+
+      // A browser: no Authorization header, cookies kept, redirects followed.
+      HttpClient browser = HttpClient.newBuilder().cookieHandler(new CookieManager())
+          .followRedirects(HttpClient.Redirect.NORMAL).connectTimeout(WAIT).build();
+      HttpResponse<String> listing = browser.send(HttpRequest.newBuilder(exposed.url()).timeout(WAIT).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(listing.statusCode()).isEqualTo(200);
+      assertThat(listing.uri()).as("redirected to the address without the token").isEqualTo(exposed.baseUrl());
+      assertThat(listing.body()).contains(name + ".txt");
+      URI file = exposed.baseUrl().resolve(name + ".txt");
+      HttpResponse<String> got = browser.send(HttpRequest.newBuilder(file).timeout(WAIT).build(),
+          HttpResponse.BodyHandlers.ofString());
+      assertThat(got.statusCode()).isEqualTo(200);
+      assertThat(got.body()).isEqualTo("hello from the sandbox\n");
+      HttpClient stranger = HttpClient.newBuilder().connectTimeout(WAIT).build();
+      assertThat(stranger.send(HttpRequest.newBuilder(file).timeout(WAIT).build(), HttpResponse.BodyHandlers.ofString())
+          .statusCode()).as("without the cookie or token").isEqualTo(401);
+
+      sandbox.unexposePort(port);
+      assertThat(browser.send(HttpRequest.newBuilder(file).timeout(WAIT).build(), HttpResponse.BodyHandlers.ofString())
+          .statusCode()).as("unexposed").isEqualTo(404);
+      assertThat(sandbox.exposedPorts()).extracting(ExposedPort::port).doesNotContain(port);
+      assertThatCode(() -> sandbox.unexposePort(port)).as("idempotent").doesNotThrowAnyException();
+    } finally {
+      web.kill();
+      sandbox.unexposePort(port);
     }
   }
 

@@ -47,11 +47,13 @@ public final class ApiHandler implements HttpHandler {
   private final PortEndpoints ports;
   private final GitEndpoints git;
   private final WatchEndpoints watches;
+  private final ProxyEndpoints proxy;
   /** Random per agent run; not a secret (unauthenticated answers carry it too). */
   private final String bootId = java.util.UUID.randomUUID().toString();
   private final String keepAliveText;
 
-  public ApiHandler(ProcessManager processes, String token, String version) {
+  /** {@code agentPort}: the port the agent listens on, which the proxy refuses to forward to. */
+  public ApiHandler(ProcessManager processes, String token, String version, int agentPort) {
     this.config = processes.config();
     this.keepAliveText = Long.toString(config.keepAliveMs());
     this.tokenDigest = token == null ? null : sha256(token.getBytes(StandardCharsets.UTF_8));
@@ -62,6 +64,7 @@ public final class ApiHandler implements HttpHandler {
     this.ports = new PortEndpoints(processes);
     this.git = new GitEndpoints(processes);
     this.watches = new WatchEndpoints(processes);
+    this.proxy = new ProxyEndpoints(processes, tokenDigest != null, this::hasValidBearer, bootId.substring(0, 8), agentPort);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
     this.network = processes.network();
@@ -284,6 +287,22 @@ public final class ApiHandler implements HttpHandler {
       Responses.ok(exchange, body);
       return;
     }
+    String rawPath = exchange.getRequestURI().getRawPath();
+    if (rawPath.startsWith(ProxyEndpoints.PREFIX)) {
+      // The proxy's own auth: the bearer token, or an exposure's preview token or cookie.
+      ProxyEndpoints.Target target = proxy.authorize(exchange, rawPath);
+      if (target != null) {
+        lastActivityNanos = System.nanoTime();
+        activeCalls.incrementAndGet();
+        try {
+          proxy.forward(exchange, target);
+        } finally {
+          lastActivityNanos = System.nanoTime();
+          activeCalls.decrementAndGet();
+        }
+      }
+      return;
+    }
     if (!path.startsWith("/api/")) {
       throw notFound(path);
     }
@@ -406,6 +425,14 @@ public final class ApiHandler implements HttpHandler {
         allow(method, "POST");
         watches.watch(exchange);
         return;
+      case "/api/expose-port":
+        allow(method, "POST");
+        proxy.expose(exchange);
+        return;
+      case "/api/exposed-ports":
+        allow(method, "GET");
+        proxy.list(exchange);
+        return;
       case "/api/git/checkout":
         allow(method, "POST");
         git.checkout(exchange);
@@ -429,6 +456,11 @@ public final class ApiHandler implements HttpHandler {
         exec.kill(exchange, id);
         return;
       }
+    }
+    if (path.startsWith("/api/exposed-ports/") && path.indexOf('/', "/api/exposed-ports/".length()) < 0) {
+      allow(method, "DELETE");
+      proxy.unexpose(exchange, path.substring("/api/exposed-ports/".length()));
+      return;
     }
     if (path.startsWith("/api/process/")) {
       String[] parts = path.substring("/api/process/".length()).split("/", -1);
@@ -489,6 +521,16 @@ public final class ApiHandler implements HttpHandler {
     }
     throw new AgentException(ErrorCode.METHOD_NOT_ALLOWED,
         "method " + method + " is not allowed here; use " + allowed, Map.of("allow", allowed.toString()));
+  }
+
+  /** Whether the request carries the agent's bearer token (always true without a token). */
+  private boolean hasValidBearer(HttpExchange exchange) {
+    try {
+      authenticate(exchange);
+      return true;
+    } catch (AgentException e) {
+      return false;
+    }
   }
 
   private void authenticate(HttpExchange exchange) {

@@ -67,6 +67,8 @@ public final class Bubblewrap {
   private final boolean network;
   /** The network namespace commands share when the network is off, else null. */
   private final SharedNetwork sharedNetwork;
+  /** The way into {@link #sharedNetwork} for the agent's proxy, else null. */
+  private final NetnsRelay relay;
   /** The agent's directory holding the sandbox's {@code /tmp} and {@code /var/tmp}. */
   private final Path scratch;
   private final List<String> mounts;
@@ -83,6 +85,8 @@ public final class Bubblewrap {
     this.network = network;
     this.sharedNetwork = sharedNetwork;
     this.scratch = scratch;
+    // The relay's socket is in the agent's directory, not in the sandbox's /tmp below it.
+    this.relay = sharedNetwork == null ? null : new NetnsRelay(sharedNetwork, scratch);
     this.mounts = mounts(workspace, network, scratch);
   }
 
@@ -244,6 +248,11 @@ public final class Bubblewrap {
     }
   }
 
+  /** The relay into the sandbox's own network namespace, or null when commands use the agent's network. */
+  NetnsRelay relay() {
+    return relay;
+  }
+
   /** The agent's directory holding the sandbox's {@code /tmp} and {@code /var/tmp}. */
   Path scratch() {
     return scratch;
@@ -252,6 +261,9 @@ public final class Bubblewrap {
   /** Stops the shared network's holder and removes the sandbox's {@code /tmp}; commands must have ended. */
   void close() {
     spawner.shutdownNow();
+    if (relay != null) {
+      relay.close();
+    }
     if (sharedNetwork != null) {
       sharedNetwork.close();
     }

@@ -207,6 +207,14 @@ public final class ProcessManager implements AutoCloseable {
     return isolationUnavailable;
   }
 
+  /**
+   * The way to servers in the sandbox's own network namespace, or null when the sandbox's servers
+   * listen in the agent's network (no isolation, or isolation with the network on).
+   */
+  public NetnsRelay relay() {
+    return bubblewrap == null ? null : bubblewrap.relay();
+  }
+
   /** Whether commands may use the network: always without isolation, else as configured. */
   public boolean network() {
     return bubblewrap == null || bubblewrap.network();

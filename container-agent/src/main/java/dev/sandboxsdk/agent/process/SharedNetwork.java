@@ -100,6 +100,11 @@ final class SharedNetwork implements AutoCloseable {
     return cmd;
   }
 
+  /** The pid whose network namespace commands enter now; another one after the holder was restarted. */
+  long holderPid() {
+    return current.nsPid();
+  }
+
   /** Runs on the keeper thread: starts holders, one after another, until closed. */
   private void keep(CompletableFuture<Holder> first) {
     long backoffMs = 100;

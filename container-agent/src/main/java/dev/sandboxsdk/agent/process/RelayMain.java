@@ -1,0 +1,176 @@
+package dev.sandboxsdk.agent.process;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.SocketTimeoutException;
+import java.net.StandardProtocolFamily;
+import java.net.UnixDomainSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * The relay's own program ({@link NetnsRelay} starts it inside the sandbox's network namespace):
+ * listens on a Unix-domain socket in the agent's private directory and, for each connection,
+ * reads a two-byte port number, connects to that port on the namespace's loopback, answers one
+ * status byte and then copies bytes both ways until either side is done.
+ *
+ * <p>It uses nothing but the JDK (it runs with a small heap and no agent classes loaded) and
+ * prints nothing but its ready line. It exits when its standard input reaches end of file: the
+ * agent holds the other end of that pipe, so the relay ends with the agent however the agent
+ * ends, even by SIGKILL.
+ */
+public final class RelayMain {
+  /** The status byte: connected, then the bytes flow. */
+  static final int OK = 0;
+  /** The status byte: nothing accepts connections on the port. */
+  static final int REFUSED = 1;
+  /** The status byte: the connection attempt timed out. */
+  static final int TIMED_OUT = 2;
+  /** The line the relay prints once it listens. */
+  static final String READY = "relay-ready";
+  static final int CONNECT_TIMEOUT_MS = 10_000;
+  private static final int BUFFER = 16 * 1024;
+  /** Each connection holds two threads; they copy bytes and need little stack. */
+  private static final long STACK = 128 * 1024;
+
+  private RelayMain() {}
+
+  /** {@code RelayMain SOCKET_PATH}. */
+  public static void main(String[] args) throws IOException {
+    if (args.length != 1) {
+      throw new IllegalArgumentException("usage: RelayMain SOCKET_PATH");
+    }
+    Path socket = Path.of(args[0]);
+    Files.deleteIfExists(socket);
+    ServerSocketChannel server = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
+    server.bind(UnixDomainSocketAddress.of(socket));
+    Thread stdinWatch = new Thread(null, () -> {
+      try {
+        InputStream in = System.in;
+        byte[] b = new byte[64];
+        while (in.read(b) >= 0) {
+          // the agent never writes; wait for end of file
+        }
+      } catch (IOException e) {
+        // the pipe broke: the agent is gone as well
+      }
+      try {
+        Files.deleteIfExists(socket);
+      } catch (IOException e) {
+        // the agent removes its directory anyway
+      }
+      Runtime.getRuntime().halt(0);
+    }, "relay-stdin", STACK);
+    stdinWatch.setDaemon(true);
+    stdinWatch.start();
+    // The ready line is the relay's protocol with the agent, not logging.
+    java.io.PrintStream out = System.out;
+    out.println(READY);
+    out.flush();
+    while (true) {
+      SocketChannel client = server.accept();
+      Thread t = new Thread(null, () -> serve(client), "relay-conn", STACK);
+      t.setDaemon(true);
+      t.start();
+    }
+  }
+
+  private static void serve(SocketChannel client) {
+    SocketChannel upstream = null;
+    try (client) {
+      ByteBuffer header = ByteBuffer.allocate(2);
+      while (header.hasRemaining()) {
+        if (client.read(header) < 0) {
+          return;
+        }
+      }
+      int port = Short.toUnsignedInt(header.flip().getShort());
+      int status;
+      try {
+        upstream = connect(port);
+        status = OK;
+      } catch (SocketTimeoutException e) {
+        status = TIMED_OUT;
+      } catch (IOException e) {
+        status = REFUSED;
+      }
+      client.write(ByteBuffer.wrap(new byte[] {(byte) status}));
+      if (upstream == null) {
+        return;
+      }
+      SocketChannel up = upstream;
+      Thread back = new Thread(null, () -> {
+        // Upstream to agent; at the upstream's end of file the agent learns it by a half-close.
+        if (copy(up, client)) {
+          try {
+            client.shutdownOutput();
+          } catch (IOException e) {
+            closeQuietly(up);
+          }
+        } else {
+          closeQuietly(up);
+          closeQuietly(client);
+        }
+      }, "relay-back", STACK);
+      back.setDaemon(true);
+      back.start();
+      // Agent to upstream: the agent never half-closes, so its end of file (or an error) ends the exchange.
+      copy(client, up);
+      closeQuietly(up);
+    } catch (IOException e) {
+      closeQuietly(upstream);
+    }
+  }
+
+  /** 127.0.0.1 first, then ::1, as servers bind one or the other. */
+  private static SocketChannel connect(int port) throws IOException {
+    IOException first = null;
+    for (String host : new String[] {"127.0.0.1", "::1"}) {
+      SocketChannel ch = SocketChannel.open();
+      try {
+        ch.socket().connect(new InetSocketAddress(InetAddress.getByName(host), port), CONNECT_TIMEOUT_MS);
+        ch.socket().setTcpNoDelay(true);
+        return ch;
+      } catch (IOException e) {
+        closeQuietly(ch);
+        if (first == null) {
+          first = e;
+        }
+      }
+    }
+    throw first;
+  }
+
+  /** Copies until end of file (true) or an error (false). */
+  private static boolean copy(SocketChannel from, SocketChannel to) {
+    ByteBuffer buf = ByteBuffer.allocate(BUFFER);
+    try {
+      while (from.read(buf) >= 0) {
+        buf.flip();
+        while (buf.hasRemaining()) {
+          to.write(buf);
+        }
+        buf.clear();
+      }
+      return true;
+    } catch (IOException e) {
+      return false;
+    }
+  }
+
+  private static void closeQuietly(SocketChannel ch) {
+    if (ch == null) {
+      return;
+    }
+    try {
+      ch.close();
+    } catch (IOException e) {
+      // closing anyway
+    }
+  }
+}

@@ -1,0 +1,76 @@
+package dev.sandboxsdk.agent.http;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.ByteArrayInputStream;
+import java.io.EOFException;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import org.junit.jupiter.api.Test;
+
+class ProxyEndpointsTest {
+  private static ProxyEndpoints.UpstreamReader reader(String bytes) {
+    return new ProxyEndpoints.UpstreamReader(new ByteArrayInputStream(bytes.getBytes(StandardCharsets.ISO_8859_1)),
+        new ProxyEndpoints.Timeouts.Watch(null));
+  }
+
+  @Test
+  void redirectsOfTheServerStayBelowItsPrefix() {
+    assertThat(ProxyEndpoints.underPrefix("/login?next=%2F", 8080)).isEqualTo("/proxy/8080/login?next=%2F");
+    assertThat(ProxyEndpoints.underPrefix("http://localhost:8080/a", 8080)).isEqualTo("/proxy/8080/a");
+    assertThat(ProxyEndpoints.underPrefix("http://127.0.0.1:8080", 8080)).isEqualTo("/proxy/8080/");
+    assertThat(ProxyEndpoints.underPrefix("http://127.0.0.1:8080?q", 8080)).isEqualTo("/proxy/8080/?q");
+    assertThat(ProxyEndpoints.underPrefix("/proxy/8080/already", 8080)).isEqualTo("/proxy/8080/already");
+    assertThat(ProxyEndpoints.underPrefix("http://127.0.0.1:80801/x", 8080)).isEqualTo("http://127.0.0.1:80801/x");
+    assertThat(ProxyEndpoints.underPrefix("https://example.com/x", 8080)).isEqualTo("https://example.com/x");
+    assertThat(ProxyEndpoints.underPrefix("//evil.example/x", 8080)).isEqualTo("//evil.example/x");
+    assertThat(ProxyEndpoints.underPrefix("relative/x", 8080)).isEqualTo("relative/x");
+  }
+
+  @Test
+  void previewCookiesOfEveryAgentAreRemovedAndTheAppsKept() {
+    assertThat(ProxyEndpoints.withoutPreviewCookies("a=1; sandbox-preview-0123abcd=t; b=2;sandbox-preview-x=y"))
+        .isEqualTo("a=1; b=2");
+    assertThat(ProxyEndpoints.withoutPreviewCookies("sandbox-preview-0123abcd=t")).isEmpty();
+  }
+
+  @Test
+  void aResponseHeadIsParsedWithInterimAnswersAndLfOnlyLines() throws IOException {
+    ProxyEndpoints.UpstreamReader in = reader("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-A:  b \nSet-Cookie: a=1\r\n"
+        + "Set-Cookie: b=2\r\n\r\nbody");
+    ProxyEndpoints.Head head = ProxyEndpoints.readHead(in);
+    assertThat(head.status()).isEqualTo(200);
+    assertThat(head.first("content-type")).isEqualTo("text/plain");
+    assertThat(head.first("X-A")).isEqualTo("b");
+    assertThat(head.headers()).hasSize(4);
+    assertThat(new String(in.readAllBytes(), StandardCharsets.ISO_8859_1)).isEqualTo("body");
+  }
+
+  @Test
+  void headsThatAreNotHttpAreRefused() {
+    for (String bad : new String[] {"SSH-2.0-OpenSSH\r\n\r\n", "HTTP/1.1 20 OK\r\n\r\n", "HTTP/2 200\r\n\r\n",
+        "HTTP/1.1 200 OK\r\n folded\r\n\r\n", "HTTP/1.1 200 OK\r\nno colon\r\n\r\n"}) {
+      assertThatThrownBy(() -> ProxyEndpoints.readHead(reader(bad))).as(bad).isInstanceOf(IOException.class);
+    }
+    assertThatThrownBy(() -> ProxyEndpoints.readHead(reader("HTTP/1.1 200 OK\r\nX: y\r\n"))).isInstanceOf(EOFException.class);
+    String huge = "HTTP/1.1 200 OK\r\nX: " + "y".repeat(ProxyEndpoints.MAX_HEAD_BYTES) + "\r\n\r\n";
+    assertThatThrownBy(() -> ProxyEndpoints.readHead(reader(huge))).hasMessageContaining("larger than");
+  }
+
+  @Test
+  void chunkedBodiesAreDecodedWithExtensionsAndTrailers() throws IOException {
+    ProxyEndpoints.ChunkedReader body = new ProxyEndpoints.ChunkedReader(
+        reader("5;ext=1\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\nTrailer: x\r\n\r\nNEXT"));
+    assertThat(new String(body.readAllBytes(), StandardCharsets.ISO_8859_1)).isEqualTo("hello world");
+    assertThat(body.read()).isEqualTo(-1);
+  }
+
+  @Test
+  void brokenChunkedBodiesAreErrors() {
+    for (String bad : new String[] {"zz\r\nhello\r\n0\r\n\r\n", "5\r\nhelloXX0\r\n\r\n", "5\r\nhel"}) {
+      assertThatThrownBy(() -> new ProxyEndpoints.ChunkedReader(reader(bad)).readAllBytes()).as(bad)
+          .isInstanceOf(IOException.class);
+    }
+  }
+}
