@@ -104,6 +104,9 @@ public abstract class ForwardingSandbox implements Sandbox {
   @Override
   public GitCheckout gitCheckout(String repoUrl, GitCheckoutOptions options) {
     return delegate().gitCheckout(repoUrl, options);
+  }
+
+  @Override
   public ExposedPort exposePort(int port, String name) {
     return delegate().exposePort(port, name);
   }

@@ -3,22 +3,34 @@ package dev.sandboxsdk.internal;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.ExposedPort;
+import dev.sandboxsdk.PortWaitOptions;
+import dev.sandboxsdk.ProcessExitedException;
+import dev.sandboxsdk.ProcessInfo;
+import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxNotFoundException;
+import dev.sandboxsdk.SandboxTimeoutException;
 import java.net.URI;
 import java.time.Instant;
 import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
 import okhttp3.HttpUrl;
 
 /**
- * The port methods of a {@link RealSandbox}: {@code POST /api/expose-port},
+ * The port methods of a {@link RealSandbox}: {@code waitForPort} over the agent's
+ * {@code POST /api/port-watch} event stream (the agent checks from inside the sandbox's network
+ * and ends the stream with {@code ready}, {@code process_exited} or {@code error}), and
+ * {@code POST /api/expose-port},
  * {@code GET /api/exposed-ports} and {@code DELETE /api/exposed-ports/{port}}. Preview URLs are
  * built on the address this client uses for the agent (with any path prefix it has), so they
  * work wherever the client reaches the agent, e.g. a container's host-published port. Uses the
  * sandbox's client, token and error mapping. Thread-safe: it has no mutable state.
  */
 final class RealPorts {
+  private static final Set<String> WATCH_FINAL = Set.of("ready", "process_exited", "error");
+
   private final RealSandbox sandbox;
 
   RealPorts(RealSandbox sandbox) {
@@ -87,5 +99,83 @@ final class RealPorts {
     if (port < 1 || port > 65535) {
       throw new IllegalArgumentException("port must be 1..65535: " + port);
     }
+  }
+
+  /**
+   * Waits for the port; with a {@code processId}, fails as soon as that process ends.
+   *
+   * @throws ProcessExitedException if the process ended first
+   */
+  void await(int port, PortWaitOptions options, String processId) {
+    checkPort(port);
+    java.util.Objects.requireNonNull(options, "options == null");
+    String what = "waitForPort " + port + (processId != null ? " of process " + processId : "");
+    EventCursor<JsonNode> cursor = new InterruptibleCursor<>(sandbox.openStream(
+        sandbox.post(sandbox.url("api", "port-watch"), body(port, options, processId)), what, e -> e,
+        e -> WATCH_FINAL.contains(e.path("type").asText()), new Abort()), sandbox.executor());
+    try (cursor) {
+      JsonNode e;
+      while ((e = cursor.next()) != null) {
+        switch (e.path("type").asText()) {
+          case "ready":
+            return;
+          case "process_exited":
+            throw exited(e, port, processId);
+          case "error":
+            throw failed(e, port);
+          default:
+            // watching, or an event a newer agent added
+        }
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new SandboxException(what + ": interrupted", e);
+    } catch (SandboxException | IllegalStateException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new SandboxException(what + ": " + e, e);
+    }
+    throw new SandboxException(what + ": the watch ended without an outcome", null);
+  }
+
+  private static ObjectNode body(int port, PortWaitOptions options, String processId) {
+    ObjectNode body = Wire.MAPPER.createObjectNode().put("port", port);
+    if (options.mode() == PortWaitOptions.Mode.TCP) {
+      body.put("mode", "tcp");
+    } else {
+      body.put("mode", "http").put("path", options.path())
+          .put("statusMin", options.statusMin()).put("statusMax", options.statusMax());
+    }
+    if (options.interval() != null) {
+      body.put("interval", options.interval().toMillis());
+    }
+    if (options.timeout() != null) {
+      body.put("timeoutMs", Math.max(1, options.timeout().toMillis()));
+    }
+    if (processId != null) {
+      body.put("processId", processId);
+    }
+    return body;
+  }
+
+  private ProcessExitedException exited(JsonNode e, int port, String processId) {
+    ProcessInfo info;
+    try {
+      info = sandbox.processInfo(processId);
+    } catch (SandboxException gone) {
+      info = null; // autoCleanup may have dropped the record already
+    }
+    return new ProcessExitedException("process " + processId + " ended (" + e.path("status").asText("exited")
+        + ", exit code " + e.path("exitCode").asText("?") + ") before port " + port + " was ready", info);
+  }
+
+  private static SandboxException failed(JsonNode e, int port) {
+    String code = e.path("code").asText("INTERNAL_ERROR");
+    String reason = e.path("error").asText("the watch failed");
+    if (code.equals("TIMEOUT")) {
+      return new SandboxTimeoutException(reason, null); // the agent's sentence names the port, time and last check
+    }
+    return ErrorMapper.create(code.equals("INTERNAL_ERROR") ? 500 : 0, code,
+        "waitForPort " + port + ": " + reason + " (" + code + ")", Map.of("port", (long) port));
   }
 }

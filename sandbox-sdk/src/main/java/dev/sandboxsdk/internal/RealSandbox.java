@@ -96,7 +96,6 @@ public final class RealSandbox implements Sandbox {
   /** The boot id in the first answer that carried one; never replaced. */
   private volatile String firstBootId;
   private final RealFiles files = new RealFiles(this);
-  private final PortWatch portWatch = new PortWatch(this);
   private final RealGit git = new RealGit(this);
   private final RealPorts ports = new RealPorts(this);
 
@@ -613,18 +612,19 @@ public final class RealSandbox implements Sandbox {
 
   @Override
   public void waitForPort(int port, dev.sandboxsdk.PortWaitOptions options) {
-    portWatch.await(port, options, null);
+    ports.await(port, options, null);
   }
 
   /** {@link RealSandboxProcess#waitForPort}: fails as soon as the process ends. */
   void waitForPort(int port, dev.sandboxsdk.PortWaitOptions options, String processId) {
-    portWatch.await(port, options, processId);
+    ports.await(port, options, processId);
   }
 
   @Override
   public dev.sandboxsdk.GitCheckout gitCheckout(String repoUrl, dev.sandboxsdk.GitCheckoutOptions options) {
     return git.checkout(repoUrl, options);
-  // ---- ports
+  }
+
 
   @Override
   public dev.sandboxsdk.ExposedPort exposePort(int port, String name) {

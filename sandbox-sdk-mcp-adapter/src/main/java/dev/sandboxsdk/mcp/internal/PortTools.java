@@ -1,13 +1,20 @@
 package dev.sandboxsdk.mcp.internal;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sandboxsdk.ExposedPort;
 import dev.sandboxsdk.PortWaitOptions;
 import dev.sandboxsdk.ProcessExitedException;
+import dev.sandboxsdk.SandboxInvalidRequestException;
 import dev.sandboxsdk.SandboxTimeoutException;
 import java.time.Duration;
 import java.util.Map;
 
-/** The port tool group: {@code waitForPort}. Thread-safe. */
+/**
+ * The port tool group: {@code waitForPort}, {@code exposePort}, {@code unexposePort},
+ * {@code listExposedPorts}. A preview URL carries its own token (a capability for that one
+ * port, revoked by unexposePort), never the agent's token. Thread-safe.
+ */
 final class PortTools implements ToolGroup {
   static final Duration DEFAULT_WAIT = Duration.ofSeconds(60);
 
@@ -20,6 +27,9 @@ final class PortTools implements ToolGroup {
   @Override
   public void register(Map<String, ToolHandler> tools) {
     tools.put("waitForPort", ToolHandler.blocking((a, c) -> waitForPort(a)));
+    tools.put("exposePort", ToolHandler.blocking((a, c) -> exposePort(a)));
+    tools.put("unexposePort", ToolHandler.blocking((a, c) -> unexposePort(a)));
+    tools.put("listExposedPorts", ToolHandler.blocking((a, c) -> listExposedPorts(a)));
   }
 
   ToolOutcome waitForPort(ObjectNode args) {
@@ -52,5 +62,41 @@ final class PortTools implements ToolGroup {
     }
     return ToolOutcome.ok(Json.object().put("port", port).put("ready", true).put("mode", tcp ? "tcp" : "http")
         .put("waitedMs", (System.nanoTime() - started) / 1_000_000).put("sandboxId", sb.id()));
+  }
+
+  ToolOutcome exposePort(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+    int port = args.get("port").asInt();
+    ExposedPort e;
+    try {
+      e = sb.sandbox().exposePort(port, args.hasNonNull("name") ? args.get("name").asText() : null);
+    } catch (SandboxInvalidRequestException ex) {
+      if ("PORT_ALREADY_EXPOSED".equals(ex.code())) {
+        throw new ToolException("Port " + port + " is exposed already: listExposedPorts shows its URL.");
+      }
+      throw ex;
+    }
+    return ToolOutcome.ok(SandboxTools.withSandbox(json(e), sb));
+  }
+
+  ToolOutcome unexposePort(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+    int port = args.get("port").asInt();
+    sb.sandbox().unexposePort(port);
+    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("port", port).put("exposed", false), sb));
+  }
+
+  ToolOutcome listExposedPorts(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+    ArrayNode ports = Json.array();
+    sb.sandbox().exposedPorts().forEach(e -> ports.add(json(e)));
+    ObjectNode r = Json.object().put("count", ports.size());
+    r.set("ports", ports);
+    return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
+  }
+
+  private static ObjectNode json(ExposedPort e) {
+    return Json.object().put("port", e.port()).put("url", e.url().toString()).put("name", e.name())
+        .put("exposedAt", e.exposedAt() == null ? null : e.exposedAt().toString());
   }
 }

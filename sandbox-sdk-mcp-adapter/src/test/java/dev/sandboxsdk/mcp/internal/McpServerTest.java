@@ -130,7 +130,8 @@ class McpServerTest {
     assertThat(names).containsExactlyInAnyOrder("exec", "runCode", "startProcess", "listProcesses", "getProcess",
         "killProcess", "killAllProcesses", "getProcessLogs", "streamProcessLogs", "cleanupCompletedProcesses",
         "getSandbox", "listSandboxes", "destroy", "readFile", "writeFile", "listFiles", "mkdir", "deleteFile",
-        "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout", "watchFiles");
+        "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout", "watchFiles", "exposePort", "unexposePort",
+        "listExposedPorts");
     Set<String> implemented = new HashSet<>();
     try (SandboxTools impl = new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults()))) {
       impl.names().forEach(implemented::add);
@@ -167,6 +168,9 @@ class McpServerTest {
         java.util.Map.entry("statFile", List.of(true, false, true)),
         java.util.Map.entry("waitForPort", List.of(true, false, true)),
         java.util.Map.entry("watchFiles", List.of(true, false, true)),
+        java.util.Map.entry("exposePort", List.of(false, false, false)),
+        java.util.Map.entry("unexposePort", List.of(false, true, true)),
+        java.util.Map.entry("listExposedPorts", List.of(true, false, true)),
         java.util.Map.entry("gitCheckout", List.of(false, false, false)));
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
     assertThat(tools).hasSize(expected.size());

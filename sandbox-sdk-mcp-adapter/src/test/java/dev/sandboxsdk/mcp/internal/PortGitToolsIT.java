@@ -55,6 +55,22 @@ class PortGitToolsIT {
     assertThat(crashed.get("isError").asBoolean()).isTrue();
     assertThat(text(crashed)).contains("exit code 4").contains("getProcessLogs");
 
+    // Exposed: a client without the agent's token opens the preview URL, until it is unexposed.
+    mcp.call("writeFile", args("path", "index.html", "content", "hello from the sandbox"));
+    JsonNode exposed = mcp.call("exposePort", args("port", 18431, "name", "web"));
+    assertThat(exposed.has("isError")).as("%s", exposed).isFalse();
+    String url = sc(exposed).get("url").asText();
+    assertThat(url).contains("/proxy/18431/").contains("sandbox-preview-token=");
+    assertThat(get(url)).isEqualTo("200 hello from the sandbox");
+    JsonNode again = mcp.call("exposePort", args("port", 18431));
+    assertThat(text(again)).contains("exposed already").contains("listExposedPorts");
+    JsonNode listed = mcp.call("listExposedPorts", args());
+    assertThat(sc(listed).get("count").asInt()).isEqualTo(1);
+    assertThat(sc(listed).get("ports").get(0).get("name").asText()).isEqualTo("web");
+    assertThat(sc(mcp.call("unexposePort", args("port", 18431))).get("exposed").asBoolean()).isFalse();
+    assertThat(get(url)).doesNotStartWith("200");
+    assertThat(sc(mcp.call("listExposedPorts", args())).get("count").asInt()).isZero();
+
     JsonNode tcpWithPath = mcp.call("waitForPort", args("port", 18431, "mode", "tcp", "path", "/"));
     assertThat(text(tcpWithPath)).contains("http");
     JsonNode badPort = mcp.call("waitForPort", args("port", 70000));
@@ -85,5 +101,18 @@ class PortGitToolsIT {
         "passwordEnv", "GIT_TOKEN", "targetDir", "remote", "timeoutSeconds", 20));
     assertThat(remote.get("isError").asBoolean()).isTrue();
     assertThat(remote.toString() + mcp.notifications).doesNotContain(SECRET);
+  }
+
+  /** A browser's view: no agent token, cookies kept, redirects followed; "status body". */
+  private static String get(String url) {
+    try {
+      java.net.http.HttpClient browser = java.net.http.HttpClient.newBuilder()
+          .cookieHandler(new java.net.CookieManager()).followRedirects(java.net.http.HttpClient.Redirect.NORMAL).build();
+      java.net.http.HttpResponse<String> r = browser.send(java.net.http.HttpRequest.newBuilder(java.net.URI.create(url))
+          .build(), java.net.http.HttpResponse.BodyHandlers.ofString());
+      return r.statusCode() + " " + r.body();
+    } catch (java.io.IOException | InterruptedException e) {
+      throw new AssertionError(e);
+    }
   }
 }
