@@ -417,6 +417,46 @@ async function watchUntilDone(request) {
   return events;
 }
 
+// ---------------------------------------------------------------- watch
+
+async function checkWatch() {
+  await check('watch', 'watch.watch resolves at "watching"; a file written through their files client -> event{create}', async () => {
+    await client.files.mkdir('cf-watch', undefined, { recursive: true });
+    const stream = await client.watch.watch({ path: 'cf-watch', recursive: true });
+    const seen = [];
+    try {
+      await client.files.writeFile('cf-watch/a.txt', 'watched\n');
+      await withTimeout((async () => {
+        for await (const event of parseSSEStream(stream)) {
+          seen.push(event);
+          if (event.type === 'event' && event.eventType === 'create' && String(event.path).endsWith('a.txt')) return;
+        }
+      })(), PORT_READY_TIMEOUT_MS, 'the watch');
+    } finally {
+      try {
+        await stream.cancel();
+      } catch {
+        // already closed
+      }
+    }
+    assertEq(seen[0]?.type, 'watching', `first event (${short(seen)})`);
+    const created = seen[seen.length - 1];
+    assertEq(created.isDirectory, false, 'isDirectory');
+    return seen.map((e) => e.eventType ?? e.type).join(',');
+  });
+  await check('watch', 'watch of a path that does not exist -> their client rejects', async () => {
+    let rejected;
+    try {
+      const stream = await client.watch.watch({ path: 'cf-no-such-dir' });
+      await stream.cancel();
+    } catch (err) {
+      rejected = err;
+    }
+    assert(rejected !== undefined, 'watch of a missing directory resolved');
+    return `${rejected?.name}: ${String(rejected?.message).slice(0, 80)}`;
+  });
+}
+
 async function checkPorts() {
   const port = await freePort();
   await check('ports', `python3 -m http.server ${port} via startProcess, watchPort http -> watching, ready{statusCode 200}`, async () => {
@@ -475,6 +515,7 @@ try {
   await checkProcesses();
   await checkFiles();
   await checkGit(scratch);
+  await checkWatch();
   await checkPorts();
 } finally {
   rmSync(scratch, { recursive: true, force: true });
