@@ -334,8 +334,8 @@ public final class RealSandbox implements Sandbox {
         killExecSoon(execId);
       }
     });
-    EventCursor<ExecEvent> cursor = openStream(request, "execStream " + command.display(), Wire::execEvent,
-        e -> e instanceof ExecEvent.Complete, abort);
+    EventCursor<ExecEvent> cursor = openEventStream(request, "execStream " + command.display(),
+        Wire.execEventReader(), e -> e instanceof ExecEvent.Complete, abort);
     opened.set(cursor);
     return cursor;
   }
@@ -565,7 +565,7 @@ public final class RealSandbox implements Sandbox {
       if (stderrSince >= 0) {
         url.addQueryParameter("stderrSince", Long.toString(stderrSince));
       }
-      return openStream(get(url.build()), "streamProcessLogs " + processId, Wire::logEvent,
+      return openEventStream(get(url.build()), "streamProcessLogs " + processId, Wire.logEventReader(),
           e -> e instanceof LogEvent.Exit, abort);
     }, start, LOG_STREAM_RETRIES, 100, () -> cursors.remove(self[0]));
     abort.onAbort(self[0]::close);
@@ -888,6 +888,12 @@ public final class RealSandbox implements Sandbox {
   }
 
   <T> SseCursor<T> openStream(Request request, String what, java.util.function.Function<JsonNode, T> mapper,
+      java.util.function.Predicate<T> isFinal, Abort abort) {
+    return openEventStream(request, what, json -> mapper.apply(Wire.parse(json, "event")), isFinal, abort);
+  }
+
+  /** Like {@link #openStream}, for a mapper that reads each event's JSON bytes itself. */
+  <T> SseCursor<T> openEventStream(Request request, String what, java.util.function.Function<byte[], T> mapper,
       java.util.function.Predicate<T> isFinal, Abort abort) {
     ensureOpen();
     request = request.newBuilder().header("Accept", "text/event-stream").build();

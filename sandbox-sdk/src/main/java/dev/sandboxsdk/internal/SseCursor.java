@@ -1,6 +1,5 @@
 package dev.sandboxsdk.internal;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxTimeoutException;
 import java.io.IOException;
@@ -13,15 +12,15 @@ import okhttp3.Call;
 import okhttp3.Response;
 
 /**
- * One open event stream of the agent: maps each event with {@code mapper} (null = unknown type,
- * skipped) and knows which event is the final one. A stream that ends before its final event is
+ * One open event stream of the agent: maps each event's JSON bytes with {@code mapper} (null =
+ * unknown type, skipped) and knows which event is the final one. A stream that ends before its final event is
  * an error, never a quiet end.
  */
 final class SseCursor<T> implements EventCursor<T> {
   private final Call call;
   private final Response response;
   private final SseReader reader;
-  private final Function<JsonNode, T> mapper;
+  private final Function<byte[], T> mapper;
   private final Predicate<T> isFinal;
   private final String what;
   private final Duration idleTimeout;
@@ -29,7 +28,7 @@ final class SseCursor<T> implements EventCursor<T> {
   private final AtomicBoolean closed = new AtomicBoolean();
   private volatile boolean finished;
 
-  SseCursor(Call call, Response response, long maxLineBytes, Function<JsonNode, T> mapper, Predicate<T> isFinal,
+  SseCursor(Call call, Response response, long maxLineBytes, Function<byte[], T> mapper, Predicate<T> isFinal,
       String what, Duration idleTimeout, Runnable onClose) {
     this.call = call;
     this.response = response;
@@ -50,7 +49,7 @@ final class SseCursor<T> implements EventCursor<T> {
       if (closed.get()) {
         throw new IOException(what + ": the stream was closed"); // okio would say IllegalStateException("closed")
       }
-      JsonNode event;
+      byte[] event;
       try {
         event = reader.next();
       } catch (IllegalStateException e) {

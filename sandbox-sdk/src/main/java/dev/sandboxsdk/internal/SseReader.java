@@ -1,6 +1,5 @@
 package dev.sandboxsdk.internal;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import dev.sandboxsdk.SandboxException;
 import java.io.EOFException;
 import java.io.IOException;
@@ -28,13 +27,13 @@ final class SseReader {
   }
 
   /**
-   * The data of the next event, parsed as JSON; null at a clean end of the stream (no partial
-   * event pending).
+   * The data of the next event, as UTF-8 bytes (the caller parses the JSON); null at a clean end
+   * of the stream (no partial event pending).
    *
    * @throws EOFException if the stream ends inside an event
-   * @throws SandboxException if an event is too long or its data is not a JSON object
+   * @throws SandboxException if an event is too long
    */
-  JsonNode next() throws IOException {
+  byte[] next() throws IOException {
     byte[] single = null; // the usual event: one "data: " line, parsed from its bytes as they are
     StringBuilder data = null; // several data lines, joined with newlines as SSE says
     for (;;) {
@@ -58,10 +57,10 @@ final class SseReader {
       String line = readLine(newline);
       if (line.isEmpty()) {
         if (data != null) {
-          return Wire.parse(data.toString().getBytes(StandardCharsets.UTF_8), "event");
+          return data.toString().getBytes(StandardCharsets.UTF_8);
         }
         if (single != null) {
-          return Wire.parse(single, "event");
+          return single;
         }
         continue;
       }

@@ -177,6 +177,34 @@ public final class Wire {
     }
   }
 
+  /**
+   * Reads execute/stream events from their JSON bytes for one stream: output events through
+   * {@link OutputEventParser}, the rest (and anything unusual) as a tree by {@link #execEvent}.
+   */
+  static java.util.function.Function<byte[], ExecEvent> execEventReader() {
+    OutputEventParser output = new OutputEventParser();
+    return json -> {
+      if (output.parse(json, json.length)) {
+        return output.stderr
+            ? new ExecEvent.Stderr(output.text, output.offset, output.bytes)
+            : new ExecEvent.Stdout(output.text, output.offset, output.bytes);
+      }
+      return execEvent(parse(json, "event"));
+    };
+  }
+
+  /** Like {@link #execEventReader()}, for process stream events. */
+  static java.util.function.Function<byte[], LogEvent> logEventReader() {
+    OutputEventParser output = new OutputEventParser();
+    return json -> {
+      if (output.parse(json, json.length)) {
+        return new LogEvent.Output(output.stderr ? StdStream.STDERR : StdStream.STDOUT, output.text, output.offset,
+            output.bytes);
+      }
+      return logEvent(parse(json, "event"));
+    };
+  }
+
   /** A process stream event, or null for a type this SDK does not know (skipped). */
   static LogEvent logEvent(JsonNode n) {
     switch (n.path("type").asText()) {
