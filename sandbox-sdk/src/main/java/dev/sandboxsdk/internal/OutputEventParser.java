@@ -37,13 +37,13 @@ final class OutputEventParser {
   long bytes;
 
   /**
-   * Parses {@code json[0, length)}; true if it is an output event read completely, false if the
+   * Parses {@code json[from, to)}; true if it is an output event read completely, false if the
    * caller has to parse it the general way.
    */
-  boolean parse(byte[] json, int length) {
+  boolean parse(byte[] json, int from, int to) {
     this.json = json;
-    this.pos = 0;
-    this.end = length;
+    this.pos = from;
+    this.end = to;
     try {
       return object();
     } finally {
@@ -206,7 +206,8 @@ final class OutputEventParser {
    * none. This loop is most of the parser's time, so it tests eight bytes at a time: a byte of
    * {@code x ^ 0x22..} is zero at a quote, of {@code x ^ 0x5C..} at a backslash, and of
    * {@code x & 0xE0..} at a byte below 0x20, and {@code (v - 0x01..) & ~v & 0x80..} is non-zero
-   * exactly when some byte of {@code v} is zero.
+   * exactly when some byte of {@code v} is zero (its lowest flagged byte is the first zero byte;
+   * bytes above it may be flagged wrongly, which does not matter).
    */
   private int plainRun(int from) {
     byte[] b = json;
@@ -214,8 +215,9 @@ final class OutputEventParser {
     int i = from;
     while (i + 8 <= limit) {
       long x = (long) LONGS.get(b, i);
-      if ((zeroByte(x ^ QUOTES) | zeroByte(x ^ BACKSLASHES) | zeroByte(x & HIGH3)) != 0) {
-        break;
+      long stop = zeroByte(x ^ QUOTES) | zeroByte(x ^ BACKSLASHES) | zeroByte(x & HIGH3);
+      if (stop != 0) {
+        return i + (Long.numberOfTrailingZeros(stop) >>> 3); // the lowest flagged byte is exact
       }
       i += 8;
     }

@@ -889,11 +889,12 @@ public final class RealSandbox implements Sandbox {
 
   <T> SseCursor<T> openStream(Request request, String what, java.util.function.Function<JsonNode, T> mapper,
       java.util.function.Predicate<T> isFinal, Abort abort) {
-    return openEventStream(request, what, json -> mapper.apply(Wire.parse(json, "event")), isFinal, abort);
+    return openEventStream(request, what, (json, from, to) -> mapper.apply(Wire.parse(json, from, to, "event")), isFinal,
+        abort);
   }
 
   /** Like {@link #openStream}, for a mapper that reads each event's JSON bytes itself. */
-  <T> SseCursor<T> openEventStream(Request request, String what, java.util.function.Function<byte[], T> mapper,
+  <T> SseCursor<T> openEventStream(Request request, String what, SseCursor.Mapper<T> mapper,
       java.util.function.Predicate<T> isFinal, Abort abort) {
     ensureOpen();
     request = request.newBuilder().header("Accept", "text/event-stream").build();

@@ -6,7 +6,6 @@ import java.io.IOException;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Function;
 import java.util.function.Predicate;
 import okhttp3.Call;
 import okhttp3.Response;
@@ -17,10 +16,17 @@ import okhttp3.Response;
  * an error, never a quiet end.
  */
 final class SseCursor<T> implements EventCursor<T> {
+
+  /** Maps one event, given as its JSON text in {@code bytes[from, to)}, valid only during the call. */
+  @FunctionalInterface
+  interface Mapper<T> {
+    T map(byte[] bytes, int from, int to);
+  }
+
   private final Call call;
   private final Response response;
   private final SseReader reader;
-  private final Function<byte[], T> mapper;
+  private final Mapper<T> mapper;
   private final Predicate<T> isFinal;
   private final String what;
   private final Duration idleTimeout;
@@ -28,7 +34,7 @@ final class SseCursor<T> implements EventCursor<T> {
   private final AtomicBoolean closed = new AtomicBoolean();
   private volatile boolean finished;
 
-  SseCursor(Call call, Response response, long maxLineBytes, Function<byte[], T> mapper, Predicate<T> isFinal,
+  SseCursor(Call call, Response response, long maxLineBytes, Mapper<T> mapper, Predicate<T> isFinal,
       String what, Duration idleTimeout, Runnable onClose) {
     this.call = call;
     this.response = response;
@@ -49,7 +55,7 @@ final class SseCursor<T> implements EventCursor<T> {
       if (closed.get()) {
         throw new IOException(what + ": the stream was closed"); // okio would say IllegalStateException("closed")
       }
-      byte[] event;
+      boolean event;
       try {
         event = reader.next();
       } catch (IllegalStateException e) {
@@ -61,11 +67,11 @@ final class SseCursor<T> implements EventCursor<T> {
         throw new SandboxTimeoutException(what + ": the stream was silent for more than " + idleTimeout.toMillis()
             + " ms (no event and no keep-alive), so the connection is taken for dead", e);
       }
-      if (event == null) {
+      if (!event) {
         throw new SandboxConnectionException(what + ": the stream ended before its final event"
             + " (the connection broke or the agent stopped); the outcome is unknown", null);
       }
-      T mapped = mapper.apply(event);
+      T mapped = mapper.map(reader.bytes(), reader.from(), reader.to());
       if (mapped == null) {
         continue; // an event type this SDK does not know: newer agent
       }

@@ -181,27 +181,27 @@ public final class Wire {
    * Reads execute/stream events from their JSON bytes for one stream: output events through
    * {@link OutputEventParser}, the rest (and anything unusual) as a tree by {@link #execEvent}.
    */
-  static java.util.function.Function<byte[], ExecEvent> execEventReader() {
+  static SseCursor.Mapper<ExecEvent> execEventReader() {
     OutputEventParser output = new OutputEventParser();
-    return json -> {
-      if (output.parse(json, json.length)) {
+    return (json, from, to) -> {
+      if (output.parse(json, from, to)) {
         return output.stderr
             ? new ExecEvent.Stderr(output.text, output.offset, output.bytes)
             : new ExecEvent.Stdout(output.text, output.offset, output.bytes);
       }
-      return execEvent(parse(json, "event"));
+      return execEvent(parse(json, from, to, "event"));
     };
   }
 
   /** Like {@link #execEventReader()}, for process stream events. */
-  static java.util.function.Function<byte[], LogEvent> logEventReader() {
+  static SseCursor.Mapper<LogEvent> logEventReader() {
     OutputEventParser output = new OutputEventParser();
-    return json -> {
-      if (output.parse(json, json.length)) {
+    return (json, from, to) -> {
+      if (output.parse(json, from, to)) {
         return new LogEvent.Output(output.stderr ? StdStream.STDERR : StdStream.STDOUT, output.text, output.offset,
             output.bytes);
       }
-      return logEvent(parse(json, "event"));
+      return logEvent(parse(json, from, to, "event"));
     };
   }
 
@@ -228,8 +228,12 @@ public final class Wire {
   }
 
   static JsonNode parse(byte[] body, String what) {
+    return parse(body, 0, body.length, what);
+  }
+
+  static JsonNode parse(byte[] body, int from, int to, String what) {
     try {
-      JsonNode n = MAPPER.readTree(body);
+      JsonNode n = MAPPER.readTree(body, from, to - from);
       if (n == null || !n.isObject()) {
         throw malformed(what, "not a JSON object");
       }
