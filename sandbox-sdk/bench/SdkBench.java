@@ -192,29 +192,36 @@ public class SdkBench {
     double[] sdkRates = new double[streamReps];
     double[] rawCpu = new double[streamReps];
     double[] sdkCpu = new double[streamReps];
+    double[] rawUser = new double[streamReps];
+    double[] sdkUser = new double[streamReps];
     java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
     for (int rep = 0; rep < streamReps; rep++) {
       long t0 = System.nanoTime();
       long c0 = threads.getCurrentThreadCpuTime();
+      long u0 = threads.getCurrentThreadUserTime();
       long wire = RawStream.run(port, command, total, false);
       rawCpu[rep] = (threads.getCurrentThreadCpuTime() - c0) / (double) total;
+      rawUser[rep] = (threads.getCurrentThreadUserTime() - u0) / (double) total;
       double rawS = (System.nanoTime() - t0) / 1e9;
       t0 = System.nanoTime();
-      sdkCpu[rep] = sdkStream(sdk, command, total, false) / (double) total;
+      long[] cpu = sdkStream(sdk, command, total, false);
+      sdkCpu[rep] = cpu[0] / (double) total;
+      sdkUser[rep] = cpu[1] / (double) total;
       double sdkS = (System.nanoTime() - t0) / 1e9;
       rawRates[rep] = total / rawS / 1e6;
       sdkRates[rep] = total / sdkS / 1e6;
       System.out.printf(Locale.ROOT,
-          "  run %d: agent (raw client) %4.0f MB/s (%.2f s, %d bytes on the wire, reader %.2f ns CPU/byte),"
-              + " SDK execStream %4.0f MB/s (%.2f s, reader %.2f ns CPU/byte): ratio %3.0f%%, load %s%n",
-          rep + 1, rawRates[rep], rawS, wire, rawCpu[rep], sdkRates[rep], sdkS, sdkCpu[rep],
+          "  run %d: agent (raw client) %4.0f MB/s (%.2f s, %d bytes on the wire, reader %.2f ns CPU/byte,"
+              + " %.2f user), SDK execStream %4.0f MB/s (%.2f s, reader %.2f ns CPU/byte, %.2f user): ratio %3.0f%%,"
+              + " load %s%n",
+          rep + 1, rawRates[rep], rawS, wire, rawCpu[rep], rawUser[rep], sdkRates[rep], sdkS, sdkCpu[rep], sdkUser[rep],
           100 * sdkRates[rep] / rawRates[rep], loadAverage());
     }
     System.out.printf(Locale.ROOT,
         "execStream %d MiB: agent median %.0f MB/s, SDK median %.0f MB/s, median of per-run ratios %.0f%%;"
-            + " reading thread CPU per byte, median: raw client %.2f ns, SDK %.2f ns%n",
+            + " reading thread's CPU time per byte, median: raw client %.2f ns (user %.2f), SDK %.2f ns (user %.2f)%n",
         streamMib, median(rawRates), median(sdkRates), 100 * medianRatio(sdkRates, rawRates), median(rawCpu),
-        median(sdkCpu));
+        median(rawUser), median(sdkCpu), median(sdkUser));
   }
 
   static String loadAverage() {
@@ -255,11 +262,12 @@ public class SdkBench {
   /**
    * Runs {@code command} through the SDK's execStream with unbounded demand; checks that stdout's
    * chunks are contiguous and add up to {@code total} bytes and chars (the text is ASCII), and with
-   * {@code verify} that every char is the generator's. Returns the CPU time of the thread that
-   * read the stream and delivered the events, from the start event to the end.
+   * {@code verify} that every char is the generator's. Returns the CPU time and the user time of
+   * the thread that read the stream and delivered the events, from the start event to the end.
    */
-  static long sdkStream(Sandbox sdk, String command, long total, boolean verify) throws Exception {
-    long[] state = new long[4]; // next offset, chars, CPU time at start and at the end; only the delivering thread writes
+  static long[] sdkStream(Sandbox sdk, String command, long total, boolean verify) throws Exception {
+    // next offset, chars, CPU and user time at the start and at the end; only the delivering thread writes
+    long[] state = new long[6];
     java.lang.management.ThreadMXBean threads = java.lang.management.ManagementFactory.getThreadMXBean();
     CompletableFuture<Void> done = new CompletableFuture<>();
     sdk.execStream(command).subscribe(new Flow.Subscriber<>() {
@@ -273,13 +281,15 @@ public class SdkBench {
           state[1] += o.text().length();
         } else if (e instanceof ExecEvent.Start) {
           state[2] = threads.getCurrentThreadCpuTime(); // the thread that reads the stream and delivers
+          state[3] = threads.getCurrentThreadUserTime();
         } else if (e instanceof ExecEvent.Complete c && c.exitCode() != 0) {
           done.completeExceptionally(new IllegalStateException("generator failed: " + c));
         }
       }
       public void onError(Throwable t) { done.completeExceptionally(t); }
       public void onComplete() {
-        state[3] = threads.getCurrentThreadCpuTime();
+        state[4] = threads.getCurrentThreadCpuTime();
+        state[5] = threads.getCurrentThreadUserTime();
         done.complete(null);
       }
     });
@@ -287,7 +297,7 @@ public class SdkBench {
     if (state[0] != total || state[1] != total) { // get() ordered the subscriber's writes before this
       throw new IllegalStateException("the SDK's stream lost bytes: " + Arrays.toString(state));
     }
-    return state[3] - state[2];
+    return new long[] {state[4] - state[2], state[5] - state[3]};
   }
 
   /**
