@@ -41,7 +41,7 @@ public class SdkBench {
   static int calls = 1000;
   static int warmup = 300;
   static boolean streamOnly;
-  static int streamReps = 3;
+  static int streamReps = 5;
   static int streamMib = 256;
 
   public static void main(String[] args) throws Exception {
@@ -199,7 +199,7 @@ public class SdkBench {
       long t0 = System.nanoTime();
       long c0 = threads.getCurrentThreadCpuTime();
       long u0 = threads.getCurrentThreadUserTime();
-      long wire = RawStream.run(port, command, total, false);
+      long[] wire = RawStream.run(port, command, total, false);
       rawCpu[rep] = (threads.getCurrentThreadCpuTime() - c0) / (double) total;
       rawUser[rep] = (threads.getCurrentThreadUserTime() - u0) / (double) total;
       double rawS = (System.nanoTime() - t0) / 1e9;
@@ -211,10 +211,10 @@ public class SdkBench {
       rawRates[rep] = total / rawS / 1e6;
       sdkRates[rep] = total / sdkS / 1e6;
       System.out.printf(Locale.ROOT,
-          "  run %d: agent (raw client) %4.0f MB/s (%.2f s, %d bytes on the wire, reader %.2f ns CPU/byte,"
+          "  run %d: agent (raw client) %4.0f MB/s (%.2f s, %d bytes in %d events on the wire, reader %.2f ns CPU/byte,"
               + " %.2f user), SDK execStream %4.0f MB/s (%.2f s, reader %.2f ns CPU/byte, %.2f user): ratio %3.0f%%,"
               + " load %s%n",
-          rep + 1, rawRates[rep], rawS, wire, rawCpu[rep], rawUser[rep], sdkRates[rep], sdkS, sdkCpu[rep], sdkUser[rep],
+          rep + 1, rawRates[rep], rawS, wire[0], wire[1], rawCpu[rep], rawUser[rep], sdkRates[rep], sdkS, sdkCpu[rep], sdkUser[rep],
           100 * sdkRates[rep] / rawRates[rep], loadAverage());
     }
     System.out.printf(Locale.ROOT,
@@ -311,6 +311,7 @@ public class SdkBench {
     private byte[] line = new byte[1 << 16];
     private int lineLength;
     private long next; // expected offset of the next stdout event
+    private long events;
     private boolean complete;
     private final boolean verify;
 
@@ -319,8 +320,8 @@ public class SdkBench {
       this.verify = verify;
     }
 
-    /** Bytes received on the wire; throws unless stdout added up to exactly {@code total}. */
-    static long run(int port, String command, long total, boolean verify) throws IOException {
+    /** Bytes received on the wire and stdout events; throws unless stdout added up to exactly {@code total}. */
+    static long[] run(int port, String command, long total, boolean verify) throws IOException {
       try (Socket socket = new Socket("127.0.0.1", port)) {
         socket.setTcpNoDelay(true);
         socket.setReceiveBufferSize(1 << 20);
@@ -350,7 +351,7 @@ public class SdkBench {
         if (r.next != total) {
           throw new IllegalStateException("the raw client counted " + r.next + " bytes, not " + total);
         }
-        return counted.count;
+        return new long[] {counted.count, r.events};
       }
     }
 
@@ -413,6 +414,7 @@ public class SdkBench {
           }
         }
         next += bytes;
+        events++;
       } else if (startsWith(COMPLETE)) {
         complete = true;
       }
