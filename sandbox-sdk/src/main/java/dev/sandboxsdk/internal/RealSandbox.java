@@ -899,12 +899,15 @@ public final class RealSandbox implements Sandbox {
     ensureOpen();
     request = request.newBuilder().header("Accept", "text/event-stream").build();
     Duration idle = streamIdleTimeout();
-    // Streams read with exactly the liveness window, shorter or longer than readTimeout.
-    Call call = withReadTimeout(idle).newCall(request);
+    // Streams wait exactly the liveness window, shorter or longer than readTimeout; the IdleWatch
+    // keeps it instead of okio's per-read timeout (see there why), from the request on.
+    Call call = withReadTimeout(Duration.ZERO).newCall(request);
+    IdleWatch watch = new IdleWatch(idle.toNanos(), call::cancel);
     activity.begin();
     calls.add(call);
     abort.onAbort(call::cancel);
     Response response = null;
+    watch.beforeRead();
     try {
       response = call.execute();
       String restarted = restartNote(response);
@@ -917,7 +920,8 @@ public final class RealSandbox implements Sandbox {
       }
       SseCursor<T>[] self = new SseCursor[1];
       Response r = response;
-      self[0] = new SseCursor<>(call, r, MAX_EVENT_LINE_BYTES, mapper, isFinal, what, idle, () -> {
+      watch.afterRead();
+      self[0] = new SseCursor<>(call, r, MAX_EVENT_LINE_BYTES, mapper, isFinal, what, idle, watch, () -> {
         calls.remove(call);
         cursors.remove(self[0]);
         activity.end();
@@ -929,10 +933,15 @@ public final class RealSandbox implements Sandbox {
       }
       return self[0];
     } catch (IOException | RuntimeException e) {
+      watch.close();
       calls.remove(call);
       activity.end();
       if (response != null) {
         response.close();
+      }
+      if (e instanceof IOException && watch.expired() && closedReason == null) {
+        throw new dev.sandboxsdk.SandboxTimeoutException(what + ": the agent did not answer within "
+            + idle.toMillis() + " ms (the stream's liveness window)", e);
       }
       if (e instanceof IOException) {
         throw closedReason != null ? closedError(e) : ErrorMapper.fromIo((IOException) e, what);

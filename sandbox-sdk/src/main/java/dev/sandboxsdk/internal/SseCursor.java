@@ -31,14 +31,16 @@ final class SseCursor<T> implements EventCursor<T> {
   private final String what;
   private final Duration idleTimeout;
   private final Runnable onClose;
+  private final IdleWatch watch;
   private final AtomicBoolean closed = new AtomicBoolean();
   private volatile boolean finished;
 
   SseCursor(Call call, Response response, long maxLineBytes, Mapper<T> mapper, Predicate<T> isFinal,
-      String what, Duration idleTimeout, Runnable onClose) {
+      String what, Duration idleTimeout, IdleWatch watch, Runnable onClose) {
     this.call = call;
     this.response = response;
-    this.reader = new SseReader(response.body().source(), maxLineBytes);
+    this.watch = watch;
+    this.reader = new SseReader(response.body().source(), maxLineBytes, watch);
     this.mapper = mapper;
     this.isFinal = isFinal;
     this.what = what;
@@ -64,8 +66,12 @@ final class SseCursor<T> implements EventCursor<T> {
         }
         throw e;
       } catch (SocketTimeoutException e) {
-        throw new SandboxTimeoutException(what + ": the stream was silent for more than " + idleTimeout.toMillis()
-            + " ms (no event and no keep-alive), so the connection is taken for dead", e);
+        throw silent(e);
+      } catch (IOException e) {
+        if (watch.expired() && !closed.get()) {
+          throw silent(e); // the watch cancelled the call
+        }
+        throw e;
       }
       if (!event) {
         throw new SandboxConnectionException(what + ": the stream ended before its final event"
@@ -82,6 +88,11 @@ final class SseCursor<T> implements EventCursor<T> {
     }
   }
 
+  private SandboxTimeoutException silent(IOException cause) {
+    return new SandboxTimeoutException(what + ": the stream was silent for more than " + idleTimeout.toMillis()
+        + " ms (no event and no keep-alive), so the connection is taken for dead", cause);
+  }
+
   @Override
   public boolean isFinished() {
     return finished;
@@ -94,6 +105,7 @@ final class SseCursor<T> implements EventCursor<T> {
   @Override
   public void close() {
     if (closed.compareAndSet(false, true)) {
+      watch.close();
       call.cancel(); // unblocks a read in progress on another thread
       try {
         response.close();

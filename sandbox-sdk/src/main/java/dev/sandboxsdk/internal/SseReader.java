@@ -30,6 +30,7 @@ final class SseReader {
 
   private final BufferedSource source;
   private final long maxLineBytes;
+  private final IdleWatch watch; // null: reads wait as long as the source lets them
   private byte[] buf = new byte[INITIAL_BUFFER];
   private int start; // next unread byte
   private int limit; // end of the bytes read
@@ -42,9 +43,10 @@ final class SseReader {
   private int eventFrom;
   private int eventTo;
 
-  SseReader(BufferedSource source, long maxLineBytes) {
+  SseReader(BufferedSource source, long maxLineBytes, IdleWatch watch) {
     this.source = source;
     this.maxLineBytes = maxLineBytes;
+    this.watch = watch;
   }
 
   /**
@@ -164,7 +166,17 @@ final class SseReader {
             + " bytes; the stream was stopped to keep memory bounded", null);
       }
       makeRoom();
-      int n = source.read(buf, limit, buf.length - limit);
+      int n;
+      if (watch != null) {
+        watch.beforeRead();
+        try {
+          n = source.read(buf, limit, buf.length - limit);
+        } finally {
+          watch.afterRead();
+        }
+      } else {
+        n = source.read(buf, limit, buf.length - limit);
+      }
       if (n < 0) {
         if (limit == start) {
           return -1;

@@ -43,7 +43,7 @@ class SseReaderTest {
   }
 
   private static List<String> events(BufferedSource source, long max) throws IOException {
-    SseReader reader = new SseReader(source, max);
+    SseReader reader = new SseReader(source, max, null);
     List<String> events = new ArrayList<>();
     while (reader.next()) {
       events.add(new String(reader.bytes(), reader.from(), reader.to() - reader.from(), UTF_8));
