@@ -26,6 +26,8 @@ import okio.BufferedSource;
  */
 final class SseReader {
   private static final int INITIAL_BUFFER = 64 * 1024;
+  /** A buffer grown beyond this for a long line is given back once it is empty. */
+  private static final int KEPT_BUFFER = 1024 * 1024;
   private static final byte[] DATA_PREFIX = {'d', 'a', 't', 'a', ':', ' '};
 
   private final BufferedSource source;
@@ -129,6 +131,11 @@ final class SseReader {
     return eventTo;
   }
 
+  /** The size of the read buffer now (for tests: it must shrink back after a long line). */
+  int bufferSize() {
+    return buf.length;
+  }
+
   /** Adds a further data line to the event: SSE joins them with newlines. */
   private void join(int valueFrom, int to) {
     int add = to - valueFrom;
@@ -200,8 +207,9 @@ final class SseReader {
     byte[] target = buf;
     if (used > buf.length / 2) {
       target = new byte[(int) Math.min((long) buf.length * 2, Integer.MAX_VALUE - 8)];
-    } else if (used == 0 && buf.length > INITIAL_BUFFER) {
-      target = new byte[INITIAL_BUFFER]; // after a long line, give the memory back
+    } else if (used == 0 && buf.length > KEPT_BUFFER) {
+      target = new byte[INITIAL_BUFFER]; // after a very long line, give the memory back (not after each
+      // ordinary event of up to a few hundred KiB: that would allocate and copy a buffer per event)
     }
     System.arraycopy(buf, keep, target, 0, used);
     buf = target;
