@@ -1,5 +1,8 @@
 package dev.sandboxsdk.internal;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 
@@ -24,6 +27,13 @@ final class OutputEventParser {
   private static final byte[] BYTES = ascii("bytes");
   private static final byte[] STDOUT = ascii("stdout");
   private static final byte[] STDERR = ascii("stderr");
+  private static final VarHandle LONGS =
+      MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final long ONES = 0x0101010101010101L;
+  private static final long HIGHS = 0x8080808080808080L;
+  private static final long QUOTES = ONES * '"';
+  private static final long BACKSLASHES = ONES * '\\';
+  private static final long HIGH3 = ONES * 0xE0;
 
   private byte[] json;
   private int pos;
@@ -230,14 +240,6 @@ final class OutputEventParser {
     }
     return limit;
   }
-
-  private static final java.lang.invoke.VarHandle LONGS =
-      java.lang.invoke.MethodHandles.byteArrayViewVarHandle(long[].class, java.nio.ByteOrder.LITTLE_ENDIAN);
-  private static final long ONES = 0x0101010101010101L;
-  private static final long HIGHS = 0x8080808080808080L;
-  private static final long QUOTES = ONES * '"';
-  private static final long BACKSLASHES = ONES * '\\';
-  private static final long HIGH3 = ONES * 0xE0;
 
   private static long zeroByte(long v) {
     return (v - ONES) & ~v & HIGHS;

@@ -29,6 +29,10 @@ final class SseReader {
   /** A buffer grown beyond this for a long line is given back once it is empty. */
   private static final int KEPT_BUFFER = 1024 * 1024;
   private static final byte[] DATA_PREFIX = {'d', 'a', 't', 'a', ':', ' '};
+  private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+  private static final long ONES = 0x0101010101010101L;
+  private static final long HIGHS = 0x8080808080808080L;
+  private static final long NEWLINES = ONES * '\n';
 
   private final BufferedSource source;
   private final long maxLineBytes;
@@ -221,11 +225,6 @@ final class SseReader {
       pendingTo -= keep;
     }
   }
-
-  private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
-  private static final long ONES = 0x0101010101010101L;
-  private static final long HIGHS = 0x8080808080808080L;
-  private static final long NEWLINES = ONES * '\n';
 
   /**
    * The first {@code '\n'} in {@code b[from, to)}, or -1. Eight bytes at a time: a byte of
