@@ -370,6 +370,25 @@ class ExecStreamTest extends MockAgentTest {
   }
 
   @Test
+  void aStreamWhoseAnswerNeverComesFailsWithTimeoutException() throws Exception {
+    // No status line at all: the liveness window also covers the wait for the response.
+    try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
+          exchange.awaitHangUp();
+          return false;
+        });
+        Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t")
+            .streamIdleTimeout(Duration.ofMillis(500)).build()) {
+      long start = System.nanoTime();
+      client.execStream("make").subscribe(subscriber);
+      subscriber.request(Long.MAX_VALUE);
+
+      subscriber.takeError(SandboxTimeoutException.class);
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isBetween(Duration.ofMillis(300), Duration.ofSeconds(4));
+      assertThat(raw.hungUp.await(5, SECONDS)).as("the dead connection was closed").isTrue();
+    }
+  }
+
+  @Test
   void keepAlivesKeepASlowStreamAlive() throws Exception {
     try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
           exchange.startEventStream();

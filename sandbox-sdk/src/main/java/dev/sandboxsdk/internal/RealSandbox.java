@@ -334,8 +334,8 @@ public final class RealSandbox implements Sandbox {
         killExecSoon(execId);
       }
     });
-    EventCursor<ExecEvent> cursor = openStream(request, "execStream " + command.display(), Wire::execEvent,
-        e -> e instanceof ExecEvent.Complete, abort);
+    EventCursor<ExecEvent> cursor = openEventStream(request, "execStream " + command.display(),
+        Wire.execEventReader(), e -> e instanceof ExecEvent.Complete, abort);
     opened.set(cursor);
     return cursor;
   }
@@ -565,7 +565,7 @@ public final class RealSandbox implements Sandbox {
       if (stderrSince >= 0) {
         url.addQueryParameter("stderrSince", Long.toString(stderrSince));
       }
-      return openStream(get(url.build()), "streamProcessLogs " + processId, Wire::logEvent,
+      return openEventStream(get(url.build()), "streamProcessLogs " + processId, Wire.logEventReader(),
           e -> e instanceof LogEvent.Exit, abort);
     }, start, LOG_STREAM_RETRIES, 100, () -> cursors.remove(self[0]));
     abort.onAbort(self[0]::close);
@@ -908,15 +908,25 @@ public final class RealSandbox implements Sandbox {
 
   <T> SseCursor<T> openStream(Request request, String what, java.util.function.Function<JsonNode, T> mapper,
       java.util.function.Predicate<T> isFinal, Abort abort) {
+    return openEventStream(request, what, (json, from, to) -> mapper.apply(Wire.parse(json, from, to, "event")), isFinal,
+        abort);
+  }
+
+  /** Like {@link #openStream}, for a mapper that reads each event's JSON bytes itself. */
+  <T> SseCursor<T> openEventStream(Request request, String what, SseCursor.Mapper<T> mapper,
+      java.util.function.Predicate<T> isFinal, Abort abort) {
     ensureOpen();
     request = request.newBuilder().header("Accept", "text/event-stream").build();
     Duration idle = streamIdleTimeout();
-    // Streams read with exactly the liveness window, shorter or longer than readTimeout.
-    Call call = withReadTimeout(idle).newCall(request);
+    // Streams wait exactly the liveness window, shorter or longer than readTimeout; the IdleWatch
+    // keeps it instead of okio's per-read timeout (see there why), from the request on.
+    Call call = withReadTimeout(Duration.ZERO).newCall(request);
+    IdleWatch watch = new IdleWatch(idle.toNanos(), call::cancel);
     activity.begin();
     calls.add(call);
     abort.onAbort(call::cancel);
     Response response = null;
+    watch.beforeRead();
     try {
       response = call.execute();
       String restarted = restartNote(response);
@@ -929,7 +939,8 @@ public final class RealSandbox implements Sandbox {
       }
       SseCursor<T>[] self = new SseCursor[1];
       Response r = response;
-      self[0] = new SseCursor<>(call, r, MAX_EVENT_LINE_BYTES, mapper, isFinal, what, idle, () -> {
+      watch.afterRead();
+      self[0] = new SseCursor<>(call, r, MAX_EVENT_LINE_BYTES, mapper, isFinal, what, idle, watch, () -> {
         calls.remove(call);
         cursors.remove(self[0]);
         activity.end();
@@ -941,10 +952,15 @@ public final class RealSandbox implements Sandbox {
       }
       return self[0];
     } catch (IOException | RuntimeException e) {
+      watch.close();
       calls.remove(call);
       activity.end();
       if (response != null) {
         response.close();
+      }
+      if (e instanceof IOException && watch.expired() && closedReason == null) {
+        throw new dev.sandboxsdk.SandboxTimeoutException(what + ": the agent did not answer within "
+            + idle.toMillis() + " ms (the stream's liveness window)", e);
       }
       if (e instanceof IOException) {
         throw closedReason != null ? closedError(e) : ErrorMapper.fromIo((IOException) e, what);

@@ -177,6 +177,34 @@ public final class Wire {
     }
   }
 
+  /**
+   * Reads execute/stream events from their JSON bytes for one stream: output events through
+   * {@link OutputEventParser}, the rest (and anything unusual) as a tree by {@link #execEvent}.
+   */
+  static SseCursor.Mapper<ExecEvent> execEventReader() {
+    OutputEventParser output = new OutputEventParser();
+    return (json, from, to) -> {
+      if (output.parse(json, from, to)) {
+        return output.stderr
+            ? new ExecEvent.Stderr(output.text, output.offset, output.bytes)
+            : new ExecEvent.Stdout(output.text, output.offset, output.bytes);
+      }
+      return execEvent(parse(json, from, to, "event"));
+    };
+  }
+
+  /** Like {@link #execEventReader()}, for process stream events. */
+  static SseCursor.Mapper<LogEvent> logEventReader() {
+    OutputEventParser output = new OutputEventParser();
+    return (json, from, to) -> {
+      if (output.parse(json, from, to)) {
+        return new LogEvent.Output(output.stderr ? StdStream.STDERR : StdStream.STDOUT, output.text, output.offset,
+            output.bytes);
+      }
+      return logEvent(parse(json, from, to, "event"));
+    };
+  }
+
   /** A process stream event, or null for a type this SDK does not know (skipped). */
   static LogEvent logEvent(JsonNode n) {
     switch (n.path("type").asText()) {
@@ -200,8 +228,12 @@ public final class Wire {
   }
 
   static JsonNode parse(byte[] body, String what) {
+    return parse(body, 0, body.length, what);
+  }
+
+  static JsonNode parse(byte[] body, int from, int to, String what) {
     try {
-      JsonNode n = MAPPER.readTree(body);
+      JsonNode n = MAPPER.readTree(body, from, to - from);
       if (n == null || !n.isObject()) {
         throw malformed(what, "not a JSON object");
       }
