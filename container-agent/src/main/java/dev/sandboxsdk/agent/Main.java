@@ -163,7 +163,7 @@ public final class Main {
     }, "agent-shutdown"));
     out.println(READY_PREFIX + readyLine(server));
     out.flush();
-    afterReady();
+    adviseOnHeap();
     if (config.exitOnStdinEof()) {
       watchStdin();
     }
@@ -178,22 +178,12 @@ public final class Main {
     return 0;
   }
 
-  /**
-   * Work that used to delay the ready line, now done on a daemon thread once it is out: loading
-   * the JSON mapper (which the first request would otherwise wait for; if it comes sooner it
-   * waits for the class initialization in progress, never for a second one) and the heap advice.
-   */
-  private static void afterReady() {
-    Thread t = new Thread(() -> {
-      dev.sandboxsdk.agent.http.ApiHandler.warmUp();
-      String advice = HeapAdvice.check(HeapAdvice.jvmOptions(), Runtime.getRuntime().maxMemory());
-      if (advice != null) {
-        org.slf4j.LoggerFactory.getLogger(Main.class).warn("{}", advice);
-      }
-    }, "agent-warm-up");
-    t.setDaemon(true);
-    t.setPriority(Thread.MIN_PRIORITY);
-    t.start();
+  /** Logs {@link HeapAdvice}'s warning, if any: after the ready line, which it must not delay. */
+  private static void adviseOnHeap() {
+    String advice = HeapAdvice.check(HeapAdvice.jvmOptions(), Runtime.getRuntime().maxMemory());
+    if (advice != null) {
+      org.slf4j.LoggerFactory.getLogger(Main.class).warn("{}", advice);
+    }
   }
 
   /** Exits through the shutdown hook (which stops every process) once stdin reaches end of file. */
@@ -264,7 +254,8 @@ public final class Main {
   /**
    * The ready line's JSON object. Written by hand, not with Jackson: the first use of a Jackson
    * tree's {@code toString()} builds a whole {@code JsonMapper}, about 380 classes, which made up
-   * a third of the time from launch to this line (docs/performance.md, "Memory and start-up").
+   * a third of the time from launch to this line and 6 MiB of an idle agent's memory; the first
+   * request loads them when it needs them (docs/performance.md, "Memory and start-up").
    */
   static String readyLine(AgentServer server) {
     dev.sandboxsdk.agent.text.ByteBuf b = new dev.sandboxsdk.agent.text.ByteBuf(256);

@@ -51,19 +51,6 @@ public final class ApiHandler implements HttpHandler {
   private final String bootId = java.util.UUID.randomUUID().toString();
   private final String keepAliveText;
 
-  /**
-   * Loads and initializes the JSON mapper and its tree (de)serializers, which every route uses,
-   * with one small parse and write: about 380 classes. Main calls it once the agent is ready, so
-   * that neither the ready line nor, usually, the first request waits for them.
-   */
-  public static void warmUp() {
-    try {
-      Json.MAPPER.writeValueAsBytes(Json.MAPPER.readTree("{\"argv\":[\"true\"],\"timeoutMs\":1}"));
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException(e); // cannot happen: a constant, valid document
-    }
-  }
-
   public ApiHandler(ProcessManager processes, String token, String version) {
     this.config = processes.config();
     this.keepAliveText = Long.toString(config.keepAliveMs());
