@@ -35,7 +35,7 @@ import java.util.zip.CRC32;
  * <pre>
  *   java container-agent/bench/AgentBench.java [--jar container-agent/target/container-agent.jar]
  *        [--calls 1000] [--warmup 200] [--stream-bytes 268435456] [--rand-bytes 100000000]
- *        [--processes 1000] [--agent-jvm-opts "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto"]
+ *        [--processes 1000] [--agent-jvm-opts "-XX:+UseSerialGC -Xss512k -Xms8m -Xmx512m -XX:-UsePerfData"]
  * </pre>
  *
  * It measures, in one run (see docs/performance.md):
@@ -60,7 +60,7 @@ import java.util.zip.CRC32;
  */
 public class AgentBench {
   static final String READY_PREFIX = "SANDBOX_AGENT_READY ";
-  static final String DEFAULT_TUNED_OPTS = "-XX:+UseSerialGC -XX:TieredStopAtLevel=1 -Xshare:auto";
+  static final String DEFAULT_TUNED_OPTS = "-XX:+UseSerialGC -Xss512k -Xms8m -Xmx512m -XX:-UsePerfData";
 
   // ---------------------------------------------------------------------------------------------
   // Options
