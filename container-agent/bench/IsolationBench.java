@@ -51,7 +51,7 @@ public class IsolationBench {
         Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
     for (String mode : modes) {
       Path ws = Files.createTempDirectory("isolation-bench-");
-      Process agent = new ProcessBuilder("java", "-XX:+UseSerialGC", "-Xss512k", "-Xmx512m", "-jar", jar,
+      Process agent = new ProcessBuilder("java", "-XX:+UseSerialGC", "-Xss512k", "-Xms8m", "-Xmx512m", "-XX:-UsePerfData", "-jar", jar,
           "--port", "0", "--bind", "127.0.0.1", "--workspace", ws.toString(), "--token-stdin",
           "--exit-on-stdin-eof", "--isolation", mode)
           .redirectError(ProcessBuilder.Redirect.DISCARD).start();

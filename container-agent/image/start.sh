@@ -66,5 +66,5 @@ cds=
 # in its bounding and inheritable sets, so trimming those two trims the JVM to the four.
 # shellcheck disable=SC2086 # $cds is one word or none
 exec setpriv --inh-caps=-all --bounding-set=-all,+setuid,+setgid,+setpcap,+kill \
-  "$dir/jre/bin/java" -XX:+UseSerialGC -XX:MaxRAMPercentage=50 -XX:-UsePerfData $cds \
+  "$dir/jre/bin/java" -XX:+UseSerialGC -Xss512k -Xms8m -XX:MaxRAMPercentage=50 -XX:-UsePerfData $cds \
   -jar "$dir/container-agent.jar" "$@"

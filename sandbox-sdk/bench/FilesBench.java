@@ -57,7 +57,7 @@ public class FilesBench {
     Files.writeString(tokenFile, "bench-token");
     String cp = System.getProperty("java.class.path");
     Process agent = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "java").toString(),
-        "-XX:+UseSerialGC", "-Xss512k", "-Xmx512m", "-cp", cp, "dev.sandboxsdk.agent.Main", "--port", "0",
+        "-XX:+UseSerialGC", "-Xss512k", "-Xms8m", "-Xmx512m", "-XX:-UsePerfData", "-cp", cp, "dev.sandboxsdk.agent.Main", "--port", "0",
         "--bind", "127.0.0.1", "--workspace", ws.toString(), "--token-file", tokenFile.toString(),
         "--request-timeout-seconds", "600", "--exit-on-stdin-eof")
         .redirectError(ProcessBuilder.Redirect.DISCARD).start();

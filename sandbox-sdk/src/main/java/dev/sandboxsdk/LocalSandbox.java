@@ -401,7 +401,7 @@ public final class LocalSandbox extends ForwardingSandbox {
 
     /**
      * Extra JVM options for the agent, e.g. {@code -Xmx2g}. They follow the SDK's own
-     * ({@code -XX:+UseSerialGC -Xss512k -Xmx512m}), so an option given here wins.
+     * ({@code -XX:+UseSerialGC -Xss512k -Xms8m -Xmx512m -XX:-UsePerfData}), so an option given here wins.
      */
     public Builder jvmArgument(String argument) {
       jvmArguments.add(Objects.requireNonNull(argument, "argument == null"));

@@ -29,7 +29,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Load and soak of the real agent, started by {@link LocalSandbox} with the JVM flags it always
- * uses ({@code -XX:+UseSerialGC -Xss512k -Xmx512m}): 32 clients doing mixed exec, execStream,
+ * uses ({@code -XX:+UseSerialGC -Xss512k -Xms8m -Xmx512m -XX:-UsePerfData}): 32 clients doing mixed exec, execStream,
  * startProcess + kill, and process logs for a duration, after N sequential execs. Zero errors are
  * allowed, and afterwards the agent must be back at its idle baseline, read from /proc: no
  * descendant or marked process beyond the watchdog, and file descriptors and threads within a
@@ -83,7 +83,7 @@ class LoadSoakIT {
       operation(i, i);
     }
     idle = settle(Snapshot.take());
-    System.out.printf("[soak] agent pid %d, flags of LocalSandbox (-XX:+UseSerialGC -Xss512k -Xmx512m); idle: %s%n",
+    System.out.printf("[soak] agent pid %d, flags of LocalSandbox (-XX:+UseSerialGC -Xss512k -Xms8m -Xmx512m -XX:-UsePerfData); idle: %s%n",
         agent, idle);
   }
 

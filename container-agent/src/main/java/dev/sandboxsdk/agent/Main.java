@@ -168,6 +168,7 @@ public final class Main {
     }, "agent-shutdown"));
     out.println(READY_PREFIX + readyLine(server));
     out.flush();
+    adviseOnHeap();
     if (config.exitOnStdinEof()) {
       watchStdin();
     }
@@ -180,6 +181,14 @@ public final class Main {
       Thread.currentThread().interrupt();
     }
     return 0;
+  }
+
+  /** Logs {@link HeapAdvice}'s warning, if any: after the ready line, which it must not delay. */
+  private static void adviseOnHeap() {
+    String advice = HeapAdvice.check(HeapAdvice.jvmOptions(), Runtime.getRuntime().maxMemory());
+    if (advice != null) {
+      org.slf4j.LoggerFactory.getLogger(Main.class).warn("{}", advice);
+    }
   }
 
   /** Exits through the shutdown hook (which stops every process) once stdin reaches end of file. */
@@ -247,19 +256,32 @@ public final class Main {
     b.commandUser(value);
   }
 
-  /** The ready line's JSON object. */
+  /**
+   * The ready line's JSON object. Written by hand, not with Jackson: the first use of a Jackson
+   * tree's {@code toString()} builds a whole {@code JsonMapper}, about 380 classes, which made up
+   * a third of the time from launch to this line and 6 MiB of an idle agent's memory; the first
+   * request loads them when it needs them (docs/performance.md, "Memory and start-up").
+   */
   static String readyLine(AgentServer server) {
-    com.fasterxml.jackson.databind.node.ObjectNode n = com.fasterxml.jackson.databind.node.JsonNodeFactory.instance.objectNode();
-    n.put("url", server.uri().toString());
-    n.put("port", server.port());
-    n.put("pid", ProcessHandle.current().pid());
-    n.put("version", AgentServer.version());
-    n.put("protocol", 1);
-    n.put("isolation", server.isolation());
+    dev.sandboxsdk.agent.text.ByteBuf b = new dev.sandboxsdk.agent.text.ByteBuf(256);
+    b.ascii("{\"url\":");
+    quoted(server.uri().toString(), b);
+    b.ascii(",\"port\":").number(server.port());
+    b.ascii(",\"pid\":").number(ProcessHandle.current().pid());
+    b.ascii(",\"version\":");
+    quoted(AgentServer.version(), b);
+    b.ascii(",\"protocol\":1,\"isolation\":");
+    quoted(server.isolation(), b);
     if (server.isolationUnavailable() != null) {
-      n.put("isolationUnavailable", server.isolationUnavailable());
+      b.ascii(",\"isolationUnavailable\":");
+      quoted(server.isolationUnavailable(), b);
     }
-    return n.toString();
+    return b.ascii("}").toString();
+  }
+
+  private static void quoted(String s, dev.sandboxsdk.agent.text.ByteBuf out) {
+    byte[] utf8 = s.getBytes(StandardCharsets.UTF_8); // a String's UTF-8 is valid UTF-8, as appendQuoted needs
+    dev.sandboxsdk.agent.text.JsonText.appendQuoted(utf8, 0, utf8.length, out);
   }
 
   private static void isolation(AgentConfig.Builder b, String value) {
