@@ -90,8 +90,11 @@ public record AgentConfig(
   public static final int MAX_DERIVED_CONNECTIONS = 1024;
   /** Open files the derived connection cap leaves to the JVM, before halving the rest. */
   static final int RESERVED_FDS = 64;
-  /** Descriptors a running process holds in the agent: its stdout and stderr FIFOs and a stdin pipe. */
-  static final int FDS_PER_PROCESS = 3;
+  /**
+   * Descriptors a running process holds in the agent: its stdout and stderr FIFOs, a stdin pipe,
+   * and with the native spawn the pidfd its exit is watched through.
+   */
+  static final int FDS_PER_PROCESS = 4;
 
   public AgentConfig {
     Objects.requireNonNull(bind, "bind == null");
