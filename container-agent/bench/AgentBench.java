@@ -1342,7 +1342,11 @@ public class AgentBench {
         sum("[%s] exec overhead p50 vs raw `true`  : argv %+.3f ms, shell %+.3f ms", name,
             execArgv.p50 - rawTrue.p50, execShell.p50 - rawTrue.p50);
         sum("[%s] agent-reported duration, argv    : mean %.2f ms (whole-ms, truncated)", name, durMean);
-        String decomposition = String.format(Locale.ROOT,
+        // The native spawn runs no setsid: its command is the only execve, as in raw `true`.
+        String decomposition = spawn.equals("native")
+            ? String.format(Locale.ROOT, "no setsid exec (native spawn), HTTP+JSON floor %.3f (ping), rest %+.3f"
+                + " (exec - raw `true` - ping)", ping.p50, execArgv.p50 - rawTrue.p50 - ping.p50)
+            : String.format(Locale.ROOT,
             "extra setsid exec %+.3f (raw `setsid true` - raw `true`), HTTP+JSON floor %.3f (ping), rest %+.3f"
                 + " (exec - raw `setsid true` - ping); shell path: raw `setsid sh -c true` - raw `setsid true` = %+.3f",
             rawSetsid.p50 - rawTrue.p50, ping.p50, execArgv.p50 - rawSetsid.p50 - ping.p50, rawSh.p50 - rawSetsid.p50);
