@@ -112,6 +112,8 @@ final class Libc {
 
   static native int close(int fd);
 
+  static native int mkfifo(String path, int mode);
+
   static native long read(int fd, Pointer buf, long count);
 
   static native long write(int fd, Pointer buf, long count);

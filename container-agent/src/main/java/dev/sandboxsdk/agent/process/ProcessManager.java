@@ -129,7 +129,7 @@ public final class ProcessManager implements AutoCloseable {
       throw new IllegalStateException("the agent needs mkfifo(1) on its PATH (Debian/Ubuntu: coreutils)");
     }
     try {
-      this.fifos = new FifoPool(mkfifo, commandUser != null);
+      this.fifos = new FifoPool(mkfifo, commandUser != null, nativeSpawner != null);
     } catch (IOException e) {
       throw new IllegalStateException("cannot create the agent's pipe directory: " + e.getMessage(), e);
     }
