@@ -211,11 +211,12 @@ public final class ProcessManager implements AutoCloseable {
       NativeSpawner s = NativeSpawner.start();
       log.info("commands are started by posix_spawn (native spawn)");
       return s;
-    } catch (IllegalStateException e) {
+    } catch (IllegalStateException | LinkageError e) { // LinkageError: JNA is not on the classpath
+      String why = e instanceof LinkageError ? "native spawn is unavailable: " + e : e.getMessage();
       if (mode.equals("native")) {
-        throw new IllegalStateException("--spawn native: " + e.getMessage(), e);
+        throw new IllegalStateException("--spawn native: " + why, e);
       }
-      log.warn("{}; commands are started by the JDK", e.getMessage());
+      log.warn("{}; commands are started by the JDK", why);
       return null;
     }
   }
