@@ -33,6 +33,8 @@ final class EventLoop implements AutoCloseable {
   private volatile boolean closed;
   /** The loop thread's read buffer, shared by every output handler (they run one at a time). */
   final Memory buffer = new Memory(64 * 1024);
+  /** Where the loop thread copies {@link #buffer} for a sink: no garbage per read. */
+  final byte[] chunk = new byte[64 * 1024];
 
   EventLoop() {
     epfd = Libc.epoll_create1(Libc.O_CLOEXEC);

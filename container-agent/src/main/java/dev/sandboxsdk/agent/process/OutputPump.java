@@ -160,9 +160,10 @@ final class OutputPump {
       bytes += n;
       readSeq += 2;
       if (loopSink != null) {
-        byte[] chunk = buf.getByteArray(0, (int) n);
+        byte[] chunk = loop.chunk; // the sink copies what it keeps
+        buf.read(0, chunk, 0, (int) n);
         try {
-          loopSink.write(chunk, 0, chunk.length);
+          loopSink.write(chunk, 0, (int) n);
         } catch (IOException | RuntimeException | OutOfMemoryError e) {
           log.debug("output sink of {} failed: {}", name, e.toString());
           loopSink = null;
