@@ -65,7 +65,24 @@ final class Libc {
             + System.getProperty("os.arch") + ")";
         return unavailable;
       }
-      NativeLibrary c = NativeLibrary.getInstance("c");
+      // JNA unpacks its stub library into a temporary directory before loading it: make that
+      // one only the agent's user can write (a shared /tmp/jna-* could be prepared by a
+      // command), and remove it once the stub is loaded.
+      java.nio.file.Path unpack = null;
+      if (System.getProperty("jna.tmpdir") == null) {
+        unpack = java.nio.file.Files.createTempDirectory("sandbox-agent-jna-",
+            java.nio.file.attribute.PosixFilePermissions.asFileAttribute(
+                java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
+        System.setProperty("jna.tmpdir", unpack.toString());
+      }
+      NativeLibrary c;
+      try {
+        c = NativeLibrary.getInstance("c");
+      } finally {
+        if (unpack != null) {
+          Trees.deleteQuietly(unpack);
+        }
+      }
       // Fails here, not at the first spawn, if glibc is too old (or not glibc).
       c.getFunction("posix_spawn_file_actions_addclosefrom_np");
       c.getFunction("posix_spawn_file_actions_addchdir_np");
