@@ -122,6 +122,9 @@ public final class ProcessManager implements AutoCloseable {
     this.environment = new CommandEnvironment(System.getenv(), config.inheritEnv(), config.workspace(), runId, TOKEN_ENV,
         home);
     this.nativeSpawner = nativeSpawner(config.spawn());
+    if (nativeSpawner != null) {
+      groups.useLibc();
+    }
     // The native spawn makes the session itself and resets every signal: no launcher at all.
     this.launcher = nativeSpawner != null ? List.of() : launcher(setsid, envBinary);
     String mkfifo = ProcessGroups.which("mkfifo", path);
