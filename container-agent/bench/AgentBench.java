@@ -74,6 +74,8 @@ public class AgentBench {
     int processes = 1000;
     String tunedOpts = DEFAULT_TUNED_OPTS;
     String baseOpts = "";
+    String agentArgs = "";
+    int clients = 16;
     long idleMs = 2000;
     int startupRepeats = 4;
     int streamReps = 3;
@@ -108,6 +110,8 @@ public class AgentBench {
               case "--processes": o.processes = Integer.parseInt(v); break;
               case "--agent-jvm-opts": o.tunedOpts = v; break;
               case "--base-jvm-opts": o.baseOpts = v; break;
+              case "--agent-args": o.agentArgs = v; break;
+              case "--clients": o.clients = Integer.parseInt(v); break;
               case "--idle-ms": o.idleMs = Long.parseLong(v); break;
               case "--startup-repeats": o.startupRepeats = Integer.parseInt(v); break;
               case "--stream-reps": o.streamReps = Integer.parseInt(v); break;
@@ -135,6 +139,8 @@ public class AgentBench {
           "  --processes N           concurrent background processes to hold (default 1000; 0 skips)",
           "  --agent-jvm-opts \"...\"  JVM options of the second agent (default \"" + DEFAULT_TUNED_OPTS + "\")",
           "  --base-jvm-opts \"...\"   JVM options of the first agent (default: none, i.e. JVM defaults)",
+          "  --agent-args \"...\"      extra agent arguments for every agent, e.g. \"--spawn jdk\" (default none)",
+          "  --clients N             concurrent clients for the second round of --processes starts (default 16)",
           "  --tuned-bench MODE      what runs against the second agent: startup | exec | all (default all)",
           "  --idle-ms N             idle time before the idle RSS reading (default 2000)",
           "  --startup-repeats N     extra agent launches per flag set for the start-up median (default 4)",
@@ -996,6 +1002,7 @@ public class AgentBench {
       cmd.add("-XX:+PrintCommandLineFlags");
       cmd.addAll(List.of("-jar", jar.toString(), "--port", "0", "--bind", "127.0.0.1",
           "--workspace", workspace.toString(), "--token-file", tokenFile.toString()));
+      cmd.addAll(splitOpts(o.agentArgs));
       ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(stderrLog.toFile());
       pb.environment().remove("SANDBOX_AGENT_TOKEN");
       long t0 = System.nanoTime();
@@ -1315,7 +1322,8 @@ public class AgentBench {
       say("  launch -> ready line: %.0f ms", agent.readyMs);
       String err = agent.stderrText();
       boolean envReset = err.contains("ignored signals");
-      say("  agent SigIgn mask %s; launcher = setsid%s", sigIgn(agent.pid), envReset ? " env --default-signal" : "");
+      say("  agent SigIgn mask %s; launcher (JDK spawn only) = setsid%s", sigIgn(agent.pid),
+          envReset ? " env --default-signal" : "");
       Thread.sleep(o.idleMs);
       f.idle = ProcStatus.of(agent.pid);
       say("  idle (ready + %d ms): %s", o.idleMs, f.idle.line());
@@ -1326,6 +1334,12 @@ public class AgentBench {
         return f;
       }
       try (RawHttp http = new RawHttp("127.0.0.1", agent.port, token)) {
+        Resp version = http.call("GET", "/api/version", null);
+        java.util.regex.Matcher spawnMode = Pattern.compile("\"spawn\":\"([a-z]+)\"").matcher(version.text());
+        String spawn = spawnMode.find() ? spawnMode.group(1) : "unreported";
+        say("  spawn (per /api/version): %s; agent args: %s", spawn, o.agentArgs.isEmpty() ? "(none)" : o.agentArgs);
+        sum("[%s] spawn                          : %s (agent args: %s)", name, spawn,
+            o.agentArgs.isEmpty() ? "none" : o.agentArgs);
         // HTTP floor
         Stats ping = latencySeries(http, "GET", "/api/ping", null, "\"status\":\"healthy\"");
         say("  GET /api/ping (HTTP+JSON floor, no spawn): %s", ping.line());
@@ -1345,7 +1359,11 @@ public class AgentBench {
         sum("[%s] exec overhead p50 vs raw `true`  : argv %+.3f ms, shell %+.3f ms", name,
             execArgv.p50 - rawTrue.p50, execShell.p50 - rawTrue.p50);
         sum("[%s] agent-reported duration, argv    : mean %.2f ms (whole-ms, truncated)", name, durMean);
-        String decomposition = String.format(Locale.ROOT,
+        // The native spawn runs no setsid: its command is the only execve, as in raw `true`.
+        String decomposition = spawn.equals("native")
+            ? String.format(Locale.ROOT, "no setsid exec (native spawn), HTTP+JSON floor %.3f (ping), rest %+.3f"
+                + " (exec - raw `true` - ping)", ping.p50, execArgv.p50 - rawTrue.p50 - ping.p50)
+            : String.format(Locale.ROOT,
             "extra setsid exec %+.3f (raw `setsid true` - raw `true`), HTTP+JSON floor %.3f (ping), rest %+.3f"
                 + " (exec - raw `setsid true` - ping); shell path: raw `setsid sh -c true` - raw `setsid true` = %+.3f",
             rawSetsid.p50 - rawTrue.p50, ping.p50, execArgv.p50 - rawSetsid.p50 - ping.p50, rawSh.p50 - rawSetsid.p50);
@@ -1624,6 +1642,71 @@ public class AgentBench {
     sum("[%s] %d processes: all started in %.2f s, %d running; agent %s", name, n, startAll, running, holding.line());
     sum("[%s] %d processes: exec argv true meanwhile: %s", name, n, loaded.line());
     sum("[%s] %d processes: kill-all %.0f ms", name, n, killMs);
+    boolean ok = running == n && kill.status == 200;
+    if (o.clients > 1) {
+      ok &= manyProcessesConcurrently(http, name, agent);
+    }
+    return ok;
+  }
+
+  /** The same starts from {@code --clients} connections at once: total time, latency, agent state. */
+  boolean manyProcessesConcurrently(RawHttp http, String name, Agent agent) throws Exception {
+    int n = o.processes;
+    int k = o.clients;
+    say("  [4c] %d background processes started by %d concurrent clients", n, k);
+    byte[] body = "{\"argv\":[\"sleep\",\"300\"]}".getBytes(StandardCharsets.UTF_8);
+    long[] samples = new long[n];
+    java.util.concurrent.atomic.AtomicInteger next = new java.util.concurrent.atomic.AtomicInteger();
+    java.util.concurrent.atomic.AtomicReference<String> failure = new java.util.concurrent.atomic.AtomicReference<>();
+    List<Thread> threads = new ArrayList<>();
+    java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+    for (int c = 0; c < k; c++) {
+      Thread t = new Thread(() -> {
+        try (RawHttp client = new RawHttp("127.0.0.1", agent.port, token)) {
+          client.call("GET", "/api/ping", null); // connect before the clock starts
+          go.await();
+          for (int i = next.getAndIncrement(); i < n && failure.get() == null; i = next.getAndIncrement()) {
+            long s = System.nanoTime();
+            Resp r = client.call("POST", "/api/process/start", body);
+            samples[i] = System.nanoTime() - s;
+            if (r.status != 200) {
+              failure.compareAndSet(null, "start #" + (i + 1) + ": HTTP " + r.status + " " + r.text());
+            }
+          }
+        } catch (Exception e) {
+          failure.compareAndSet(null, e.toString());
+        }
+      });
+      t.start();
+      threads.add(t);
+    }
+    Thread.sleep(200);
+    long t0 = System.nanoTime();
+    go.countDown();
+    for (Thread t : threads) {
+      t.join();
+    }
+    double startAll = (System.nanoTime() - t0) / 1e9;
+    if (failure.get() != null) {
+      say("    FAILED: %s", failure.get());
+      sum("[%s] %d processes, %d clients: FAILED: %s", name, n, k, failure.get());
+      http.call("DELETE", "/api/process/kill-all", null);
+      http.call("POST", "/api/process/cleanup", null);
+      return false;
+    }
+    Stats st = Stats.of(samples);
+    Resp list = http.call("GET", "/api/process/list?status=running", null);
+    int running = countOccurrences(list.text(), "\"status\":\"running\"");
+    ProcStatus holding = ProcStatus.of(agent.pid);
+    long t1 = System.nanoTime();
+    Resp kill = http.call("DELETE", "/api/process/kill-all", null);
+    double killMs = (System.nanoTime() - t1) / 1e6;
+    http.call("POST", "/api/process/cleanup", null);
+    say("    start latency: %s; all %d started in %.2f s by %d clients; running %d", st.line(), n, startAll, k, running);
+    say("    agent while holding %d: %s; kill-all %.0f ms", n, holding.line(), killMs);
+    sum("[%s] %d processes, %d clients: start %s", name, n, k, st.line());
+    sum("[%s] %d processes, %d clients: all started in %.2f s, %d running; agent %s", name, n, k, startAll, running,
+        holding.line());
     return running == n && kill.status == 200;
   }
 

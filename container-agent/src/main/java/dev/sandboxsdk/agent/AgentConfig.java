@@ -26,6 +26,7 @@ import java.util.Objects;
  * @param isolationNetwork whether isolated commands may use the network
  * @param proxyTimeoutMs how long a server behind {@code /proxy/{port}/} may stay silent: until
  *     its response headers, and between two reads of its response body
+ * @param spawn how commands are started: one of {@link #SPAWN_MODES}
  */
 public record AgentConfig(
     String bind,
@@ -50,7 +51,15 @@ public record AgentConfig(
     boolean freshWorkspace,
     String isolation,
     boolean isolationNetwork,
-    long proxyTimeoutMs) {
+    long proxyTimeoutMs,
+    String spawn) {
+
+  /**
+   * The values of {@code --spawn}: {@code auto} (the default) starts commands with the native
+   * {@code posix_spawn} when it passes its self-test, else through the JDK; {@code native} fails
+   * the start without it; {@code jdk} always uses {@code ProcessBuilder} with {@code setsid(1)}.
+   */
+  public static final java.util.List<String> SPAWN_MODES = java.util.List.of("auto", "native", "jdk");
 
   /** The values of {@code --isolation}. */
   public static final java.util.List<String> ISOLATION_MODES = java.util.List.of("none", "bwrap", "auto");
@@ -81,8 +90,11 @@ public record AgentConfig(
   public static final int MAX_DERIVED_CONNECTIONS = 1024;
   /** Open files the derived connection cap leaves to the JVM, before halving the rest. */
   static final int RESERVED_FDS = 64;
-  /** Descriptors a running process holds in the agent: its stdout and stderr FIFOs and a stdin pipe. */
-  static final int FDS_PER_PROCESS = 3;
+  /**
+   * Descriptors a running process holds in the agent: its stdout and stderr FIFOs, a stdin pipe,
+   * and with the native spawn the pidfd its exit is watched through.
+   */
+  static final int FDS_PER_PROCESS = 4;
 
   public AgentConfig {
     Objects.requireNonNull(bind, "bind == null");
@@ -130,6 +142,10 @@ public record AgentConfig(
     }
     if (proxyTimeoutMs <= 0 || proxyTimeoutMs > MAX_PROXY_TIMEOUT_MS) {
       throw new IllegalArgumentException("proxyTimeoutMs must be 1.." + MAX_PROXY_TIMEOUT_MS + ": " + proxyTimeoutMs);
+    }
+    Objects.requireNonNull(spawn, "spawn == null");
+    if (!SPAWN_MODES.contains(spawn)) {
+      throw new IllegalArgumentException("spawn must be one of " + SPAWN_MODES + ": " + spawn);
     }
     Objects.requireNonNull(isolation, "isolation == null");
     if (!ISOLATION_MODES.contains(isolation)) {
@@ -244,7 +260,7 @@ public record AgentConfig(
         + ", maxConnections=" + maxConnections + ", requestTimeoutSeconds=" + requestTimeoutSeconds
         + ", inheritEnv=" + inheritEnv + ", commandUser=" + commandUser + ", idleTimeoutMs=" + idleTimeoutMs
         + ", isolation=" + isolation + (isolation.equals("none") ? "" : ", network=" + (isolationNetwork ? "on" : "off"))
-        + ", proxyTimeoutMs=" + proxyTimeoutMs
+        + ", proxyTimeoutMs=" + proxyTimeoutMs + ", spawn=" + spawn
         + ", outputBudgetBytes=" + (outputBudgetBytes > 0 ? outputBudgetBytes : "auto(" + outputBudget() + ")") + "]";
   }
 
@@ -273,6 +289,7 @@ public record AgentConfig(
     private String isolation = "none";
     private boolean isolationNetwork;
     private long proxyTimeoutMs = DEFAULT_PROXY_TIMEOUT_MS;
+    private String spawn = "auto";
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -306,6 +323,8 @@ public record AgentConfig(
     public Builder isolationNetwork(boolean on) { this.isolationNetwork = on; return this; }
     /** How long a proxied server may stay silent (default {@value AgentConfig#DEFAULT_PROXY_TIMEOUT_MS} ms). */
     public Builder proxyTimeoutMs(long ms) { this.proxyTimeoutMs = ms; return this; }
+    /** {@code auto} (the default), {@code native} or {@code jdk}; see {@link AgentConfig#SPAWN_MODES}. */
+    public Builder spawn(String spawn) { this.spawn = spawn; return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
@@ -313,7 +332,7 @@ public record AgentConfig(
           maxConnections, requestTimeoutSeconds,
           java.util.List.copyOf(inheritEnv),
           outputBudgetBytes, commandUser, idleTimeoutMs, freshWorkspace, isolation, isolationNetwork,
-          proxyTimeoutMs);
+          proxyTimeoutMs, spawn);
     }
   }
 }

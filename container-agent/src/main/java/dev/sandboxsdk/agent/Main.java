@@ -91,6 +91,11 @@ public final class Main {
       "  --proxy-timeout-ms N     how long a server behind /proxy/{port}/ may stay silent, before",
       "                           its response headers (then 504) and between two reads of its",
       "                           body (then the response is cut) (default 300000)",
+      "  --spawn MODE             how commands start: auto (default): posix_spawn through JNA",
+      "                           (new session without running setsid(1), one thread for all",
+      "                           exits and background output) where its self-test passes,",
+      "                           else the JDK; native: fail the start without it; jdk:",
+      "                           ProcessBuilder and setsid(1), threads per process",
       "  --help                   print this help and exit",
       "  --version                print the version and exit",
       "",
@@ -128,6 +133,7 @@ public final class Main {
       Map.entry(IDLE_TIMEOUT, (b, v) -> b.idleTimeoutMs(number(IDLE_TIMEOUT, v, 0, MAX_IDLE_TIMEOUT_MS))),
       Map.entry(COMMAND_USER, Main::commandUser),
       Map.entry("--isolation", Main::isolation),
+      Map.entry("--spawn", Main::spawn),
       Map.entry("--proxy-timeout-ms", (b, v) -> b.proxyTimeoutMs(number("--proxy-timeout-ms", v, 1,
           AgentConfig.MAX_PROXY_TIMEOUT_MS))),
       Map.entry("--isolation-network", (b, v) -> b.isolationNetwork(onOff("--isolation-network", v))));
@@ -282,6 +288,14 @@ public final class Main {
   private static void quoted(String s, dev.sandboxsdk.agent.text.ByteBuf out) {
     byte[] utf8 = s.getBytes(StandardCharsets.UTF_8); // a String's UTF-8 is valid UTF-8, as appendQuoted needs
     dev.sandboxsdk.agent.text.JsonText.appendQuoted(utf8, 0, utf8.length, out);
+  }
+
+  private static void spawn(AgentConfig.Builder b, String value) {
+    if (!AgentConfig.SPAWN_MODES.contains(value)) {
+      throw new UsageException("--spawn must be one of " + String.join(", ", AgentConfig.SPAWN_MODES)
+          + ": '" + value + "'");
+    }
+    b.spawn(value);
   }
 
   private static void isolation(AgentConfig.Builder b, String value) {

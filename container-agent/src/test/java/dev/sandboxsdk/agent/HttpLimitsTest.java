@@ -20,7 +20,7 @@ class HttpLimitsTest {
   }
 
   @ParameterizedTest(name = "open-file limit {0} -> {1} processes")
-  @CsvSource({"256, 32", "1024, 160", "20000, 1024", "64, 8", "9223372036854775807, 1024"})
+  @CsvSource({"256, 24", "1024, 120", "20000, 1024", "64, 8", "9223372036854775807, 1024"})
   void theProcessCapLeavesEachRunningProcessItsDescriptors(long openFileLimit, int cap) {
     assertThat(AgentConfig.derivedMaxProcesses(openFileLimit)).isEqualTo(cap);
   }

@@ -61,6 +61,11 @@ final class TestAgent implements AutoCloseable, BeforeAllCallback, AfterAllCallb
       workspace = Files.createTempDirectory("agent-ws");
       AgentConfig.Builder b = AgentConfig.builder()
           .bind("127.0.0.1").port(0).workspace(workspace).token(TOKEN);
+      // -Dsandbox.test.spawn=jdk runs the suite on the fallback spawn (the default is auto).
+      String spawn = System.getProperty("sandbox.test.spawn");
+      if (spawn != null) {
+        b.spawn(spawn);
+      }
       customize.accept(b);
       server = AgentServer.start(b.build());
     } catch (IOException e) {

@@ -331,7 +331,7 @@ public final class AgentLauncher {
       parts.add(agent.toString());
       for (String dep : List.of("com.fasterxml.jackson.databind.ObjectMapper", "com.fasterxml.jackson.core.JsonFactory",
           "com.fasterxml.jackson.annotation.JsonProperty", "org.slf4j.LoggerFactory",
-          "org.slf4j.simple.SimpleServiceProvider")) {
+          "org.slf4j.simple.SimpleServiceProvider", "com.sun.jna.Native")) { // JNA: the agent's native spawn
         Path p = location(loader, dep);
         if (p != null) {
           parts.add(p.toString());

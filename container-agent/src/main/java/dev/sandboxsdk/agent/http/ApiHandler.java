@@ -67,6 +67,7 @@ public final class ApiHandler implements HttpHandler {
     this.proxy = new ProxyEndpoints(processes, tokenDigest != null, this::hasValidBearer, bootId.substring(0, 8), agentPort);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
+    this.spawnMode = processes.spawn();
     this.network = processes.network();
   }
 
@@ -78,6 +79,8 @@ public final class ApiHandler implements HttpHandler {
   private final dev.sandboxsdk.agent.process.CommandUser commandUser;
   /** {@code none} or {@code bwrap}, reported by /api/version. */
   private final String isolationMode;
+  /** {@code native} or {@code jdk}: how commands are started, reported by /api/version. */
+  private final String spawnMode;
   private final boolean network;
 
   /**
@@ -348,6 +351,7 @@ public final class ApiHandler implements HttpHandler {
         ObjectNode isolation = body.putObject("isolation");
         isolation.put("mode", isolationMode);
         isolation.put("network", network);
+        body.put("spawn", spawnMode);
         Responses.ok(exchange, body);
         return;
       }

@@ -214,9 +214,14 @@ public final class Bubblewrap {
    * neither side: a caller interrupted half-way would leave a running process nobody tracks.
    */
   Process start(ProcessBuilder pb) throws IOException {
+    return start(pb::start);
+  }
+
+  /** Runs a spawn ({@link NativeSpawner} or the JDK's) on one of {@link #spawner}'s threads, as above. */
+  Process start(java.util.concurrent.Callable<Process> spawn) throws IOException {
     Future<Process> started;
     try {
-      started = spawner.submit(pb::start);
+      started = spawner.submit(spawn);
     } catch (RejectedExecutionException e) {
       throw new IOException("the agent is shutting down", e);
     }

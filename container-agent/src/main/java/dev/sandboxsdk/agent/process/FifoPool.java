@@ -40,6 +40,7 @@ final class FifoPool implements AutoCloseable {
   private final Path dir;
   private final String mkfifo;
   private final String mode;
+  private final boolean libc;
   private final ConcurrentLinkedQueue<Path> free = new ConcurrentLinkedQueue<>();
   private int created;
 
@@ -51,6 +52,16 @@ final class FifoPool implements AutoCloseable {
 
   /** @param forOtherUser whether commands run as another user (see the class comment) */
   FifoPool(String mkfifo, boolean forOtherUser) throws IOException {
+    this(mkfifo, forOtherUser, false);
+  }
+
+  /**
+   * @param libc whether {@link Libc} is loaded: FIFOs are then made with mkfifo(3) in the agent,
+   *     without spawning mkfifo(1) (a spawn that, through the JDK, closes every descriptor the
+   *     agent holds one by one)
+   */
+  FifoPool(String mkfifo, boolean forOtherUser, boolean libc) throws IOException {
+    this.libc = libc;
     this.mkfifo = mkfifo;
     this.mode = forOtherUser ? "606" : "600";
     removeLeftoversOfDeadAgents();
@@ -146,6 +157,10 @@ final class FifoPool implements AutoCloseable {
       batch.add(p);
       cmd.add(p.toString());
     }
+    if (libc && makeInProcess(batch)) {
+      free.addAll(batch);
+      return;
+    }
     try {
       Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
       String out = new String(p.getInputStream().readAllBytes());
@@ -171,6 +186,26 @@ final class FifoPool implements AutoCloseable {
       throw new IllegalStateException("interrupted while making pipes", e);
     }
     free.addAll(batch);
+  }
+
+  /**
+   * Makes the FIFOs with mkfifo(3) and sets their mode (the umask applies to mkfifo); false if
+   * one failed, and mkfifo(1) then makes the batch and words any error.
+   */
+  private boolean makeInProcess(List<Path> batch) {
+    try {
+      for (Path p : batch) {
+        if (Libc.mkfifo(p.toString(), 0600) != 0) {
+          batch.forEach(this::discard);
+          return false;
+        }
+        Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(mode.equals("606") ? "rw----rw-" : "rw-------"));
+      }
+      return true;
+    } catch (IOException | RuntimeException e) {
+      batch.forEach(this::discard); // a clean slate for mkfifo(1), which stops at a name that exists
+      return false;
+    }
   }
 
   @Override

@@ -157,15 +157,21 @@ public final class ManagedProcess {
 
   /** Starts copying stdout and stderr to the sinks (null discards). Call once. */
   public void startPumps(OutputSink stdoutSink, OutputSink stderrSink) {
-    // Exit is noticed by the pump that sees the second EOF (it then reaps with waitFor), or, if a
-    // leftover child keeps a pipe open, by the manager's exit watcher. Process.onExit() is avoided:
-    // on small machines it starts a new thread for every process.
+    // Exit is noticed by the pump that sees the second EOF (it then reaps with waitFor, or for a
+    // native process waits for the event loop's reaping), or, if a leftover child keeps a pipe
+    // open, by the manager's exit watcher. The JDK's Process.onExit() is avoided: on small
+    // machines it starts a new thread for every process.
     stdoutPump.start(stdoutSink, this::onPumpDone);
     stderrPump.start(stderrSink, this::onPumpDone);
   }
 
   private void onPumpDone() {
     if (pipesClosed()) {
+      if (process instanceof NativeProcess) {
+        // Reaped by the event loop, which may be this very thread: never wait for it here.
+        process.onExit().thenRun(this::maybeFinish);
+        return;
+      }
       awaitExit();
       maybeFinish();
     }

@@ -9,7 +9,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Copies one output stream of a process from its FIFO to a sink, on a pooled thread. A failing
+ * Copies one output stream of a process from its FIFO to a sink, on a pooled thread or, for a
+ * sink that never blocks, on the native {@link EventLoop} (no thread per stream). A failing
  * sink turns the rest into a discard, so a process never blocks on a pipe nobody reads.
  *
  * <p>Opening a FIFO blocks until the other side opens too, so the spawning thread does it in an
@@ -28,6 +29,12 @@ final class OutputPump {
   private final String name;
   private RandomAccessFile holder;
   private FileInputStream in;
+  // The event-loop mode: the FIFO's descriptor, opened non-blocking, or -1.
+  private int fd = -1;
+  private EventLoop loop;
+  private long loopKey;
+  private ManagedProcess.OutputSink loopSink;
+  private Runnable loopDone;
   /** Odd while blocked in read(), even otherwise; only the pump thread writes it. */
   private volatile long readSeq;
   private volatile boolean done;
@@ -56,8 +63,24 @@ final class OutputPump {
 
   /** The child has its write end: open ours and let go of the placeholder. */
   void spawned() throws IOException {
+    spawned(null);
+  }
+
+  /**
+   * As {@link #spawned()}; with a {@code loop}, the FIFO is opened non-blocking for that loop to
+   * read (no thread of its own), and the sink passed to {@link #start} must not block.
+   */
+  void spawned(EventLoop loop) throws IOException {
     try {
-      in = new FileInputStream(fifo.toFile()); // writers exist, so this does not block
+      if (loop != null) {
+        fd = Libc.open(fifo.toString(), Libc.O_RDONLY | Libc.O_NONBLOCK | Libc.O_CLOEXEC, 0);
+        if (fd < 0) {
+          throw new IOException("cannot open " + fifo + ": " + Libc.strerror(Libc.errno()));
+        }
+        this.loop = loop;
+      } else {
+        in = new FileInputStream(fifo.toFile()); // writers exist, so this does not block
+      }
     } finally {
       holder.close();
     }
@@ -70,6 +93,10 @@ final class OutputPump {
       if (in != null) {
         in.close();
       }
+      if (fd >= 0) {
+        Libc.close(fd);
+        fd = -1;
+      }
     } catch (IOException ignored) {
       // nothing was read through them
     }
@@ -78,7 +105,71 @@ final class OutputPump {
 
   /** Starts copying to {@code target} (null discards) on a pooled thread; {@code whenDone} runs on end of file. */
   void start(ManagedProcess.OutputSink target, Runnable whenDone) {
-    io.execute(() -> run(target, whenDone));
+    if (loop != null) {
+      startOnLoop(target, whenDone);
+    } else {
+      io.execute(() -> run(target, whenDone));
+    }
+  }
+
+  /**
+   * Reads on the event loop whenever the FIFO has data or lost its last writer. The sequence
+   * stays odd (see {@link #idleFor}): between events the loop is, in effect, blocked in a read.
+   */
+  private void startOnLoop(ManagedProcess.OutputSink sink, Runnable whenDone) {
+    readSeq = 1;
+    loopSink = sink;
+    loopDone = whenDone;
+    synchronized (this) { // the handler may run before add() has returned the key
+      loopKey = loop.add(fd, events -> {
+        synchronized (this) {
+          readReady();
+        }
+      });
+    }
+  }
+
+  /** On the loop thread: drains what is there (up to 256 KiB, then others get their turn). */
+  private void readReady() {
+    if (done) {
+      return;
+    }
+    com.sun.jna.Memory buf = loop.buffer;
+    for (int round = 0; round < 4; round++) {
+      long n = Libc.read(fd, buf, buf.size());
+      if (n < 0) {
+        int errno = Libc.errno();
+        if (errno == Libc.EAGAIN) {
+          return;
+        }
+        if (errno == Libc.EINTR) {
+          continue;
+        }
+        log.debug("pipe of {} failed: {}", name, Libc.strerror(errno));
+        n = 0;
+      }
+      if (n == 0) {
+        loop.remove(loopKey, fd);
+        Libc.close(fd);
+        fd = -1;
+        done = true;
+        pool.give(fifo); // end of file: no writer is left
+        loopDone.run();
+        return;
+      }
+      bytes += n;
+      readSeq += 2;
+      if (loopSink != null) {
+        byte[] chunk = loop.chunk; // the sink copies what it keeps
+        buf.read(0, chunk, 0, (int) n);
+        try {
+          loopSink.write(chunk, 0, (int) n);
+        } catch (IOException | RuntimeException | OutOfMemoryError e) {
+          log.debug("output sink of {} failed: {}", name, e.toString());
+          loopSink = null;
+        }
+      }
+    }
   }
 
   boolean isDone() {

@@ -31,6 +31,8 @@ final class ProcessGroups {
   /** Runs the marker scan as that user; null to read /proc in the agent itself. */
   private final CommandUser scanAs;
   private final String grepBinary;
+  /** Whether {@link Libc} is loaded: signals then go out with kill(2) instead of a kill(1) spawn. */
+  private volatile boolean libc;
 
   ProcessGroups(String killBinary) {
     this(killBinary, null, null);
@@ -47,8 +49,29 @@ final class ProcessGroups {
     this.grepBinary = grepBinary;
   }
 
+  /**
+   * Signals with kill(2) from now on: no spawn per signal (one that, through the JDK, closes every
+   * descriptor of the agent one by one), and it works without a free process slot.
+   */
+  void useLibc() {
+    libc = true;
+  }
+
+  /** kill(2) for each id ({@code group}: to its process group); ids already gone are ignored. */
+  private static void killDirectly(Collection<Long> ids, Signal signal, boolean group) {
+    for (long id : ids) {
+      if (id > 1) { // never 0, 1, -1: "my group", init, "everyone"
+        Libc.kill((int) (group ? -id : id), signal.number());
+      }
+    }
+  }
+
   /** Sends {@code signal} to every group in {@code pgids}; groups that are already gone are ignored. */
   void signal(Collection<Long> pgids, Signal signal) {
+    if (libc) {
+      killDirectly(pgids, signal, true);
+      return;
+    }
     if (!run(killCommand(killBinary, pgids, signal), signal)) {
       Set<Long> groups = new HashSet<>(pgids);
       List<Long> members = new ArrayList<>();
@@ -63,6 +86,10 @@ final class ProcessGroups {
 
   /** Sends {@code signal} to single processes (not their groups); pids already gone are ignored. */
   void signalProcesses(Collection<Long> pids, Signal signal) {
+    if (libc) {
+      killDirectly(pids, signal, false);
+      return;
+    }
     if (!run(killCommand(killBinary, pids, signal, ""), signal)) {
       signalWithoutFork(pids, signal);
     }

@@ -55,6 +55,8 @@ public final class ProcessManager implements AutoCloseable {
   private volatile String isolationUnavailable;
   /** env(1), which changes into a command's directory once it runs as the command user. */
   private final String envBinary;
+  /** Starts commands without setsid(1) and reaps them on its event loop; null: the JDK starts them. */
+  private final NativeSpawner nativeSpawner;
   private final ProcessGroups groups;
   private final FifoPool fifos;
   private final ExecutorService io;
@@ -119,13 +121,18 @@ public final class ProcessManager implements AutoCloseable {
         : bubblewrap != null ? config.workspace().toString() : null;
     this.environment = new CommandEnvironment(System.getenv(), config.inheritEnv(), config.workspace(), runId, TOKEN_ENV,
         home);
-    this.launcher = launcher(setsid, envBinary);
+    this.nativeSpawner = nativeSpawner(config.spawn());
+    if (nativeSpawner != null) {
+      groups.useLibc();
+    }
+    // The native spawn makes the session itself and resets every signal: no launcher at all.
+    this.launcher = nativeSpawner != null ? List.of() : launcher(setsid, envBinary);
     String mkfifo = ProcessGroups.which("mkfifo", path);
     if (mkfifo == null) {
       throw new IllegalStateException("the agent needs mkfifo(1) on its PATH (Debian/Ubuntu: coreutils)");
     }
     try {
-      this.fifos = new FifoPool(mkfifo, commandUser != null);
+      this.fifos = new FifoPool(mkfifo, commandUser != null, nativeSpawner != null);
     } catch (IOException e) {
       throw new IllegalStateException("cannot create the agent's pipe directory: " + e.getMessage(), e);
     }
@@ -195,6 +202,31 @@ public final class ProcessManager implements AutoCloseable {
       default:
         return null;
     }
+  }
+
+  /** The native spawner for {@code --spawn auto|native}, or null for the JDK's. */
+  private static NativeSpawner nativeSpawner(String mode) {
+    if (mode.equals("jdk")) {
+      log.info("commands are started by the JDK (--spawn jdk)");
+      return null;
+    }
+    try {
+      NativeSpawner s = NativeSpawner.start();
+      log.info("commands are started by posix_spawn (native spawn)");
+      return s;
+    } catch (IllegalStateException | LinkageError e) { // LinkageError: JNA is not on the classpath
+      String why = e instanceof LinkageError ? "native spawn is unavailable: " + e : e.getMessage();
+      if (mode.equals("native")) {
+        throw new IllegalStateException("--spawn native: " + why, e);
+      }
+      log.warn("{}; commands are started by the JDK", why);
+      return null;
+    }
+  }
+
+  /** How commands are started: {@code native} (posix_spawn) or {@code jdk}. */
+  public String spawn() {
+    return nativeSpawner != null ? "native" : "jdk";
   }
 
   /** The isolation in force: {@code bwrap} or {@code none}. */
@@ -428,7 +460,8 @@ public final class ProcessManager implements AutoCloseable {
   private ManagedProcess spawnUnderGate(String id, ExecSpec spec, ManagedProcess.Kind kind) {
     Path cwd = resolveCwd(spec.cwd());
     ProcessBuilder pb = new ProcessBuilder();
-    Map<String, String> env = pb.environment();
+    // The native spawn takes the map as it is; the JDK's starts from a copy of the agent's own.
+    Map<String, String> env = nativeSpawner != null ? new java.util.HashMap<>() : pb.environment();
     String mark = environment.mark(spawnSerial.incrementAndGet());
     environment.fill(env, spec.env(), mark);
     List<String> cmd = new ArrayList<>();
@@ -451,9 +484,12 @@ public final class ProcessManager implements AutoCloseable {
       pb.directory(cwd.toFile());
     }
     if (bubblewrap != null) {
-      // setsid, then bwrap: the outer bwrap is the group leader (pid == pgid) and the namespace's
-      // processes stay in its group; see Bubblewrap for the signals.
-      cmd.add(launcher.get(0));
+      // setsid (or the native spawn's own session), then bwrap: the outer bwrap is the group
+      // leader (pid == pgid) and the namespace's processes stay in its group; see Bubblewrap for
+      // the signals.
+      if (!launcher.isEmpty()) {
+        cmd.add(launcher.get(0));
+      }
       cmd.addAll(bubblewrap.prefix(cwd));
     } else {
       cmd.addAll(launcher); // new session and process group; setsid execs in place, so pid == pgid
@@ -488,8 +524,17 @@ public final class ProcessManager implements AutoCloseable {
     try {
       out = OutputPump.prepare(fifos, io, id + " stdout");
       err = OutputPump.prepare(fifos, io, id + " stderr");
-      pb.redirectOutput(out.fifo().toFile()).redirectError(err.fifo().toFile());
-      process = bubblewrap != null ? bubblewrap.start(pb) : pb.start();
+      if (nativeSpawner != null) {
+        Path dir = pb.directory().toPath();
+        Path outFifo = out.fifo();
+        Path errFifo = err.fifo();
+        java.util.concurrent.Callable<Process> start =
+            () -> nativeSpawner.spawn(cmd, env, dir, wantsStdin, outFifo, errFifo);
+        process = bubblewrap != null ? bubblewrap.start(start) : call(start);
+      } else {
+        pb.redirectOutput(out.fifo().toFile()).redirectError(err.fifo().toFile());
+        process = bubblewrap != null ? bubblewrap.start(pb) : pb.start();
+      }
     } catch (IOException | RuntimeException e) {
       running.decrementAndGet();
       if (out != null) {
@@ -500,9 +545,12 @@ public final class ProcessManager implements AutoCloseable {
       }
       throw e instanceof IOException ? spawnFailure((IOException) e) : (RuntimeException) e;
     }
+    // A background process's output goes to its windows, which never block: the event loop reads
+    // it. Execs keep a pooled thread per stream, whose sink may block to pace the process.
+    EventLoop loop = nativeSpawner != null && kind == ManagedProcess.Kind.BACKGROUND ? nativeSpawner.loop() : null;
     try {
-      out.spawned();
-      err.spawned();
+      out.spawned(loop);
+      err.spawned(loop);
     } catch (IOException e) {
       // Cannot happen short of the FIFO vanishing between two opens; the process must not run unread.
       groups.signal(List.of(process.pid()), Signal.SIGKILL);
@@ -540,6 +588,17 @@ public final class ProcessManager implements AutoCloseable {
     }
     log.debug("started {} pid {}: {}", id, p.pid(), kind);
     return p;
+  }
+
+  /** Runs a native spawn on this thread. */
+  private static Process call(java.util.concurrent.Callable<Process> start) throws IOException {
+    try {
+      return start.call();
+    } catch (IOException | RuntimeException e) {
+      throw e;
+    } catch (Exception e) {
+      throw new IOException(e);
+    }
   }
 
   /** Turns the JDK's "Cannot run program ... error=N, reason" into a message about the request. */
@@ -968,6 +1027,9 @@ public final class ProcessManager implements AutoCloseable {
     }
     scheduler.shutdownNow();
     io.shutdownNow();
+    if (nativeSpawner != null) {
+      nativeSpawner.loop().close();
+    }
     fifos.close();
     if (bubblewrap != null) {
       bubblewrap.close();
