@@ -45,6 +45,9 @@ class HostileInputIT {
   private static final ObjectMapper MAPPER = new ObjectMapper();
   private static final Pattern READY = Pattern.compile("SANDBOX_MCP_READY http://[^:]+:(\\d+)/mcp");
   private static final String MIB = "x".repeat(1024 * 1024);
+  /** The time-limit argument of tools that otherwise wait seconds when their arguments are valid. */
+  private static final Map<String, String> LIMITS = Map.of("watchFiles", "seconds", "waitForPort", "timeoutSeconds",
+      "streamProcessLogs", "timeoutSeconds");
 
   @TempDir
   static Path tmp;
@@ -240,6 +243,11 @@ class HostileInputIT {
   /** Required arguments other than {@code except}, with harmless values, as JSON members followed by a comma. */
   static String required(JsonNode tool, String except) {
     StringBuilder out = new StringBuilder();
+    // A call that passes validation must not wait out a default time limit (watchFiles: 10 s).
+    String limit = LIMITS.get(tool.path("name").asText());
+    if (limit != null && !limit.equals(except)) {
+      out.append('"').append(limit).append("\":0.1,");
+    }
     for (JsonNode r : tool.path("inputSchema").path("required")) {
       String name = r.asText();
       if (!name.equals(except)) {
