@@ -203,6 +203,15 @@ final class SseReader {
    * unread bytes) to the front, and grows the array only for a line that does not fit.
    */
   private void makeRoom() {
+    if (pendingFrom >= 0 && start - pendingTo > 2) {
+      // Lines were skipped after the pending data line (comments, other fields): they count
+      // towards no limit, so keeping the buffer from the data on could grow it without bound.
+      // Move the data out, as for a second data line; the next one is joined to it.
+      int length = pendingTo - pendingFrom;
+      joined = Arrays.copyOfRange(buf, pendingFrom, pendingFrom + Math.max(length, 256));
+      joinedLength = length;
+      pendingFrom = -1;
+    }
     int keep = pendingFrom >= 0 ? Math.min(pendingFrom, start) : start;
     int used = limit - keep;
     if (keep == 0 && limit < buf.length) {

@@ -108,6 +108,28 @@ class SseReaderTest {
         .hasMessageContaining("event longer than 999 bytes");
   }
 
+  /**
+   * Lines after an event's data line that are not data (comments, other fields) do not count
+   * towards its length, so they must not be kept either: a stream that sends them without end
+   * before the blank line would otherwise grow the buffer until memory runs out.
+   */
+  @Test
+  void linesSkippedInsideAnEventAreNotKept() throws IOException {
+    String stream = "data: {\"a\":1}\n" + ": keep-alive\nid: 7\n".repeat(300_000) + "data: more\n"
+        + ": keep-alive\n".repeat(300_000) + "\ndata: {\"b\":2}\n" + ":\n".repeat(300_000) + "\n";
+    for (int step : new int[] {1000, 64 * 1024, 10_000_000}) {
+      SseReader reader = new SseReader(trickle(stream, step), 1024, null);
+      assertThat(reader.next()).isTrue();
+      assertThat(new String(reader.bytes(), reader.from(), reader.to() - reader.from(), UTF_8))
+          .isEqualTo("{\"a\":1}\nmore");
+      assertThat(reader.bufferSize()).as("step " + step).isLessThanOrEqualTo(128 * 1024);
+      assertThat(reader.next()).isTrue();
+      assertThat(new String(reader.bytes(), reader.from(), reader.to() - reader.from(), UTF_8)).isEqualTo("{\"b\":2}");
+      assertThat(reader.bufferSize()).as("step " + step).isLessThanOrEqualTo(128 * 1024);
+      assertThat(reader.next()).isFalse();
+    }
+  }
+
   @Test
   void anEndInsideALineOrAnEventIsAnError() throws IOException {
     assertThatThrownBy(() -> events(trickle("data: {\"a\":1}\n\ndata: {\"b\"", 3), 1 << 20))
