@@ -15,7 +15,8 @@ import java.util.Arrays;
  * <p>Only the shape the agent sends is read here: one flat object whose {@code type} is
  * {@code "stdout"} or {@code "stderr"}, with a string {@code data}, integer {@code offset} and
  * {@code bytes}, and other members that are strings. Anything else (another type, a nested
- * value, an escaped key, a number with a fraction, invalid UTF-8, a surrogate escape, bad JSON)
+ * value, an escaped key, a number with a fraction, invalid UTF-8, a surrogate escape, bad JSON,
+ * a non-ASCII byte in a key or in a string other than {@code data}, whose UTF-8 is not checked)
  * makes {@link #parse} return false, and the caller parses the event with Jackson as before, so
  * the result, and every error, is exactly what the tree path gives. Not thread-safe: one per
  * stream.
@@ -82,7 +83,7 @@ final class OutputEventParser {
       int keyFrom = pos;
       int keyEnd = plainStringEnd();
       if (keyEnd < 0) {
-        return false; // an escape or control char in a key: rare, leave it to Jackson
+        return false; // an escape, control char or non-ASCII byte in a key: rare, leave it to Jackson
       }
       pos = keyEnd + 1;
       skipSpace();
@@ -258,7 +259,8 @@ final class OutputEventParser {
   /**
    * Checks the string whose content starts at {@link #pos} and moves past its closing quote;
    * returns where the closing quote is, or -1 if the string is unterminated, holds a raw
-   * control char or an invalid escape.
+   * control char, an invalid escape or a non-ASCII byte (the agent sends none in these strings,
+   * and Jackson, which checks its UTF-8, must decide).
    */
   private int skipString() {
     byte[] b = json;
@@ -284,8 +286,8 @@ final class OutputEventParser {
         } else {
           return -1;
         }
-      } else if (c >= 0 && c < 0x20) {
-        return -1; // JSON forbids raw control chars in strings
+      } else if (c < 0x20) {
+        return -1; // JSON forbids raw control chars in strings; a negative byte is non-ASCII
       } else {
         i++;
       }
@@ -293,14 +295,14 @@ final class OutputEventParser {
     return -1;
   }
 
-  /** Where the string starting at {@link #pos} ends if it has no escape and no control char; else -1. */
+  /** Where the string starting at {@link #pos} ends if it is plain ASCII (no escape, no control char); else -1. */
   private int plainStringEnd() {
     for (int i = pos; i < end; i++) {
       byte c = json[i];
       if (c == '"') {
         return i;
       }
-      if (c == '\\' || (c >= 0 && c < 0x20)) {
+      if (c == '\\' || c < 0x20) { // a negative byte is non-ASCII
         return -1;
       }
     }

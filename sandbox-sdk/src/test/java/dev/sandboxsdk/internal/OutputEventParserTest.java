@@ -125,6 +125,25 @@ class OutputEventParserTest {
     assertThat(viaReader(json, 0, json.length)).asString().contains("SandboxException").contains("malformed event");
   }
 
+  /** Jackson decodes every string of the event, so bad bytes outside {@code data} are an error too. */
+  @Test
+  void invalidUtf8OutsideTheDataIsAnErrorAsOnTheTreePath() {
+    String[] texts = {
+        "{\"type\":\"stdout\",\"data\":\"ab\",\"offset\":0,\"bytes\":2,\"timestamp\":\"??\"}",
+        "{\"type\":\"stdout\",\"data\":\"ab\",\"offset\":0,\"bytes\":2,\"??\":\"x\"}",
+        "{\"type\":\"stdout\",\"processId\":\"p\\n??\",\"data\":\"ab\",\"offset\":0,\"bytes\":2}",
+    };
+    for (String text : texts) {
+      byte[] json = text.getBytes(UTF_8);
+      json[text.indexOf('?')] = (byte) 0xC3; // a lead byte followed by 0xFF, which is no continuation byte
+      json[text.indexOf('?') + 1] = (byte) 0xFF;
+      assertThat(check(json, 0, json.length)).as(text).isFalse();
+      assertThat(viaReader(json, 0, json.length)).asString().contains("malformed event");
+    }
+    // Valid non-ASCII text in those places is read as the tree reads it.
+    check("{\"type\":\"stdout\",\"data\":\"ab\",\"offset\":0,\"bytes\":2,\"t\u00e9\":\"gr\u00fc\u00dfe \u20ac\"}");
+  }
+
   @Test
   void readsOnlyItsRangeOfALargerArray() {
     byte[] event = "{\"type\":\"stdout\",\"data\":\"mid\\\\dle\",\"offset\":3,\"bytes\":7}".getBytes(UTF_8);
