@@ -29,7 +29,7 @@ public record GitCheckoutOptions(String branch, int depth, String targetDir, Dur
   /** Validates. */
   public GitCheckoutOptions {
     if (branch != null && (branch.isEmpty() || branch.length() > 255 || branch.startsWith("-")
-        || !branch.chars().allMatch(c -> c > 0x20 && c < 0x7f))) {
+        || !Checks.isVisibleAscii(branch))) {
       throw new IllegalArgumentException("branch must be 1-255 printable ASCII characters, not starting with '-': '"
           + branch + "'");
     }

@@ -44,7 +44,7 @@ public record PortWaitOptions(Mode mode, String path, int statusMin, int statusM
     }
     if (mode == Mode.HTTP) {
       Objects.requireNonNull(path, "path == null");
-      if (path.isEmpty() || path.length() > 2048 || !path.chars().allMatch(c -> c > 0x20 && c < 0x7f)) {
+      if (path.isEmpty() || path.length() > 2048 || !Checks.isVisibleAscii(path)) {
         throw new IllegalArgumentException("path must be 1-2048 printable ASCII characters without spaces: '"
             + path + "'");
       }

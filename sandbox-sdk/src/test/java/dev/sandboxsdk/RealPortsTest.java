@@ -77,6 +77,20 @@ class RealPortsTest extends MockAgentTest {
   }
 
   @Test
+  void waitOptionsTakeAVisibleAsciiPathAndAStatusRange() {
+    assertThat(PortWaitOptions.http("health?x=1").path()).isEqualTo("/health?x=1");
+    assertThat(PortWaitOptions.tcp().path()).isNull();
+    for (String bad : new String[] {"/a b", "/\u00e9", "/tab\t", "/del\u007f", "/" + "p".repeat(2048)}) {
+      assertThatThrownBy(() -> PortWaitOptions.http(bad)).as(bad).isInstanceOf(IllegalArgumentException.class)
+          .hasMessageContaining("printable ASCII");
+    }
+    assertThatThrownBy(() -> PortWaitOptions.builder().status(400, 399).build())
+        .isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new PortWaitOptions(PortWaitOptions.Mode.TCP, "/", 200, 399, null, null))
+        .isInstanceOf(IllegalArgumentException.class);
+  }
+
+  @Test
   void aClientWithAPathPrefixKeepsItInThePreviewUrl() throws Exception {
     server.enqueue(Fixtures.json(Fixtures.read("port-expose-response.json")));
     try (Sandbox prefixed = Sandbox.connect(server.url("/sandboxes/42/").uri(), "t")) {

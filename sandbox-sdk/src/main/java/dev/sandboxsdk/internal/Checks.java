@@ -67,6 +67,11 @@ public final class Checks {
     return Collections.unmodifiableMap(copy);
   }
 
+  /** Whether every char is printable ASCII other than a space (0x21 to 0x7e): a URL path, a git ref. */
+  public static boolean isVisibleAscii(String s) {
+    return s.chars().allMatch(c -> c > 0x20 && c < 0x7f);
+  }
+
   /** A working directory may be absent (null) but not empty. */
   public static void cwd(String cwd) {
     if (cwd != null && cwd.isEmpty()) {

@@ -36,6 +36,15 @@ class RealGitTest {
   }
 
   @Test
+  void branchesAreVisibleAsciiNotStartingWithADash() {
+    assertThat(GitCheckoutOptions.builder().branch("release/1.2~rc").build().branch()).isEqualTo("release/1.2~rc");
+    for (String bad : new String[] {"", "a b", "caf\u00e9", "-x", "x".repeat(256), "nl\n"}) {
+      assertThatThrownBy(() -> GitCheckoutOptions.builder().branch(bad).build()).as(bad)
+          .isInstanceOf(IllegalArgumentException.class);
+    }
+  }
+
+  @Test
   void messagesShowUrlsWithoutUserInformation() {
     assertThat(RealGit.redacted("https://u:tok@h/r.git")).isEqualTo("https://***@h/r.git");
     assertThat(RealGit.redacted("/workspace/repo")).isEqualTo("/workspace/repo");
