@@ -16,6 +16,9 @@ class RealGitTest {
     assertThat(RealGit.withCredentials("https://git.example.com/o/r.git", creds("x-access-token", "p@ss:w/rd ü")))
         .isEqualTo("https://x-access-token:p%40ss%3Aw%2Frd%20%C3%BC@git.example.com/o/r.git");
     assertThat(RealGit.withCredentials("http://h:8080/r", creds("u", "p"))).isEqualTo("http://u:p@h:8080/r");
+    // The rest of the URL is kept byte for byte: IPv6 literals, ports, escapes already in the path.
+    assertThat(RealGit.withCredentials("HTTPS://[::1]:8443/o/my%20repo.git?x=%2F", creds("u", "p")))
+        .isEqualTo("HTTPS://u:p@[::1]:8443/o/my%20repo.git?x=%2F");
   }
 
   @Test
