@@ -28,9 +28,8 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Flow;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Function;
@@ -55,7 +54,8 @@ public final class SandboxTools implements AutoCloseable {
   private final Sandboxes sandboxes;
   private final Redactor redactor;
   private final Map<String, ToolHandler> tools = new HashMap<>();
-  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+  /** Time limits of calls; one that ends early cancels its limit, which then leaves the queue (and frees the call). */
+  private final ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
     Thread t = new Thread(r, "mcp-timer");
     t.setDaemon(true);
     return t;
@@ -80,6 +80,7 @@ public final class SandboxTools implements AutoCloseable {
     this.config = config;
     this.sandboxes = sandboxes;
     this.redactor = new Redactor(secrets(config));
+    timer.setRemoveOnCancelPolicy(true);
     tools.put("exec", this::exec);
     tools.put("runCode", this::runCode);
     tools.put("startProcess", sync(this::startProcess));
@@ -95,12 +96,17 @@ public final class SandboxTools implements AutoCloseable {
     tools.put("destroy", (args, ctx) -> CompletableFuture.completedFuture(destroy(args, ctx)));
     // Further capabilities are groups of their own; a new one is one more entry here.
     List.<ToolGroup>of(new FileTools(config, sandboxes, redactor), new PortTools(sandboxes),
-        new GitTools(sandboxes, config.passEnv()), new WatchTools(sandboxes)).forEach(g -> g.register(tools));
+        new GitTools(sandboxes, config.passEnv()), new WatchTools(sandboxes, timer)).forEach(g -> g.register(tools));
   }
 
   @Override
   public void close() {
     timer.shutdownNow();
+  }
+
+  /** Time limits not yet due (for tests: a call that has ended leaves none behind). */
+  int pendingTimeLimits() {
+    return timer.getQueue().size();
   }
 
   public Redactor redactor() {

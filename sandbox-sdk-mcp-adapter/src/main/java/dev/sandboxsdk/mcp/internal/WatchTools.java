@@ -13,6 +13,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -25,9 +26,11 @@ final class WatchTools implements ToolGroup {
   static final int DEFAULT_MAX_EVENTS = 200;
 
   private final Sandboxes sandboxes;
+  private final ScheduledExecutorService timer;
 
-  WatchTools(Sandboxes sandboxes) {
+  WatchTools(Sandboxes sandboxes, ScheduledExecutorService timer) {
     this.sandboxes = sandboxes;
+    this.timer = timer;
   }
 
   @Override
@@ -50,7 +53,8 @@ final class WatchTools implements ToolGroup {
     Collector c = new Collector(sb, path, time, max, ctx);
     sb.sandbox().files().watch(path, options).subscribe(c);
     ctx.onCancel(c::cancel);
-    CompletableFuture.delayedExecutor(time.toMillis(), TimeUnit.MILLISECONDS).execute(() -> c.finish("timeLimit"));
+    var limit = timer.schedule(() -> c.finish("timeLimit"), time.toMillis(), TimeUnit.MILLISECONDS);
+    c.result.whenComplete((r, e) -> limit.cancel(false)); // ended early: the limit must not hold the events
     return c.result;
   }
 
