@@ -53,14 +53,14 @@ final class FileTools implements ToolGroup {
   @Override
   public void register(Map<String, ToolHandler> tools) {
     tools.put("readFile", ToolHandler.blocking(this::readFile));
-    tools.put("writeFile", ToolHandler.blocking((a, c) -> writeFile(a)));
-    tools.put("listFiles", ToolHandler.blocking((a, c) -> listFiles(a)));
-    tools.put("mkdir", ToolHandler.blocking((a, c) -> mkdir(a)));
-    tools.put("deleteFile", ToolHandler.blocking((a, c) -> deleteFile(a)));
-    tools.put("moveFile", ToolHandler.blocking((a, c) -> move(a, "moveFile")));
-    tools.put("renameFile", ToolHandler.blocking((a, c) -> move(a, "renameFile")));
-    tools.put("fileExists", ToolHandler.blocking((a, c) -> fileExists(a)));
-    tools.put("statFile", ToolHandler.blocking((a, c) -> statFile(a)));
+    tools.put("writeFile", ToolHandler.blocking(this::writeFile));
+    tools.put("listFiles", ToolHandler.blocking(this::listFiles));
+    tools.put("mkdir", ToolHandler.blocking(this::mkdir));
+    tools.put("deleteFile", ToolHandler.blocking(this::deleteFile));
+    tools.put("moveFile", ToolHandler.blocking(a -> move(a, "moveFile")));
+    tools.put("renameFile", ToolHandler.blocking(a -> move(a, "renameFile")));
+    tools.put("fileExists", ToolHandler.blocking(this::fileExists));
+    tools.put("statFile", ToolHandler.blocking(this::statFile));
   }
 
   // ---- readFile

@@ -27,9 +27,9 @@ final class PortTools implements ToolGroup {
   @Override
   public void register(Map<String, ToolHandler> tools) {
     tools.put("waitForPort", ToolHandler.blocking(this::waitForPort));
-    tools.put("exposePort", ToolHandler.blocking((a, c) -> exposePort(a)));
-    tools.put("unexposePort", ToolHandler.blocking((a, c) -> unexposePort(a)));
-    tools.put("listExposedPorts", ToolHandler.blocking((a, c) -> listExposedPorts(a)));
+    tools.put("exposePort", ToolHandler.blocking(this::exposePort));
+    tools.put("unexposePort", ToolHandler.blocking(this::unexposePort));
+    tools.put("listExposedPorts", ToolHandler.blocking(this::listExposedPorts));
   }
 
   ToolOutcome waitForPort(ObjectNode args, CallContext ctx) {
