@@ -282,8 +282,10 @@ final class FileTools implements ToolGroup {
     byte[] data;
     if (base64) {
       String compact = content.replaceAll("\\s+", ""); // models wrap long base64 in lines
-      if ((long) compact.length() / 4 * 3 > MAX_WRITE_BYTES) {
-        throw tooLarge(path, (long) compact.length() / 4 * 3);
+      // What it decodes to, within a byte (unpadded input), checked before decoding; '=' padding is no byte.
+      long decoded = (long) compact.length() / 4 * 3 - (compact.endsWith("==") ? 2 : compact.endsWith("=") ? 1 : 0);
+      if (decoded > MAX_WRITE_BYTES) {
+        throw tooLarge(path, decoded);
       }
       try {
         data = Base64.getDecoder().decode(compact);
