@@ -1,6 +1,9 @@
 package dev.sandboxsdk.mcp.internal;
 
 import static dev.sandboxsdk.mcp.internal.McpTestClient.args;
+import static dev.sandboxsdk.mcp.internal.McpTestClient.isError;
+import static dev.sandboxsdk.mcp.internal.McpTestClient.sc;
+import static dev.sandboxsdk.mcp.internal.McpTestClient.text;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -29,18 +32,6 @@ class FileToolsIT {
   void stop() {
     mcp.call("destroy", args("force", true));
     mcp.close();
-  }
-
-  private static JsonNode sc(JsonNode result) {
-    return result.get("structuredContent");
-  }
-
-  private static String text(JsonNode result) {
-    return result.get("content").get(0).get("text").asText();
-  }
-
-  private static boolean isError(JsonNode result) {
-    return result.path("isError").asBoolean(false);
   }
 
   @Test
