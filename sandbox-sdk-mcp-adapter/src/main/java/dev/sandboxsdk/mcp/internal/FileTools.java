@@ -432,7 +432,7 @@ final class FileTools implements ToolGroup {
    * The error result for a file failure, saying what to do next; failures that are not about the
    * file (connection, auth, timeouts) go on to {@link SandboxTools#describe} unchanged.
    */
-  private static RuntimeException fileError(SandboxException e, String tool, String path, Sandboxes.Entry sb) {
+  static RuntimeException fileError(SandboxException e, String tool, String path, Sandboxes.Entry sb) {
     String where = "'" + path + "' in sandbox '" + sb.id() + "'";
     String code = e.code() == null ? "" : e.code();
     if (e instanceof SandboxFileNotFoundException) {

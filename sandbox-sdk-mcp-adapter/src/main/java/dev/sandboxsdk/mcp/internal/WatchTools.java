@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.FileEvent;
 import dev.sandboxsdk.FileEventType;
+import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.WatchOptions;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -130,7 +131,9 @@ final class WatchTools implements ToolGroup {
         }
         done = true;
       }
-      result.completeExceptionally(t); // SandboxTools turns SDK failures into error results
+      // A path the watch cannot follow reads as it does for the file tools; other failures go on to SandboxTools.
+      result.completeExceptionally(t instanceof SandboxException e ? FileTools.fileError(e, "watchFiles", path, sandbox)
+          : t);
     }
 
     @Override

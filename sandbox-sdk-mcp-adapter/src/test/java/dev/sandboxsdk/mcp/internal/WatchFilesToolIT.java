@@ -70,8 +70,11 @@ class WatchFilesToolIT {
   void aMissingDirectoryOrAPathOutsideTheWorkspaceIsAnErrorResult() {
     JsonNode missing = mcp.call("watchFiles", args("path", "no-such-dir", "seconds", 2));
     assertThat(missing.get("isError").asBoolean()).isTrue();
-    assertThat(missing.get("content").get(0).get("text").asText()).contains("no-such-dir");
+    assertThat(missing.get("content").get(0).get("text").asText()).contains("no-such-dir")
+        .contains("Not found").contains("listFiles shows what exists");
     JsonNode outside = mcp.call("watchFiles", args("path", "/etc", "seconds", 2));
     assertThat(outside.get("isError").asBoolean()).isTrue();
+    assertThat(outside.get("content").get(0).get("text").asText()).as("as for the file tools")
+        .contains("Not allowed").contains("workspace");
   }
 }
