@@ -103,8 +103,9 @@ public final class HeadlessTask {
     long diffBytes = diff.stdout().getBytes(StandardCharsets.UTF_8).length;
     if (diff.truncated()) {
       // Count the whole diff without transferring it: the sandbox counts, we read one number.
-      diffBytes = Long.parseLong(sandbox.exec(Command.shell(gitLine("diff", "--cached", "--binary", "-M", base)
-          + " | wc -c"), ExecOptions.builder().cwd(dir).timeout(t).build()).requireSuccess().stdout()
+      // Every argument is a fixed option or a commit id, so the argv joins into a shell line as it is.
+      diffBytes = Long.parseLong(sandbox.exec(Command.shell(String.join(" ", gitArgv("diff", "--cached", "--binary",
+          "-M", base)) + " | wc -c"), ExecOptions.builder().cwd(dir).timeout(t).build()).requireSuccess().stdout()
           .strip());
     }
     return new Result(checkout, ran.exitCode(), ran.timedOut(), tail.text(), diff.stdout(), diffBytes, truncated,
@@ -295,20 +296,19 @@ public final class HeadlessTask {
    * {@code git add} run a program, but no more than the task could run itself, and without the secrets.
    */
   private static ExecResult git(Sandbox sandbox, String dir, Duration timeout, int maxOutputBytes, String... args) {
+    return sandbox.exec(Command.of(gitArgv(args)), ExecOptions.builder().cwd(dir).timeout(timeout)
+        .maxOutputBytes(maxOutputBytes).build()).requireSuccess();
+  }
+
+  /** git with {@code args} and the options above (the diff's size is counted with the same ones). */
+  private static List<String> gitArgv(String... args) {
     List<String> argv = new ArrayList<>(List.of("git", "-c", "core.fsmonitor=false", "-c", "core.quotePath=false",
         args[0]));
     if (args[0].equals("diff")) {
       argv.addAll(List.of("--no-color", "--no-textconv", "--no-ext-diff"));
     }
     argv.addAll(Arrays.asList(args).subList(1, args.length));
-    return sandbox.exec(Command.of(argv), ExecOptions.builder().cwd(dir).timeout(timeout).maxOutputBytes(maxOutputBytes)
-        .build()).requireSuccess();
-  }
-
-  /** The same git diff as a shell line; every argument is a fixed option or a commit id. */
-  private static String gitLine(String... args) {
-    return "git -c core.fsmonitor=false diff --no-color --no-textconv --no-ext-diff "
-        + String.join(" ", Arrays.asList(args).subList(1, args.length));
+    return argv;
   }
 
   /** Joins {@code --name-status -z} and {@code --numstat -z} output into one entry per file. */

@@ -195,6 +195,19 @@ class HeadlessTaskIT {
         .containsExactly(tuple("big.txt", 100_000));
   }
 
+  @Test
+  void theFullSizeOfACutDiffIsTheSizeOfTheDiffItCut() {
+    // A name outside ASCII: git quotes it unless told not to, which changes the diff's size.
+    Command task = Command.shell("seq 1 20000 > 'gr\u00f6\u00dfe.txt'");
+    Result whole = HeadlessTask.run(sandbox, originUrl, task, options().build());
+    Result cut = HeadlessTask.run(sandbox, originUrl, task, options().maxDiffBytes(10_000).build());
+
+    assertThat(whole.truncated()).isFalse();
+    assertThat(whole.diff()).startsWith("diff --git a/gr\u00f6\u00dfe.txt b/gr\u00f6\u00dfe.txt\n");
+    assertThat(cut.truncated()).isTrue();
+    assertThat(cut.diffBytes()).isEqualTo(whole.diff().getBytes(StandardCharsets.UTF_8).length);
+  }
+
   // ---- helpers
 
   /** Each test clones into a directory of its own. */

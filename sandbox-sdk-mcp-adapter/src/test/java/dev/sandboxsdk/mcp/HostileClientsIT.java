@@ -308,6 +308,72 @@ class HostileClientsIT {
     }
   }
 
+  /**
+   * Waiting tools cancelled by their clients: waitForPort (a blocking call on a worker) and
+   * watchFiles (on the SDK's stream), each for minutes on something that never comes. Once
+   * cancelled, neither may keep a thread or a connection to the agent. The server's pools keep
+   * idle threads for a minute, which is not a leak: a second round reuses them, where threads
+   * still stuck in cancelled waits would add a new set per round.
+   */
+  @Test
+  @Order(3)
+  void cancelledWaitsForAPortOrForChangesKeepNoThreadsOrConnections() throws Exception {
+    call("listFiles", "{}"); // the default sandbox exists before the baseline
+    awaitQuiet();
+    Thread.sleep(1_000);
+    long fds = fds();
+    long threads = threads();
+    long rss = rssKib();
+    int n = 20;
+    long[] first = cancelledWaits(n, threads, fds);
+    long[] second = cancelledWaits(n, threads, fds);
+    long after = rssKib();
+    System.out.printf("2 x %d cancelled waits: fds %d -> peak %d -> %d, threads %d -> peak %d -> %d -> peak %d -> %d,"
+        + " RSS %d -> %d KiB%n", n, fds, Math.max(first[0], second[0]), fds(), threads, first[1], first[2], second[1],
+        second[2], rss, after);
+    assertThat(first[1]).as("threads while the calls ran (baseline %d)", threads).isGreaterThanOrEqualTo(threads + n);
+    assertThat(second[2]).as("threads after the second round (after the first: %d)", first[2])
+        .isLessThanOrEqualTo(first[2] + 4);
+    assertThat(fds()).as("descriptors after the cancels (baseline %d)", fds).isLessThanOrEqualTo(fds);
+    ping();
+  }
+
+  /**
+   * Starts {@code n} waits, cancels them and hangs up; returns the descriptors and threads at the
+   * peak, and the threads once the descriptors are back at {@code fds}.
+   */
+  private static long[] cancelledWaits(int n, long threads, long fds) throws Exception {
+    List<Socket> calls = new ArrayList<>();
+    List<Integer> callIds = new ArrayList<>();
+    long peakFds;
+    long peakThreads;
+    try {
+      for (int i = 0; i < n; i++) {
+        callIds.add(ids);
+        String call = i % 2 == 0 ? callJson("waitForPort", "{\"port\":9,\"mode\":\"tcp\",\"timeoutSeconds\":600}", false)
+            : callJson("watchFiles", "{\"seconds\":300}", false);
+        Socket s = connect();
+        s.getOutputStream().write(request("POST /mcp", call, session).getBytes(StandardCharsets.UTF_8));
+        calls.add(s);
+      }
+      await(() -> threads() >= threads + n, 15); // every call has started
+      peakFds = fds();
+      peakThreads = threads();
+      for (int id : callIds) {
+        Response r = exchange(request("POST /mcp", "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+            + "\"params\":{\"requestId\":" + id + ",\"reason\":\"hostile\"}}", session));
+        assertThat(r.head()).startsWith("HTTP/1.1 202");
+      }
+    } finally {
+      for (Socket s : calls) {
+        s.close();
+      }
+    }
+    await(() -> fds() <= fds, 30);
+    Thread.sleep(6_000); // the HTTP handler threads of the hung-up calls idle out after 5 s
+    return new long[] {peakFds, peakThreads, threads()};
+  }
+
   /** The first SSE event id of a tools/call with progress in {@code sessionId}. */
   private static String firstEventId(String sessionId) throws IOException {
     Response r = exchange(request("POST /mcp", callJson("exec", SLOW_OUTPUT, true), sessionId));

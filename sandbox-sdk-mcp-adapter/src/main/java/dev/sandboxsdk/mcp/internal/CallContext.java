@@ -72,6 +72,32 @@ public final class CallContext {
     hook.run();
   }
 
+  /**
+   * Runs {@code body} on this thread, interrupting the thread if the call is cancelled meanwhile:
+   * for a blocking SDK wait that ends on an interrupt (waitForPort), which would otherwise keep its
+   * thread and its connection to the agent until its own timeout. The thread's interrupt status is
+   * cleared afterwards, so a cancel that lands as the body returns cannot reach the thread's next task.
+   */
+  public <T> T interruptibly(java.util.function.Supplier<T> body) {
+    Thread worker = Thread.currentThread();
+    boolean[] running = {true};
+    onCancel(() -> {
+      synchronized (running) {
+        if (running[0]) {
+          worker.interrupt();
+        }
+      }
+    });
+    try {
+      return body.get();
+    } finally {
+      synchronized (running) {
+        running[0] = false;
+        Thread.interrupted();
+      }
+    }
+  }
+
   public synchronized boolean isCancelled() {
     return cancelled;
   }

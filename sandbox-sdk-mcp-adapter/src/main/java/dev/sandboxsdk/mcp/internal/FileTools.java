@@ -53,14 +53,14 @@ final class FileTools implements ToolGroup {
   @Override
   public void register(Map<String, ToolHandler> tools) {
     tools.put("readFile", ToolHandler.blocking(this::readFile));
-    tools.put("writeFile", ToolHandler.blocking((a, c) -> writeFile(a)));
-    tools.put("listFiles", ToolHandler.blocking((a, c) -> listFiles(a)));
-    tools.put("mkdir", ToolHandler.blocking((a, c) -> mkdir(a)));
-    tools.put("deleteFile", ToolHandler.blocking((a, c) -> deleteFile(a)));
-    tools.put("moveFile", ToolHandler.blocking((a, c) -> move(a, "moveFile")));
-    tools.put("renameFile", ToolHandler.blocking((a, c) -> move(a, "renameFile")));
-    tools.put("fileExists", ToolHandler.blocking((a, c) -> fileExists(a)));
-    tools.put("statFile", ToolHandler.blocking((a, c) -> statFile(a)));
+    tools.put("writeFile", ToolHandler.blocking(this::writeFile));
+    tools.put("listFiles", ToolHandler.blocking(this::listFiles));
+    tools.put("mkdir", ToolHandler.blocking(this::mkdir));
+    tools.put("deleteFile", ToolHandler.blocking(this::deleteFile));
+    tools.put("moveFile", ToolHandler.blocking(a -> move(a, "moveFile")));
+    tools.put("renameFile", ToolHandler.blocking(a -> move(a, "renameFile")));
+    tools.put("fileExists", ToolHandler.blocking(this::fileExists));
+    tools.put("statFile", ToolHandler.blocking(this::statFile));
   }
 
   // ---- readFile
@@ -282,8 +282,10 @@ final class FileTools implements ToolGroup {
     byte[] data;
     if (base64) {
       String compact = content.replaceAll("\\s+", ""); // models wrap long base64 in lines
-      if ((long) compact.length() / 4 * 3 > MAX_WRITE_BYTES) {
-        throw tooLarge(path, (long) compact.length() / 4 * 3);
+      // What it decodes to, within a byte (unpadded input), checked before decoding; '=' padding is no byte.
+      long decoded = (long) compact.length() / 4 * 3 - (compact.endsWith("==") ? 2 : compact.endsWith("=") ? 1 : 0);
+      if (decoded > MAX_WRITE_BYTES) {
+        throw tooLarge(path, decoded);
       }
       try {
         data = Base64.getDecoder().decode(compact);
@@ -430,7 +432,7 @@ final class FileTools implements ToolGroup {
    * The error result for a file failure, saying what to do next; failures that are not about the
    * file (connection, auth, timeouts) go on to {@link SandboxTools#describe} unchanged.
    */
-  private static RuntimeException fileError(SandboxException e, String tool, String path, Sandboxes.Entry sb) {
+  static RuntimeException fileError(SandboxException e, String tool, String path, Sandboxes.Entry sb) {
     String where = "'" + path + "' in sandbox '" + sb.id() + "'";
     String code = e.code() == null ? "" : e.code();
     if (e instanceof SandboxFileNotFoundException) {

@@ -25,7 +25,7 @@ final class GitTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("gitCheckout", ToolHandler.blocking((a, c) -> gitCheckout(a)));
+    tools.put("gitCheckout", ToolHandler.blocking(this::gitCheckout));
   }
 
   ToolOutcome gitCheckout(ObjectNode args) {

@@ -60,6 +60,10 @@ public final class McpServer implements AutoCloseable {
         });
   }
 
+  SandboxTools tools() {
+    return tools;
+  }
+
   public AdapterConfig config() {
     return config;
   }

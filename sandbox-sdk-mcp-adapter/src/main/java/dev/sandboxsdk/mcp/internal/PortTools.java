@@ -26,13 +26,13 @@ final class PortTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("waitForPort", ToolHandler.blocking((a, c) -> waitForPort(a)));
-    tools.put("exposePort", ToolHandler.blocking((a, c) -> exposePort(a)));
-    tools.put("unexposePort", ToolHandler.blocking((a, c) -> unexposePort(a)));
-    tools.put("listExposedPorts", ToolHandler.blocking((a, c) -> listExposedPorts(a)));
+    tools.put("waitForPort", ToolHandler.blocking(this::waitForPort));
+    tools.put("exposePort", ToolHandler.blocking(this::exposePort));
+    tools.put("unexposePort", ToolHandler.blocking(this::unexposePort));
+    tools.put("listExposedPorts", ToolHandler.blocking(this::listExposedPorts));
   }
 
-  ToolOutcome waitForPort(ObjectNode args) {
+  ToolOutcome waitForPort(ObjectNode args, CallContext ctx) {
     Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
     int port = args.get("port").asInt();
     boolean tcp = "tcp".equals(args.path("mode").asText("http"));
@@ -48,11 +48,14 @@ final class PortTools implements ToolGroup {
     long started = System.nanoTime();
     String processId = args.hasNonNull("processId") ? args.get("processId").asText() : null;
     try {
-      if (processId != null) {
-        sb.sandbox().attachProcess(processId).waitForPort(port, options.build());
-      } else {
-        sb.sandbox().waitForPort(port, options.build());
-      }
+      ctx.interruptibly(() -> { // a cancelled wait ends now, not at its timeout
+        if (processId != null) {
+          sb.sandbox().attachProcess(processId).waitForPort(port, options.build());
+        } else {
+          sb.sandbox().waitForPort(port, options.build());
+        }
+        return null;
+      });
     } catch (ProcessExitedException e) {
       throw new ToolException(e.getMessage() + ". getProcessLogs with processId '" + processId
           + "' shows why it ended.");

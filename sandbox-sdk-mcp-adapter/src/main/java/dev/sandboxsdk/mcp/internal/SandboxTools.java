@@ -28,12 +28,10 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
 import java.util.concurrent.Flow;
-import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.function.Function;
 
 /**
  * The tools: each is a thin call of the public SDK API on one of the server's sandboxes, with its
@@ -55,7 +53,8 @@ public final class SandboxTools implements AutoCloseable {
   private final Sandboxes sandboxes;
   private final Redactor redactor;
   private final Map<String, ToolHandler> tools = new HashMap<>();
-  private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+  /** Time limits of calls; one that ends early cancels its limit, which then leaves the queue (and frees the call). */
+  private final ScheduledThreadPoolExecutor timer = new ScheduledThreadPoolExecutor(1, r -> {
     Thread t = new Thread(r, "mcp-timer");
     t.setDaemon(true);
     return t;
@@ -80,27 +79,33 @@ public final class SandboxTools implements AutoCloseable {
     this.config = config;
     this.sandboxes = sandboxes;
     this.redactor = new Redactor(secrets(config));
+    timer.setRemoveOnCancelPolicy(true);
     tools.put("exec", this::exec);
     tools.put("runCode", this::runCode);
-    tools.put("startProcess", sync(this::startProcess));
-    tools.put("listProcesses", sync(this::listProcesses));
-    tools.put("getProcess", sync(this::getProcess));
-    tools.put("killProcess", sync(this::killProcess));
-    tools.put("killAllProcesses", sync(this::killAllProcesses));
-    tools.put("getProcessLogs", sync(this::getProcessLogs));
+    tools.put("startProcess", ToolHandler.blocking(this::startProcess));
+    tools.put("listProcesses", ToolHandler.blocking(this::listProcesses));
+    tools.put("getProcess", ToolHandler.blocking(this::getProcess));
+    tools.put("killProcess", ToolHandler.blocking(this::killProcess));
+    tools.put("killAllProcesses", ToolHandler.blocking(this::killAllProcesses));
+    tools.put("getProcessLogs", ToolHandler.blocking(this::getProcessLogs));
     tools.put("streamProcessLogs", this::streamProcessLogs);
-    tools.put("cleanupCompletedProcesses", sync(this::cleanupCompletedProcesses));
-    tools.put("getSandbox", (args, ctx) -> CompletableFuture.completedFuture(getSandbox(args, ctx)));
-    tools.put("listSandboxes", sync(this::listSandboxes));
-    tools.put("destroy", (args, ctx) -> CompletableFuture.completedFuture(destroy(args, ctx)));
+    tools.put("cleanupCompletedProcesses", ToolHandler.blocking(this::cleanupCompletedProcesses));
+    tools.put("getSandbox", ToolHandler.blocking(this::getSandbox));
+    tools.put("listSandboxes", ToolHandler.blocking(this::listSandboxes));
+    tools.put("destroy", ToolHandler.blocking(this::destroy));
     // Further capabilities are groups of their own; a new one is one more entry here.
     List.<ToolGroup>of(new FileTools(config, sandboxes, redactor), new PortTools(sandboxes),
-        new GitTools(sandboxes, config.passEnv()), new WatchTools(sandboxes)).forEach(g -> g.register(tools));
+        new GitTools(sandboxes, config.passEnv()), new WatchTools(sandboxes, timer)).forEach(g -> g.register(tools));
   }
 
   @Override
   public void close() {
     timer.shutdownNow();
+  }
+
+  /** Time limits not yet due (for tests: a call that has ended leaves none behind). */
+  int pendingTimeLimits() {
+    return timer.getQueue().size();
   }
 
   public Redactor redactor() {
@@ -157,10 +162,6 @@ public final class SandboxTools implements AutoCloseable {
       }
       return CompletableFuture.completedFuture(o);
     }
-  }
-
-  private static ToolHandler sync(Function<ObjectNode, ToolOutcome> body) {
-    return (args, ctx) -> CompletableFuture.completedFuture(body.apply(args));
   }
 
   /**

@@ -2,6 +2,8 @@ package dev.sandboxsdk.mcp.internal;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.BiFunction;
+import java.util.function.Function;
 
 /**
  * One tool's implementation: called with arguments already checked against the tool's
@@ -13,7 +15,12 @@ interface ToolHandler {
   CompletableFuture<ToolOutcome> call(ObjectNode args, CallContext ctx);
 
   /** A handler that does its work on the calling thread (a worker of the server). */
-  static ToolHandler blocking(java.util.function.BiFunction<ObjectNode, CallContext, ToolOutcome> body) {
+  static ToolHandler blocking(BiFunction<ObjectNode, CallContext, ToolOutcome> body) {
     return (args, ctx) -> CompletableFuture.completedFuture(body.apply(args, ctx));
+  }
+
+  /** {@link #blocking(BiFunction)} for a tool that needs only its arguments. */
+  static ToolHandler blocking(Function<ObjectNode, ToolOutcome> body) {
+    return (args, ctx) -> CompletableFuture.completedFuture(body.apply(args));
   }
 }

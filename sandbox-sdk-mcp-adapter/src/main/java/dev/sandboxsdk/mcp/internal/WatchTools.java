@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.FileEvent;
 import dev.sandboxsdk.FileEventType;
+import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.WatchOptions;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -13,6 +14,7 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
+import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -25,9 +27,11 @@ final class WatchTools implements ToolGroup {
   static final int DEFAULT_MAX_EVENTS = 200;
 
   private final Sandboxes sandboxes;
+  private final ScheduledExecutorService timer;
 
-  WatchTools(Sandboxes sandboxes) {
+  WatchTools(Sandboxes sandboxes, ScheduledExecutorService timer) {
     this.sandboxes = sandboxes;
+    this.timer = timer;
   }
 
   @Override
@@ -50,7 +54,8 @@ final class WatchTools implements ToolGroup {
     Collector c = new Collector(sb, path, time, max, ctx);
     sb.sandbox().files().watch(path, options).subscribe(c);
     ctx.onCancel(c::cancel);
-    CompletableFuture.delayedExecutor(time.toMillis(), TimeUnit.MILLISECONDS).execute(() -> c.finish("timeLimit"));
+    var limit = timer.schedule(() -> c.finish("timeLimit"), time.toMillis(), TimeUnit.MILLISECONDS);
+    c.result.whenComplete((r, e) -> limit.cancel(false)); // ended early: the limit must not hold the events
     return c.result;
   }
 
@@ -126,7 +131,9 @@ final class WatchTools implements ToolGroup {
         }
         done = true;
       }
-      result.completeExceptionally(t); // SandboxTools turns SDK failures into error results
+      // A path the watch cannot follow reads as it does for the file tools; other failures go on to SandboxTools.
+      result.completeExceptionally(t instanceof SandboxException e ? FileTools.fileError(e, "watchFiles", path, sandbox)
+          : t);
     }
 
     @Override

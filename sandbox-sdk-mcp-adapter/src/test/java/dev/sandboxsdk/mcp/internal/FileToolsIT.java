@@ -1,6 +1,9 @@
 package dev.sandboxsdk.mcp.internal;
 
 import static dev.sandboxsdk.mcp.internal.McpTestClient.args;
+import static dev.sandboxsdk.mcp.internal.McpTestClient.isError;
+import static dev.sandboxsdk.mcp.internal.McpTestClient.sc;
+import static dev.sandboxsdk.mcp.internal.McpTestClient.text;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -29,18 +32,6 @@ class FileToolsIT {
   void stop() {
     mcp.call("destroy", args("force", true));
     mcp.close();
-  }
-
-  private static JsonNode sc(JsonNode result) {
-    return result.get("structuredContent");
-  }
-
-  private static String text(JsonNode result) {
-    return result.get("content").get(0).get("text").asText();
-  }
-
-  private static boolean isError(JsonNode result) {
-    return result.path("isError").asBoolean(false);
   }
 
   @Test
@@ -281,6 +272,19 @@ class FileToolsIT {
     JsonNode atCap = mcp.call("writeFile", args("path", "at-cap.txt", "content", big.substring(1)));
     assertThat(sc(atCap).get("bytesWritten").asInt()).isEqualTo(FileTools.MAX_WRITE_BYTES);
     mcp.call("deleteFile", args("path", "at-cap.txt"));
+
+    // The same cap for bytes sent as base64, whose padding must not count: 2 MiB is 3n + 2 bytes.
+    byte[] bytes = new byte[FileTools.MAX_WRITE_BYTES + 1];
+    java.util.Arrays.fill(bytes, (byte) 0xFE);
+    JsonNode overB64 = mcp.call("writeFile", args("path", "too-big.bin", "content",
+        Base64.getEncoder().encodeToString(bytes), "encoding", "base64"));
+    assertThat(text(overB64)).contains("2097153 bytes").contains("at most 2097152");
+    JsonNode atCapB64 = mcp.call("writeFile", args("path", "at-cap.bin", "content",
+        Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(bytes, FileTools.MAX_WRITE_BYTES)),
+        "encoding", "base64"));
+    assertThat(isError(atCapB64)).as("%s", atCapB64).isFalse();
+    assertThat(sc(atCapB64).get("bytesWritten").asInt()).isEqualTo(FileTools.MAX_WRITE_BYTES);
+    mcp.call("deleteFile", args("path", "at-cap.bin"));
   }
 
   @Test

@@ -123,6 +123,20 @@ final class McpTestClient implements AutoCloseable {
     return o;
   }
 
+  /** A tool result's structuredContent. */
+  static JsonNode sc(JsonNode result) {
+    return result.get("structuredContent");
+  }
+
+  /** A tool result's first text (an error's message). */
+  static String text(JsonNode result) {
+    return result.get("content").get(0).get("text").asText();
+  }
+
+  static boolean isError(JsonNode result) {
+    return result.path("isError").asBoolean(false);
+  }
+
   /** Progress notifications sent for {@code token}, in order. */
   List<JsonNode> progress(Object token) {
     JsonNode t = Json.MAPPER.valueToTree(token);

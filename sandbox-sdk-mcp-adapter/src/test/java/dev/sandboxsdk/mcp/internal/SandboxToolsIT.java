@@ -1,6 +1,8 @@
 package dev.sandboxsdk.mcp.internal;
 
 import static dev.sandboxsdk.mcp.internal.McpTestClient.args;
+import static dev.sandboxsdk.mcp.internal.McpTestClient.sc;
+import static dev.sandboxsdk.mcp.internal.McpTestClient.text;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -29,14 +31,6 @@ class SandboxToolsIT {
   @AfterAll
   void stop() {
     mcp.close();
-  }
-
-  private static JsonNode sc(JsonNode result) {
-    return result.get("structuredContent");
-  }
-
-  private static String text(JsonNode result) {
-    return result.get("content").get(0).get("text").asText();
   }
 
   // ---- exec

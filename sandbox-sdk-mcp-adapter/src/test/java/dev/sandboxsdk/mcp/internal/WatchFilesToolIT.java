@@ -49,7 +49,7 @@ class WatchFilesToolIT {
   }
 
   @Test
-  void theEventCapEndsTheCallEarlyAndSaysSo() {
+  void theEventCapEndsTheCallEarlyAndSaysSo() throws InterruptedException {
     mcp.call("exec", args("command", "mkdir -p w2"));
     mcp.call("startProcess", args("command", "sleep 1; for i in $(seq 1 30); do echo $i > w2/f$i; done"));
     long t0 = System.nanoTime();
@@ -59,14 +59,22 @@ class WatchFilesToolIT {
     assertThat(sc.get("ended").asText()).isEqualTo("maxEvents");
     assertThat(sc.get("count").asInt()).isEqualTo(5);
     assertThat(sc.get("note").asText()).contains("maxEvents (5)");
+    // Its 60 s limit goes with it (just after the answer): a pending limit would keep the call's events until then.
+    for (int i = 0; i < 50 && mcp.server.tools().pendingTimeLimits() > 0; i++) {
+      Thread.sleep(100);
+    }
+    assertThat(mcp.server.tools().pendingTimeLimits()).isZero();
   }
 
   @Test
   void aMissingDirectoryOrAPathOutsideTheWorkspaceIsAnErrorResult() {
     JsonNode missing = mcp.call("watchFiles", args("path", "no-such-dir", "seconds", 2));
     assertThat(missing.get("isError").asBoolean()).isTrue();
-    assertThat(missing.get("content").get(0).get("text").asText()).contains("no-such-dir");
+    assertThat(missing.get("content").get(0).get("text").asText()).contains("no-such-dir")
+        .contains("Not found").contains("listFiles shows what exists");
     JsonNode outside = mcp.call("watchFiles", args("path", "/etc", "seconds", 2));
     assertThat(outside.get("isError").asBoolean()).isTrue();
+    assertThat(outside.get("content").get(0).get("text").asText()).as("as for the file tools")
+        .contains("Not allowed").contains("workspace");
   }
 }
