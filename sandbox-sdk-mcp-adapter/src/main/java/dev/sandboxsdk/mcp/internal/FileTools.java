@@ -37,6 +37,11 @@ final class FileTools implements ToolGroup {
   /** The most a writeFile call takes (decoded): its base64 form still fits the HTTP transport's 4 MiB body. */
   static final int MAX_WRITE_BYTES = 2 * 1024 * 1024;
   static final int DEFAULT_MAX_ENTRIES = 1_000;
+  /**
+   * The most characters of names and paths one listFiles result carries, whatever maxEntries says:
+   * 10,000 entries of long paths would otherwise make a result of tens of megabytes.
+   */
+  static final int MAX_LISTING_CHARS = 1 << 20;
   private static final int SKIP_BUFFER = 64 * 1024;
   private static final String MARKER = "[REDACTED:";
 
@@ -335,19 +340,27 @@ final class FileTools implements ToolGroup {
     }
     ObjectNode r = Json.object().put("path", path);
     ArrayNode arr = r.putArray("entries");
-    entries.stream().limit(max).forEach(e -> arr.addObject()
-        .put("name", e.name())
-        .put("path", e.relativePath())
-        .put("type", e.type().name().toLowerCase(Locale.ROOT))
-        .put("size", e.size())
-        .put("mode", String.format(Locale.ROOT, "%04o", e.mode() & 07777))
-        .put("modifiedAt", e.modifiedAt().toString()));
-    boolean truncated = entries.size() > max;
+    long chars = 0;
+    for (FileEntry e : entries) {
+      chars += e.name().length() + e.relativePath().length();
+      if (arr.size() == max || chars > MAX_LISTING_CHARS) {
+        break;
+      }
+      arr.addObject()
+          .put("name", e.name())
+          .put("path", e.relativePath())
+          .put("type", e.type().name().toLowerCase(Locale.ROOT))
+          .put("size", e.size())
+          .put("mode", String.format(Locale.ROOT, "%04o", e.mode() & 07777))
+          .put("modifiedAt", e.modifiedAt().toString());
+    }
+    boolean truncated = arr.size() < entries.size();
     r.put("count", entries.size()).put("truncated", truncated);
     if (truncated) {
-      r.put("note", "Only the first " + max + " of " + entries.size() + " entries are shown (a directory before"
-          + " its contents, names sorted). List a subdirectory, list without recursive, or pass a larger"
-          + " maxEntries (at most 10000).");
+      r.put("note", "Only the first " + arr.size() + " of " + entries.size() + " entries are shown (a directory"
+          + " before its contents, names sorted)" + (arr.size() < max ? ": a result carries at most "
+          + MAX_LISTING_CHARS + " characters of names and paths" : "") + ". List a subdirectory, list without"
+          + " recursive" + (arr.size() < max ? "." : ", or pass a larger maxEntries (at most 10000)."));
     }
     return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
   }

@@ -77,6 +77,7 @@ final class WatchTools implements ToolGroup {
     private Flow.Subscription subscription;
     private boolean watching;
     private boolean overflow;
+    private long pathChars;
     private boolean done;
 
     Collector(Sandboxes.Entry sandbox, String path, Duration time, int max, CallContext ctx) {
@@ -112,6 +113,7 @@ final class WatchTools implements ToolGroup {
           String type = e.type().name().toLowerCase(Locale.ROOT);
           events.add(Json.object().put("type", type).put("path", e.relativePath())
               .put("isDirectory", e.isDirectory()).put("time", e.timestamp().toString()));
+          pathChars += e.relativePath().length();
           message = type + " " + e.relativePath();
         }
       }
@@ -119,6 +121,8 @@ final class WatchTools implements ToolGroup {
       synchronized (this) {
         if (events.size() >= max) {
           finish("maxEvents");
+        } else if (pathChars >= FileTools.MAX_LISTING_CHARS) {
+          finish("sizeLimit");
         }
       }
     }
@@ -170,6 +174,8 @@ final class WatchTools implements ToolGroup {
       String end = switch (why) {
         case "maxEvents" -> "Stopped at maxEvents (" + max + "): more changes may have happened; call watchFiles again"
             + " or list the directory with listFiles.";
+        case "sizeLimit" -> "Stopped once the events' paths reached " + FileTools.MAX_LISTING_CHARS + " characters:"
+            + " more changes may have happened; watch a smaller directory, or list it with listFiles.";
         case "stopped" -> "The watch ended because the directory was deleted or moved, or the sandbox stopped.";
         default -> "Watched for " + time.toMillis() / 1000.0 + " s.";
       };

@@ -148,6 +148,25 @@ class FileToolsIT {
   }
 
   @Test
+  void aListingOfLongPathsIsCutAtItsCharacterBudgetWhateverMaxEntriesSays() {
+    // 14 nested directories of 200 characters, then 400 files of 200 characters: each entry's path
+    // is about 3,000 characters, so 10,000 entries would be a result of tens of megabytes.
+    String seg = "d".repeat(200);
+    mcp.call("exec", args("command", "p=long; for i in $(seq 1 14); do p=$p/" + seg + "; done; mkdir -p $p && cd $p"
+        + " && for i in $(seq 1 400); do : > $(printf 'f%03d' $i)" + "x".repeat(196) + "; done"));
+    JsonNode r = sc(mcp.call("listFiles", args("path", "long", "recursive", true, "maxEntries", 10000)));
+    assertThat(r.get("count").asInt()).isEqualTo(414);
+    assertThat(r.get("truncated").asBoolean()).isTrue();
+    long chars = 0;
+    for (JsonNode e : r.get("entries")) {
+      chars += e.get("name").asText().length() + e.get("path").asText().length();
+    }
+    assertThat(chars).isLessThanOrEqualTo(FileTools.MAX_LISTING_CHARS).isGreaterThan(FileTools.MAX_LISTING_CHARS / 2);
+    assertThat(r.get("note").asText()).contains("of 414 entries").contains("characters of names and paths")
+        .doesNotContain("larger maxEntries");
+  }
+
+  @Test
   void listFilesIsRecursiveOnRequestHidesDotFilesAndCapsItsEntries() {
     mcp.call("writeFile", args("path", "tree/a.txt", "content", "a"));
     mcp.call("writeFile", args("path", "tree/sub/b.txt", "content", "bb"));
