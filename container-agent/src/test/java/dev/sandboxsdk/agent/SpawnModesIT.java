@@ -159,6 +159,52 @@ class SpawnModesIT {
     assertThat(r.get("stdout").asText()).isEqualTo("fed through stdin");
   }
 
+  /**
+   * A background process whose stdin pipe a child keeps (unread) while a client's write to it is
+   * blocked: the process's end must not hold up the ends of other processes (with the native
+   * spawn both are noticed on the one event loop thread).
+   */
+  @ParameterizedTest
+  @ValueSource(strings = {"native", "jdk"})
+  void blockedStdinWriteDoesNotHoldUpOtherProcesses(String mode) throws Exception {
+    ChildAgent a = agent(mode);
+    String id = "stdin-held-" + mode;
+    a.call("POST", "/api/process/start", obj("argv", List.of("sh", "-c",
+        "exec 3<&0; sleep 600 <&3 >/dev/null 2>&1 3<&- & sleep 2"), "processId", id, "stdin", "pipe"));
+    Thread writer = new Thread(() -> {
+      try { // more than a pipe holds: blocks until the sleep dies
+        a.call(ChildAgent.request("POST", "/api/process/" + id + "/stdin", obj("data", "x".repeat(256 * 1024))),
+            120_000);
+      } catch (IOException e) {
+        // the agent closed the connection
+      }
+    });
+    writer.setDaemon(true);
+    writer.start();
+    try {
+      assertThat(ChildAgent.await(20_000, () -> {
+        try {
+          return json(a.call("GET", "/api/process/" + id, null)).toString().contains("\"completed\"");
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      })).as("the process ended").isTrue();
+      // The agent keeps a waiting exec's connection alive, so a read timeout would not notice a
+      // hang: the whole answer gets a deadline (before the fix, it came when the sleep ended).
+      java.util.concurrent.CompletableFuture<String> exec = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+        try {
+          return a.call("POST", "/api/execute", obj("argv", List.of("echo", "after")));
+        } catch (IOException e) {
+          throw new java.io.UncheckedIOException(e);
+        }
+      });
+      assertThat(json(exec.get(60, java.util.concurrent.TimeUnit.SECONDS)).get("stdout").asText()).isEqualTo("after\n");
+    } finally {
+      a.call("DELETE", "/api/process/kill-all", null);
+      writer.join(30_000);
+    }
+  }
+
   /** The native spawn watches exits and background output on one thread: no thread per process. */
   @Test
   void backgroundProcessesCostNoThreadWithTheNativeSpawn() throws Exception {

@@ -430,7 +430,12 @@ public final class ManagedProcess {
     } finally {
       lock.unlock();
     }
-    closeQuietly(stdin);
+    if (stdin != null) {
+      // A client's write may hold the stream, blocked on a pipe that a leftover child keeps open
+      // and never reads; this thread (for a native process, the event loop that reaps every
+      // process) must not wait for it.
+      manager.runOnIoPool(() -> closeQuietly(stdin));
+    }
     if (stdoutLog != null) {
       manager.outputBudget().addEvictable(evictable);
     }

@@ -18,6 +18,7 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
@@ -305,6 +306,15 @@ public final class ProcessManager implements AutoCloseable {
 
   ScheduledExecutorService scheduler() {
     return scheduler;
+  }
+
+  /** Runs {@code task} on a pooled thread, or on this one once the pool is shut down. */
+  void runOnIoPool(Runnable task) {
+    try {
+      io.execute(task);
+    } catch (RejectedExecutionException e) {
+      task.run();
+    }
   }
 
   ProcessGroups groups() {
