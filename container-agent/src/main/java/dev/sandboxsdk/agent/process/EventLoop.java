@@ -31,6 +31,8 @@ final class EventLoop implements AutoCloseable {
   private final AtomicLong keys = new AtomicLong();
   private final Thread thread;
   private volatile boolean closed;
+  /** Set, under this object's lock, once the loop thread has closed {@link #epfd}. */
+  private boolean epfdClosed;
   /** The loop thread's read buffer, shared by every output handler (they run one at a time). */
   final Memory buffer = new Memory(64 * 1024);
   /** Where the loop thread copies {@link #buffer} for a sink: no garbage per read. */
@@ -46,8 +48,15 @@ final class EventLoop implements AutoCloseable {
     thread.start();
   }
 
-  /** Watches {@code fd} for input (or hang-up); returns the key to {@link #remove} it with. */
-  long add(int fd, Handler handler) {
+  /**
+   * Watches {@code fd} for input (or hang-up); returns the key to {@link #remove} it with.
+   *
+   * @throws IllegalStateException if the kernel refuses, or the loop has stopped
+   */
+  synchronized long add(int fd, Handler handler) {
+    if (epfdClosed) {
+      throw new IllegalStateException("the event loop has stopped");
+    }
     long key = keys.incrementAndGet();
     handlers.put(key, handler);
     try (Memory ev = new Memory(16)) {
@@ -63,9 +72,11 @@ final class EventLoop implements AutoCloseable {
   }
 
   /** Stops watching {@code fd}; the caller closes it afterwards. */
-  void remove(long key, int fd) {
+  synchronized void remove(long key, int fd) {
     handlers.remove(key);
-    Libc.epoll_ctl(epfd, Libc.EPOLL_CTL_DEL, fd, null);
+    if (!epfdClosed) {
+      Libc.epoll_ctl(epfd, Libc.EPOLL_CTL_DEL, fd, null);
+    }
   }
 
   boolean onLoopThread() {
@@ -98,11 +109,17 @@ final class EventLoop implements AutoCloseable {
           }
         }
       }
+    } finally {
+      // Under the lock: a closed number may be reused at once, and add/remove must not touch that.
+      synchronized (this) {
+        epfdClosed = true;
+        Libc.close(epfd);
+      }
     }
   }
 
   @Override
   public void close() {
-    closed = true; // the loop notices within its one-second wait; the epoll descriptor stays (one fd)
+    closed = true; // the loop notices within its one-second wait and closes the epoll descriptor
   }
 }

@@ -154,22 +154,33 @@ final class NativeSpawner {
     if (pidfd < 0) {
       // Not expected on the kernels glibc 2.34 runs on (5.3+); wait the blocking way instead.
       log.warn("pidfd_open({}) failed: {}; waiting for it on a thread", pid, Libc.strerror(Libc.errno()));
-      Thread t = new Thread(null, () -> reap(process, 0), "agent-reap-" + pid, 64 * 1024);
-      t.setDaemon(true);
-      t.start();
+      reapOnThread(process);
       return;
     }
     long[] key = new long[1];
     synchronized (key) { // the handler may run before add() has returned the key
-      key[0] = loop.add(pidfd, events -> {
-        synchronized (key) {
-          if (reap(process, Libc.WNOHANG)) {
-            loop.remove(key[0], pidfd);
-            Libc.close(pidfd);
+      try {
+        key[0] = loop.add(pidfd, events -> {
+          synchronized (key) {
+            if (reap(process, Libc.WNOHANG)) {
+              loop.remove(key[0], pidfd);
+              Libc.close(pidfd);
+            }
           }
-        }
-      });
+        });
+      } catch (IllegalStateException e) { // epoll_ctl refused (ENOMEM, ENOSPC): never leave a process unwatched
+        Libc.close(pidfd);
+        log.warn("{}; waiting for process {} on a thread", e.getMessage(), pid);
+        reapOnThread(process);
+      }
     }
+  }
+
+  /** The fallback without a pidfd in the loop: one small thread blocked in waitpid. */
+  private void reapOnThread(NativeProcess process) {
+    Thread t = new Thread(null, () -> reap(process, 0), "agent-reap-" + process.pid(), 64 * 1024);
+    t.setDaemon(true);
+    t.start();
   }
 
   /** Collects the exit status; false if the process has not exited after all (WNOHANG). */
