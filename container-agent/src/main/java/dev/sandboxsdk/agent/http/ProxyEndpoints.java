@@ -639,7 +639,9 @@ final class ProxyEndpoints {
         return new Head(Integer.parseInt(parts[1]), headers);
       }
       int colon = line.indexOf(':');
-      if (colon <= 0 || line.charAt(0) == ' ' || line.charAt(0) == '\t') {
+      // A bare CR or a NUL is invalid in a field (RFC 9110 5.5); the JDK's server throws on a CR.
+      if (colon <= 0 || line.charAt(0) == ' ' || line.charAt(0) == '\t' || line.indexOf('\r') >= 0
+          || line.indexOf('\0') >= 0) {
         throw new IOException("malformed header line");
       }
       headers.add(new String[] {line.substring(0, colon).strip(), line.substring(colon + 1).strip()});
