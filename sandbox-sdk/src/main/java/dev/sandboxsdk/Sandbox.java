@@ -340,6 +340,7 @@ public interface Sandbox extends AutoCloseable {
    * @throws IllegalArgumentException if {@code port} is not 1 to 65535
    * @throws SandboxInvalidRequestException if the port is exposed already (code
    *     {@code PORT_ALREADY_EXPOSED}) or is the agent's own port ({@code INVALID_PORT_NUMBER})
+   * @throws SandboxServerException if 256 ports are exposed already ({@code TOO_MANY_EXPOSED_PORTS})
    * @throws SandboxException if the agent cannot be reached or fails
    */
   default ExposedPort exposePort(int port) {

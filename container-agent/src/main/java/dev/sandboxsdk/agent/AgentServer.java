@@ -198,6 +198,7 @@ public final class AgentServer implements AutoCloseable {
       }
     }
     server.stop(0);
+    handler.close();
     requestThreads.shutdownNow();
     log.info("sandbox agent stopped");
   }

@@ -56,6 +56,8 @@ public enum ErrorCode {
   TOO_MANY_PROCESSES(429),
   /** watch: too many watch streams, or directories for one, or the system's inotify limits (ours). */
   TOO_MANY_WATCHES(429),
+  /** expose-port: 256 ports are exposed already (ours). */
+  TOO_MANY_EXPOSED_PORTS(429),
   INTERNAL_ERROR(500),
   /** File routes: an I/O failure the agent cannot attribute to the request (Cloudflare's code). */
   FILESYSTEM_ERROR(500),

@@ -535,6 +535,101 @@ class HostileClientsIT {
     assertThat(agent.call("POST", "/api/execute", "{\"command\":\"echo still here\"}")).contains("still here\\n");
   }
 
+  /**
+   * The proxy under hostile clients of a real server: 20 that send a request body a byte a
+   * second, 20 that declare a body of 2^63-1 bytes and send three, 20 that read the first event
+   * of a stream whose server then stays silent and hang up (10 of them with headers as large as
+   * the JDK's server takes, six of 60,000 bytes). The request deadline cuts the first two kinds
+   * and the proxy timeout the last, whose hang-up no write reveals; then the agent's descriptors
+   * (the client's and the server's connection each) and threads are back at the baseline.
+   */
+  @Test
+  void proxyClientsThatTrickleDeclareHugeBodiesOrLeaveSilentStreamsReleaseBothConnections() throws Exception {
+    ChildAgent agent = agent(List.of(), "--request-timeout-seconds", "2", "--proxy-timeout-ms", "3000");
+    Path ws = agent.dir.resolve("ws");
+    Files.writeString(ws.resolve("server.py"), ProxyIT.SERVER);
+    int port = PortWatchIT.freePort();
+    agent.call("POST", "/api/process/start", "{\"command\":\"exec python3 server.py " + port + "\"}");
+    agent.call("POST", "/api/expose-port", "{\"port\":" + port + "}");
+    assertThat(ChildAgent.await(20_000, () -> {
+      try {
+        return agent.call(ChildAgent.request("GET", "/proxy/" + port + "/warm", null), 10_000).startsWith("HTTP/1.1 200");
+      } catch (IOException e) {
+        return false;
+      }
+    })).as("the server answers through the proxy").isTrue();
+    int baseFds = agent.fds();
+    int baseThreads = agent.connectionThreads();
+    long baseRss = agent.rssKib();
+    String auth = "Host: agent\r\nAuthorization: Bearer " + ChildAgent.TOKEN + "\r\n";
+    List<Socket> trickling = new ArrayList<>();
+    List<Socket> huge = new ArrayList<>();
+    for (int i = 0; i < 20; i++) {
+      Socket t = agent.connect();
+      t.getOutputStream().write(("POST /proxy/" + port + "/echo HTTP/1.1\r\n" + auth + "Content-Length: 100000\r\n\r\n")
+          .getBytes(StandardCharsets.US_ASCII));
+      trickling.add(t);
+      sockets.add(t);
+      Socket h = agent.connect();
+      h.getOutputStream().write(("POST /proxy/" + port + "/echo HTTP/1.1\r\n" + auth
+          + "Content-Length: 9223372036854775807\r\n\r\nabc").getBytes(StandardCharsets.US_ASCII));
+      huge.add(h);
+      sockets.add(h);
+    }
+    StringBuilder large = new StringBuilder();
+    for (int i = 0; i < 6; i++) {
+      large.append("X-Large-").append(i).append(": ").append("v".repeat(60_000)).append("\r\n");
+    }
+    int streams = 0;
+    for (int i = 0; i < 20; i++) {
+      try (Socket s = agent.connect()) {
+        s.setSoTimeout(10_000);
+        s.getOutputStream().write(("GET /proxy/" + port + "/sse HTTP/1.1\r\n" + auth + (i % 2 == 0 ? large : "") + "\r\n")
+            .getBytes(StandardCharsets.US_ASCII));
+        InputStream in = s.getInputStream();
+        StringBuilder seen = new StringBuilder();
+        for (int c = in.read(); c >= 0 && !seen.toString().contains("\"n\": 1"); c = in.read()) {
+          seen.append((char) c);
+        }
+        streams += seen.toString().startsWith("HTTP/1.1 200") && seen.toString().contains("\"n\": 1") ? 1 : 0;
+      }
+    }
+    assertThat(streams).as("streams that got their first event through the proxy").isEqualTo(20);
+    int peakFds = agent.fds();
+    int peakThreads = agent.connectionThreads();
+    long peakRss = agent.rssKib();
+    for (int b = 0; b < 5; b++) {
+      for (Socket t : trickling) {
+        try {
+          t.getOutputStream().write('x');
+        } catch (IOException e) {
+          // cut by the agent
+        }
+      }
+      peakFds = Math.max(peakFds, agent.fds());
+      peakThreads = Math.max(peakThreads, agent.connectionThreads());
+      peakRss = Math.max(peakRss, agent.rssKib());
+      Thread.sleep(1_000);
+    }
+    for (Socket s : trickling) {
+      s.setSoTimeout(10_000);
+      assertThat(endOfStream(s)).as("a body sent a byte a second is cut by the request deadline").isTrue();
+    }
+    for (Socket s : huge) {
+      s.setSoTimeout(10_000);
+      assertThat(endOfStream(s)).as("a body that never arrives is cut by the request deadline").isTrue();
+    }
+    boolean settled = ChildAgent.await(20_000,
+        () -> agent.fds() <= baseFds + SLACK && agent.connectionThreads() <= baseThreads + SLACK);
+    System.out.printf("proxy: 20 trickling bodies, 20 huge declared bodies, 20 silent streams left; agent fds %d -> peak %d"
+            + " -> %d, threads %d -> peak %d -> %d, RSS %d -> peak %d -> %d KiB%n", baseFds, peakFds, agent.fds(), baseThreads,
+        peakThreads, agent.connectionThreads(), baseRss, peakRss, agent.rssKib());
+    assertThat(peakFds).as("each client held its connection and one to the server").isGreaterThanOrEqualTo(baseFds + 80);
+    assertThat(settled).as("fds %d (baseline %d), threads %d (baseline %d): %s; %s", agent.fds(), baseFds,
+        agent.connectionThreads(), baseThreads, agent.threadNames(), openFds(agent)).isTrue();
+    assertThat(agent.call(ChildAgent.request("GET", "/proxy/" + port + "/after", null), 10_000)).startsWith("HTTP/1.1 200");
+  }
+
   /** Reads until the agent ends the connection (any response it sent first is skipped). */
   static boolean endOfStream(Socket s) {
     try {

@@ -55,18 +55,7 @@ class IsolationIT {
   void anUnprivilegedAgentSharesTheLoopbackToo() throws Exception {
     org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")),
         "runs the agent as nobody through setpriv, which needs root; as another user the test above covers it");
-    Path ws = Files.createDirectories(dir.resolve("nobody-ws"));
-    // JUnit's temporary directory is the test user's, mode 700: open the way to the workspace.
-    for (Path p = ws; p != null && p.startsWith(dir.getParent()); p = p.getParent()) {
-      Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
-    }
-    Files.setAttribute(ws, "unix:uid", 65534);
-    Path tmp = Files.createDirectories(dir.resolve("nobody-tmp"));
-    Files.setAttribute(tmp, "unix:uid", 65534);
-    try (LaunchedAgent agent = LaunchedAgent.start(
-        List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"),
-        Map.of("HOME", ws.toString(), "JAVA_TOOL_OPTIONS", "-Djava.io.tmpdir=" + tmp),
-        dir.resolve("nobody.log"), "--workspace", ws.toString(), "--isolation", "bwrap")) {
+    try (LaunchedAgent agent = LaunchedAgent.startAsNobody(dir, "--isolation", "bwrap")) {
       sharedLoopbackAndTmp(agent, "65534");
     }
   }

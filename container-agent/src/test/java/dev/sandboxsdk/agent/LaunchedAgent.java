@@ -51,6 +51,27 @@ final class LaunchedAgent implements AutoCloseable {
     return cmd;
   }
 
+  /**
+   * Starts the agent as nobody (uid 65534, through setpriv, which needs root) with the workspace
+   * {@code dir/nobody-ws} and the temporary directory {@code dir/nobody-tmp}, both nobody's, and
+   * its log in {@code dir/nobody.log}; {@code args} come after {@code --workspace}.
+   */
+  static LaunchedAgent startAsNobody(Path dir, String... args) throws IOException {
+    Path ws = Files.createDirectories(dir.resolve("nobody-ws"));
+    // JUnit's temporary directory is the test user's, mode 700: open the way to the workspace.
+    for (Path p = ws; p != null && p.startsWith(dir.getParent()); p = p.getParent()) {
+      Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+    }
+    Files.setAttribute(ws, "unix:uid", 65534);
+    Path tmp = Files.createDirectories(dir.resolve("nobody-tmp"));
+    Files.setAttribute(tmp, "unix:uid", 65534);
+    List<String> all = new ArrayList<>(List.of("--workspace", ws.toString()));
+    all.addAll(List.of(args));
+    return start(List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"),
+        Map.of("HOME", ws.toString(), "JAVA_TOOL_OPTIONS", "-Djava.io.tmpdir=" + tmp), dir.resolve("nobody.log"),
+        all.toArray(new String[0]));
+  }
+
   /** Starts the agent and returns once it printed its ready line; fails the test if it does not. */
   static LaunchedAgent start(List<String> prefix, Map<String, String> env, Path log, String... args) throws IOException {
     Process p = launch(prefix, env, log, args);

@@ -151,18 +151,8 @@ class ProxyIT {
   void anUnprivilegedIsolatedAgentProxiesThroughItsRelayToo() throws Exception {
     org.junit.jupiter.api.Assumptions.assumeTrue("root".equals(System.getProperty("user.name")),
         "runs the agent as nobody through setpriv, which needs root");
-    Path ws = Files.createDirectories(dir.resolve("nobody-ws"));
-    for (Path p = ws; p != null && p.startsWith(dir.getParent()); p = p.getParent()) {
-      Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
-    }
-    Files.setAttribute(ws, "unix:uid", 65534);
-    Path tmp = Files.createDirectories(dir.resolve("nobody-tmp"));
-    Files.setAttribute(tmp, "unix:uid", 65534);
-    try (LaunchedAgent agent = LaunchedAgent.start(
-        List.of("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"),
-        Map.of("HOME", ws.toString(), "JAVA_TOOL_OPTIONS", "-Djava.io.tmpdir=" + tmp),
-        dir.resolve("nobody.log"), "--workspace", ws.toString(), "--isolation", "bwrap")) {
-      keyCases(agent, ws);
+    try (LaunchedAgent agent = LaunchedAgent.startAsNobody(dir, "--isolation", "bwrap")) {
+      keyCases(agent, dir.resolve("nobody-ws"));
       assertThat(relayOf(agent.pid).orElseThrow().info().user()).hasValue("nobody");
     }
   }

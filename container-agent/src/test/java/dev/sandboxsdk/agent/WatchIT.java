@@ -215,6 +215,25 @@ class WatchIT {
     assertThat(agent.get("/api/watch").status()).isEqualTo(405);
   }
 
+  /**
+   * The largest include a request may hold (32 globs of 256 characters, all stars) on names as
+   * long as the file system allows: a name that almost matches is passed over at once and one
+   * that matches is reported. As regular expressions, the first name kept the watch's thread
+   * backtracking for ever, and no event came.
+   */
+  @Test
+  void theLargestGlobsOnTheLongestNamesDelayNoEvent() throws Exception {
+    Files.createDirectories(agent.workspace.resolve("long"));
+    List<String> globs = java.util.Collections.nCopies(32, "*a".repeat(127) + "*b");
+    try (SseReader sse = watch(obj("path", "long", "include", globs))) {
+      Files.writeString(agent.workspace.resolve("long").resolve("a".repeat(255)), "almost");
+      Path match = real("long").resolve("a".repeat(254) + "b");
+      Files.writeString(match, "match");
+      List<JsonNode> seen = until(sse, event("create", match));
+      assertThat(seen).as("only the matching name is reported").allMatch(e -> e.path("path").asText().equals(match.toString()));
+    }
+  }
+
   @Test
   void clientsThatHangUpLeaveNoInotifyDescriptorOrThreadBehind() throws Exception {
     Files.createDirectories(agent.workspace.resolve("h/a/b"));

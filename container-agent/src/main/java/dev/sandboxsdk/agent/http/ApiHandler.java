@@ -527,6 +527,11 @@ public final class ApiHandler implements HttpHandler {
         "method " + method + " is not allowed here; use " + allowed, Map.of("allow", allowed.toString()));
   }
 
+  /** Releases what the routes hold beyond their requests (the proxy's timeout thread); the server has stopped. */
+  public void close() {
+    proxy.close();
+  }
+
   /** Whether the request carries the agent's bearer token (always true without a token). */
   private boolean hasValidBearer(HttpExchange exchange) {
     try {

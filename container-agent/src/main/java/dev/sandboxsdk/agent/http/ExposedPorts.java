@@ -25,6 +25,11 @@ import java.util.concurrent.ConcurrentHashMap;
 final class ExposedPorts {
   /** A name is a label for people: printable, without control characters, at most this long. */
   static final int MAX_NAME_LENGTH = 128;
+  /**
+   * Ports exposed at once. Without a cap a client could expose all 65,535 ports, and every list
+   * of them was a 21 MB answer: a few lists at once ran a 256 MiB agent out of heap.
+   */
+  static final int MAX_EXPOSED = 256;
   private static final SecureRandom RANDOM = new SecureRandom();
 
   /** One exposed port. {@code toString} leaves the token out. */
@@ -45,14 +50,19 @@ final class ExposedPorts {
   /**
    * Exposes {@code port} under {@code name} (may be null).
    *
-   * @throws AgentException PORT_ALREADY_EXPOSED if it is exposed already
+   * @throws AgentException PORT_ALREADY_EXPOSED if it is exposed already, TOO_MANY_EXPOSED_PORTS
+   *     if {@value #MAX_EXPOSED} ports are
    */
-  Exposure expose(int port, String name) {
+  synchronized Exposure expose(int port, String name) {
     byte[] raw = new byte[32];
     RANDOM.nextBytes(raw);
     String token = Base64.getUrlEncoder().withoutPadding().encodeToString(raw);
     Exposure e = new Exposure(port, name, token, sha256(token), Instant.now());
-    Exposure before = byPort.putIfAbsent(port, e);
+    Exposure before = byPort.get(port);
+    if (before == null && byPort.size() >= MAX_EXPOSED) {
+      throw new AgentException(ErrorCode.TOO_MANY_EXPOSED_PORTS, MAX_EXPOSED + " ports are exposed already;"
+          + " unexpose one first (DELETE /api/exposed-ports/{port})", Map.of("limit", MAX_EXPOSED));
+    }
     if (before != null) {
       Map<String, Object> context = new LinkedHashMap<>();
       context.put("port", port);
@@ -62,6 +72,7 @@ final class ExposedPorts {
       throw new AgentException(ErrorCode.PORT_ALREADY_EXPOSED, "port " + port
           + (before.name() == null ? "" : " (" + before.name() + ")") + " is already exposed", context);
     }
+    byPort.put(port, e);
     return e;
   }
 

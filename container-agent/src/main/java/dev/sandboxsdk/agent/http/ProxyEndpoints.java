@@ -95,6 +95,11 @@ final class ProxyEndpoints {
     this.timeouts = new Timeouts(config.proxyTimeoutMs());
   }
 
+  /** Stops the timeout thread and cuts every server connection still open (the agent is stopping). */
+  void close() {
+    timeouts.close();
+  }
+
   // ---- exposure routes
 
   void expose(HttpExchange exchange) throws IOException {
@@ -634,7 +639,9 @@ final class ProxyEndpoints {
         return new Head(Integer.parseInt(parts[1]), headers);
       }
       int colon = line.indexOf(':');
-      if (colon <= 0 || line.charAt(0) == ' ' || line.charAt(0) == '\t') {
+      // A bare CR or a NUL is invalid in a field (RFC 9110 5.5); the JDK's server throws on a CR.
+      if (colon <= 0 || line.charAt(0) == ' ' || line.charAt(0) == '\t' || line.indexOf('\r') >= 0
+          || line.indexOf('\0') >= 0) {
         throw new IOException("malformed header line");
       }
       headers.add(new String[] {line.substring(0, colon).strip(), line.substring(colon + 1).strip()});
@@ -764,12 +771,14 @@ final class ProxyEndpoints {
 
   /**
    * Closes server connections that stay silent longer than the proxy timeout, which unblocks the
-   * request thread waiting on them: one daemon thread for all, started with the first request.
+   * request thread waiting on them: one daemon thread for all, started with the first request
+   * and stopped by {@link #close()} (an agent may live in a JVM that goes on, such as a test's).
    */
   static final class Timeouts {
     private final long timeoutNanos;
     private final Set<Watch> watches = ConcurrentHashMap.newKeySet();
     private Thread thread;
+    private boolean closed;
 
     Timeouts(long timeoutMs) {
       this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMs);
@@ -794,10 +803,15 @@ final class ProxyEndpoints {
       }
     }
 
-    Watch watch(Upstreams.Connection c) {
+    /** Watches {@code c}; once closed, closes it and throws. */
+    Watch watch(Upstreams.Connection c) throws IOException {
       Watch w = new Watch(c);
       watches.add(w);
-      startThread();
+      if (!startThread()) {
+        watches.remove(w);
+        c.close();
+        throw new IOException("the agent is stopping");
+      }
       return w;
     }
 
@@ -805,9 +819,13 @@ final class ProxyEndpoints {
       watches.remove(w);
     }
 
-    private synchronized void startThread() {
+    /** False once closed. */
+    private synchronized boolean startThread() {
+      if (closed) {
+        return false;
+      }
       if (thread != null) {
-        return;
+        return true;
       }
       long periodMs = Math.max(10, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(timeoutNanos) / 4));
       thread = new Thread(null, () -> {
@@ -833,6 +851,24 @@ final class ProxyEndpoints {
       }, "agent-proxy-timeouts", 256 * 1024);
       thread.setDaemon(true);
       thread.start();
+      return true;
+    }
+
+    void close() {
+      synchronized (this) {
+        closed = true;
+        if (thread != null) {
+          thread.interrupt();
+        }
+      }
+      for (Watch w : watches) {
+        watches.remove(w);
+        try {
+          w.connection.close();
+        } catch (IOException e) {
+          // closed either way
+        }
+      }
     }
   }
 }

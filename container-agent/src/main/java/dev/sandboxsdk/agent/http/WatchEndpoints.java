@@ -24,6 +24,7 @@ import java.nio.file.WatchService;
 import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -87,7 +88,7 @@ final class WatchEndpoints {
   }
 
   /** A validated request; {@code include} and {@code exclude} are null when not used. */
-  record Request(Path root, String raw, boolean recursive, Pattern include, Pattern exclude, Set<String> events,
+  record Request(Path root, String raw, boolean recursive, Globs include, Globs exclude, Set<String> events,
       Long timeoutMs) {
   }
 
@@ -182,7 +183,7 @@ final class WatchEndpoints {
     }
     body.string("sessionId"); // accepted for Cloudflare's clients; there are no sessions here
     Long timeoutMs = body.integer("timeoutMs", 1, MAX_TIMEOUT_MS);
-    return new Request(root, raw, recursive == null || recursive, regex(include), regex(exclude), Set.copyOf(kinds),
+    return new Request(root, raw, recursive == null || recursive, globs(include), globs(exclude), Set.copyOf(kinds),
         timeoutMs);
   }
 
@@ -204,36 +205,102 @@ final class WatchEndpoints {
   }
 
   /**
-   * One regular expression for a list of globs, each matched against whole path segments anywhere
-   * in the path relative to the watched directory: {@code *.log} matches {@code a/b.log}, {@code
-   * node_modules} matches {@code node_modules/x/y}. Null for an empty list.
+   * A list of globs, each matched against whole path segments anywhere in the path relative to
+   * the watched directory: {@code *.log} matches {@code a/b.log}, {@code node_modules} matches
+   * {@code node_modules/x/y}. Null for an empty list.
    */
-  static Pattern regex(List<String> globs) {
-    if (globs == null || globs.isEmpty()) {
-      return null;
-    }
-    StringBuilder re = new StringBuilder();
-    for (String g : globs) {
-      if (re.length() > 0) {
-        re.append('|');
+  static Globs globs(List<String> globs) {
+    return globs == null || globs.isEmpty() ? null : new Globs(globs);
+  }
+
+  /**
+   * Globs matched by stepping through the path once with the set of glob positions reached, in
+   * time linear in the path's length for each glob. A regular expression would backtrack: a
+   * glob of many stars (which a client may send) against a long name (which a command may make)
+   * took exponential time, with the watch's thread stuck in it.
+   */
+  static final class Globs {
+    private static final int ANY = -1; // ** (crosses /)
+    private static final int STAR = -2; // * (within a segment)
+    private static final int ONE = -3; // ? (one character of a segment); else the character itself
+    private final List<int[]> compiled = new ArrayList<>();
+
+    Globs(List<String> globs) {
+      for (String g : globs) {
+        int[] tokens = new int[g.length()];
+        int n = 0;
+        for (int i = 0; i < g.length(); i++) {
+          char c = g.charAt(i);
+          if (c == '*' && i + 1 < g.length() && g.charAt(i + 1) == '*') {
+            tokens[n++] = ANY;
+            i++;
+          } else {
+            tokens[n++] = c == '*' ? STAR : c == '?' ? ONE : c;
+          }
+        }
+        compiled.add(Arrays.copyOf(tokens, n));
       }
-      re.append("(?:^|/)(?:");
-      for (int i = 0; i < g.length(); i++) {
-        char c = g.charAt(i);
-        if (c == '*' && i + 1 < g.length() && g.charAt(i + 1) == '*') {
-          re.append(".*");
-          i++;
-        } else if (c == '*') {
-          re.append("[^/]*");
-        } else if (c == '?') {
-          re.append("[^/]");
-        } else {
-          re.append(Pattern.quote(String.valueOf(c)));
+    }
+
+    /** Whether any glob matches a run of whole segments of {@code rel}. */
+    boolean matches(String rel) {
+      for (int[] g : compiled) {
+        if (matches(g, rel)) {
+          return true;
         }
       }
-      re.append(")(?:/|$)");
+      return false;
     }
-    return Pattern.compile(re.toString());
+
+    private static boolean matches(int[] g, String rel) {
+      int m = g.length;
+      boolean[] at = new boolean[m + 1];
+      boolean[] next = new boolean[m + 1];
+      for (int i = 0; ; i++) {
+        if (i == 0 || rel.charAt(i - 1) == '/') {
+          at[0] = true; // a match may start at every segment
+        }
+        for (int j = 0; j < m; j++) { // stars may match nothing
+          if (at[j] && (g[j] == ANY || g[j] == STAR)) {
+            at[j + 1] = true;
+          }
+        }
+        if (at[m] && (i == rel.length() || rel.charAt(i) == '/')) {
+          return true; // ... and must end with one
+        }
+        if (i == rel.length()) {
+          return false;
+        }
+        char c = rel.charAt(i);
+        Arrays.fill(next, false);
+        boolean any = false;
+        for (int j = 0; j < m; j++) {
+          if (!at[j]) {
+            continue;
+          }
+          int t = g[j];
+          if (t == ANY || t == STAR && c != '/') {
+            next[j] = true;
+            any = true;
+          } else if (t == ONE && c != '/' || t == c) {
+            next[j + 1] = true;
+            any = true;
+          }
+        }
+        boolean[] swap = at;
+        at = next;
+        next = swap;
+        if (!any && c != '/') {
+          // Nothing alive and no segment starts next: skip to the next '/' (or the end).
+          int slash = rel.indexOf('/', i + 1);
+          if (slash < 0) {
+            return false;
+          }
+          Arrays.fill(at, false);
+          i = slash - 1;
+        }
+      }
+    }
   }
 
   private static ObjectNode event(String type) {
@@ -382,7 +449,7 @@ final class WatchEndpoints {
         }
         Path p = dir.resolve((Path) e.context());
         String rel = request.root().relativize(p).toString();
-        boolean excluded = request.exclude() != null && request.exclude().matcher(rel).find();
+        boolean excluded = request.exclude() != null && request.exclude().matches(rel);
         if (e.kind() == StandardWatchEventKinds.ENTRY_CREATE) {
           boolean isDir = Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS);
           offer("create", p, rel, isDir, excluded);
@@ -402,7 +469,7 @@ final class WatchEndpoints {
 
     private void offer(String kind, Path p, String rel, boolean isDir, boolean excluded) {
       if (excluded || !request.events().contains(kind)
-          || request.include() != null && !request.include().matcher(rel).find()) {
+          || request.include() != null && !request.include().matches(rel)) {
         return;
       }
       ObjectNode e = event("event");
@@ -428,7 +495,7 @@ final class WatchEndpoints {
           @Override
           public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
             String rel = request.root().relativize(dir).toString();
-            if (!dir.equals(request.root()) && request.exclude() != null && request.exclude().matcher(rel).find()) {
+            if (!dir.equals(request.root()) && request.exclude() != null && request.exclude().matches(rel)) {
               return FileVisitResult.SKIP_SUBTREE;
             }
             if (announce && !dir.equals(start)) {
@@ -441,7 +508,7 @@ final class WatchEndpoints {
           public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
             if (announce) { // a file, a link (never followed), or something else
               String rel = request.root().relativize(file).toString();
-              boolean excluded = request.exclude() != null && request.exclude().matcher(rel).find();
+              boolean excluded = request.exclude() != null && request.exclude().matches(rel);
               offer("create", file, rel, attrs.isDirectory(), excluded);
             }
             return FileVisitResult.CONTINUE;

@@ -5,8 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Random;
+import java.util.concurrent.TimeUnit;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 
 /** The bounded queue of one watch, and the globs of include/exclude. */
 class WatchQueueTest {
@@ -82,18 +85,79 @@ class WatchQueueTest {
 
   @Test
   void globsMatchWholeSegmentsAnywhereInTheRelativePath() {
-    Pattern p = WatchEndpoints.regex(List.of("*.log", "node_modules", "src/**/gen", "a?c"));
-    assertThat(p.matcher("x/y/z.log").find()).isTrue();
-    assertThat(p.matcher("z.log.gz").find()).isFalse();
-    assertThat(p.matcher("node_modules").find()).isTrue();
-    assertThat(p.matcher("web/node_modules/x/y.js").find()).isTrue();
-    assertThat(p.matcher("my_node_modules/x").find()).isFalse();
-    assertThat(p.matcher("src/a/b/gen/x.java").find()).isTrue();
-    assertThat(p.matcher("abc").find()).isTrue();
-    assertThat(p.matcher("a/c").find()).isFalse();
-    assertThat(WatchEndpoints.regex(List.of("a.b+c(d)")).matcher("a.b+c(d)").find()).as("regex characters are literal")
+    WatchEndpoints.Globs p = WatchEndpoints.globs(List.of("*.log", "node_modules", "src/**/gen", "a?c"));
+    assertThat(p.matches("x/y/z.log")).isTrue();
+    assertThat(p.matches("z.log.gz")).isFalse();
+    assertThat(p.matches("node_modules")).isTrue();
+    assertThat(p.matches("web/node_modules/x/y.js")).isTrue();
+    assertThat(p.matches("my_node_modules/x")).isFalse();
+    assertThat(p.matches("src/a/b/gen/x.java")).isTrue();
+    assertThat(p.matches("abc")).isTrue();
+    assertThat(p.matches("a/c")).isFalse();
+    assertThat(WatchEndpoints.globs(List.of("a.b+c(d)")).matches("a.b+c(d)")).as("regex characters are literal")
         .isTrue();
-    assertThat(WatchEndpoints.regex(List.of("a.b")).matcher("axb").find()).isFalse();
-    assertThat(WatchEndpoints.regex(List.of())).isNull();
+    assertThat(WatchEndpoints.globs(List.of("a.b")).matches("axb")).isFalse();
+    assertThat(WatchEndpoints.globs(List.of())).isNull();
+  }
+
+  /** The meaning the globs had as regular expressions: (?:^|/)(?:glob)(?:/|$), ** = .*, * = [^/]*, ? = [^/]. */
+  private static boolean reference(String glob, String rel) {
+    StringBuilder re = new StringBuilder("(?:^|/)(?:");
+    for (int i = 0; i < glob.length(); i++) {
+      char c = glob.charAt(i);
+      if (c == '*' && i + 1 < glob.length() && glob.charAt(i + 1) == '*') {
+        re.append(".*");
+        i++;
+      } else {
+        re.append(c == '*' ? "[^/]*" : c == '?' ? "[^/]" : Pattern.quote(String.valueOf(c)));
+      }
+    }
+    return Pattern.compile(re.append(")(?:/|$)").toString()).matcher(rel).find();
+  }
+
+  @Test
+  void globsMeanWhatTheirRegularExpressionsMeantOnRandomGlobsAndPaths() {
+    Random random = new Random(1);
+    String globChars = "ab/*?.";
+    String pathChars = "ab/.";
+    int matched = 0;
+    for (int n = 0; n < 20_000; n++) {
+      StringBuilder g = new StringBuilder();
+      for (int i = random.nextInt(6) + 1; i > 0; i--) {
+        g.append(globChars.charAt(random.nextInt(globChars.length())));
+      }
+      StringBuilder rel = new StringBuilder();
+      for (int i = random.nextInt(10); i > 0; i--) {
+        rel.append(pathChars.charAt(random.nextInt(pathChars.length())));
+      }
+      boolean expected = reference(g.toString(), rel.toString());
+      assertThat(WatchEndpoints.globs(List.of(g.toString())).matches(rel.toString())).as("'%s' on '%s'", g, rel)
+          .isEqualTo(expected);
+      matched += expected ? 1 : 0;
+    }
+    assertThat(matched).as("both outcomes are covered").isBetween(1_000, 19_000);
+  }
+
+  /**
+   * The largest globs a request may hold (32 of 256 characters, all stars) against a 255-character
+   * name that almost matches: as regular expressions these backtracked for longer than any test
+   * waits (6 stars on 100 characters took 12 s), with the watch's thread stuck.
+   */
+  @Test
+  // A separate thread: a matcher stuck in backtracking never sees an interrupt.
+  @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+  void theLargestGlobsAgainstTheLongestNamesTakeNoTimeToMatch() {
+    List<String> globs = new ArrayList<>();
+    for (int i = 0; i < WatchEndpoints.MAX_PATTERNS; i++) {
+      globs.add("*a".repeat(WatchEndpoints.MAX_PATTERN_CHARS / 2 - 1) + "*b");
+    }
+    WatchEndpoints.Globs stars = WatchEndpoints.globs(globs);
+    String name = "a".repeat(255);
+    assertThat(stars.matches(name)).isFalse();
+    assertThat(stars.matches((name + "/").repeat(15) + name)).isFalse();
+    assertThat(stars.matches(name.substring(1) + "b")).isTrue();
+    WatchEndpoints.Globs anywhere = WatchEndpoints.globs(List.of("**a".repeat(84) + "**b"));
+    assertThat(anywhere.matches((name + "/").repeat(15) + name)).isFalse();
+    assertThat(anywhere.matches((name + "/").repeat(15) + "b")).isTrue();
   }
 }
