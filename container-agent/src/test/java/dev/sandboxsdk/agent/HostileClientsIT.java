@@ -546,18 +546,7 @@ class HostileClientsIT {
   @Test
   void proxyClientsThatTrickleDeclareHugeBodiesOrLeaveSilentStreamsReleaseBothConnections() throws Exception {
     ChildAgent agent = agent(List.of(), "--request-timeout-seconds", "2", "--proxy-timeout-ms", "3000");
-    Path ws = agent.dir.resolve("ws");
-    Files.writeString(ws.resolve("server.py"), ProxyIT.SERVER);
-    int port = PortWatchIT.freePort();
-    agent.call("POST", "/api/process/start", "{\"command\":\"exec python3 server.py " + port + "\"}");
-    agent.call("POST", "/api/expose-port", "{\"port\":" + port + "}");
-    assertThat(ChildAgent.await(20_000, () -> {
-      try {
-        return agent.call(ChildAgent.request("GET", "/proxy/" + port + "/warm", null), 10_000).startsWith("HTTP/1.1 200");
-      } catch (IOException e) {
-        return false;
-      }
-    })).as("the server answers through the proxy").isTrue();
+    int port = ProxyIT.serveAndExpose(agent);
     int baseFds = agent.fds();
     int baseThreads = agent.connectionThreads();
     long baseRss = agent.rssKib();

@@ -305,18 +305,7 @@ class ProxyIT {
   void aServerThatStallsGetsATimeoutAndClientsThatHangUpReleaseTheirServerConnections() throws Exception {
     for (String isolation : List.of("none", "bwrap")) {
       try (ChildAgent agent = ChildAgent.start(List.of(), "--proxy-timeout-ms", "1000", "--isolation", isolation)) {
-        Path ws = agent.dir.resolve("ws");
-        Files.writeString(ws.resolve("server.py"), SERVER);
-        int port = PortWatchIT.freePort();
-        agent.call("POST", "/api/process/start", "{\"command\":\"exec python3 server.py " + port + "\"}");
-        agent.call("POST", "/api/expose-port", "{\"port\":" + port + "}");
-        assertThat(ChildAgent.await(20_000, () -> {
-          try {
-            return agent.call(ChildAgent.request("GET", "/proxy/" + port + "/warm", null), 10_000).startsWith("HTTP/1.1 200");
-          } catch (IOException e) {
-            return false;
-          }
-        })).as("the server answers through the proxy").isTrue();
+        int port = serveAndExpose(agent);
 
         String stalled = agent.call(ChildAgent.request("GET", "/proxy/" + port + "/stall", null), 30_000);
         assertThat(stalled).as(isolation).startsWith("HTTP/1.1 504").contains("\"UPSTREAM_TIMEOUT\"");
@@ -338,7 +327,7 @@ class ProxyIT {
             }
           }
         }
-        Path closed = ws.resolve("closed.log");
+        Path closed = agent.dir.resolve("ws").resolve("closed.log");
         assertThat(ChildAgent.await(20_000, () -> {
           try {
             return Files.exists(closed) && Files.readAllLines(closed).size() == rounds;
@@ -352,6 +341,25 @@ class ProxyIT {
                 baseThreads).isTrue();
       }
     }
+  }
+
+  /**
+   * Starts the test server in a child agent's workspace, exposes its port and waits until it
+   * answers through the proxy; returns the port.
+   */
+  static int serveAndExpose(ChildAgent agent) throws Exception {
+    Files.writeString(agent.dir.resolve("ws").resolve("server.py"), SERVER);
+    int port = PortWatchIT.freePort();
+    agent.call("POST", "/api/process/start", "{\"command\":\"exec python3 server.py " + port + "\"}");
+    agent.call("POST", "/api/expose-port", "{\"port\":" + port + "}");
+    assertThat(ChildAgent.await(20_000, () -> {
+      try {
+        return agent.call(ChildAgent.request("GET", "/proxy/" + port + "/warm", null), 10_000).startsWith("HTTP/1.1 200");
+      } catch (IOException e) {
+        return false;
+      }
+    })).as("the server answers through the proxy").isTrue();
+    return port;
   }
 
   /** Writes the test server into the workspace and starts it; returns its port once it listens. */
