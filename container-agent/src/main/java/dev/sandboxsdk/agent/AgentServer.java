@@ -102,6 +102,14 @@ public final class AgentServer implements AutoCloseable {
     server.setExecutor(requestThreads);
     this.handler = new ApiHandler(processes, config.token(), version(), server.getAddress().getPort());
     server.createContext("/", handler);
+    try {
+      processes.awaitStarted();
+    } catch (RuntimeException e) {
+      server.stop(0);
+      processes.close();
+      requestThreads.shutdownNow();
+      throw e;
+    }
     server.start();
     int port = server.getAddress().getPort();
     String host = address.isAnyLocalAddress() ? "127.0.0.1" : address.getHostAddress();

@@ -67,9 +67,12 @@ public final class ApiHandler implements HttpHandler {
     this.proxy = new ProxyEndpoints(processes, tokenDigest != null, this::hasValidBearer, bootId.substring(0, 8), agentPort);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
-    this.spawnMode = processes.spawn();
     this.network = processes.network();
+    this.processes = processes;
   }
+
+  /** Reports how commands are started ({@code native} or {@code jdk}) on /api/version. */
+  private final ProcessManager processes;
 
   private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
   /** Authenticated requests in progress, for the idle timeout. */
@@ -79,8 +82,6 @@ public final class ApiHandler implements HttpHandler {
   private final dev.sandboxsdk.agent.process.CommandUser commandUser;
   /** {@code none} or {@code bwrap}, reported by /api/version. */
   private final String isolationMode;
-  /** {@code native} or {@code jdk}: how commands are started, reported by /api/version. */
-  private final String spawnMode;
   private final boolean network;
 
   /**
@@ -351,7 +352,7 @@ public final class ApiHandler implements HttpHandler {
         ObjectNode isolation = body.putObject("isolation");
         isolation.put("mode", isolationMode);
         isolation.put("network", network);
-        body.put("spawn", spawnMode);
+        body.put("spawn", processes.spawn());
         Responses.ok(exchange, body);
         return;
       }

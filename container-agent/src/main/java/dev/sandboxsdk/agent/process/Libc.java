@@ -75,6 +75,11 @@ final class Libc {
                 java.nio.file.attribute.PosixFilePermissions.fromString("rwx------")));
         System.setProperty("jna.tmpdir", unpack.toString());
       }
+      // Without it JNA's first use runs `ldconfig -p` (a JDK spawn, 15-40 ms of start-up) to list
+      // library directories; libc is found by the dynamic linker by its soname anyway.
+      if (System.getProperty("jna.platform.library.path") == null) {
+        System.setProperty("jna.platform.library.path", "");
+      }
       NativeLibrary c;
       try {
         c = NativeLibrary.getInstance("c");

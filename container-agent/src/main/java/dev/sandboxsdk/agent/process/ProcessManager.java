@@ -15,6 +15,8 @@ import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -46,8 +48,13 @@ public final class ProcessManager implements AutoCloseable {
   private static final Path PASSWD = Path.of("/etc/passwd");
 
   private final AgentConfig config;
+  /*
+   * The spawning parts (launcher, nativeSpawner, fifos, watchdog) are made on the agent-start
+   * thread while the HTTP server is set up: written once there, read only after
+   * awaitStarted() has joined it (the server takes no request before that).
+   */
   /** What every command is prefixed with: setsid, plus a signal reset when the agent inherited ignored signals. */
-  private final List<String> launcher;
+  private List<String> launcher;
   /** The user commands run as ({@code --command-user}), or null to run them as the agent's own. */
   private final CommandUser commandUser;
   /** Wraps every command in bubblewrap ({@code --isolation bwrap}), or null. */
@@ -57,9 +64,9 @@ public final class ProcessManager implements AutoCloseable {
   /** env(1), which changes into a command's directory once it runs as the command user. */
   private final String envBinary;
   /** Starts commands without setsid(1) and reaps them on its event loop; null: the JDK starts them. */
-  private final NativeSpawner nativeSpawner;
+  private NativeSpawner nativeSpawner;
   private final ProcessGroups groups;
-  private final FifoPool fifos;
+  private FifoPool fifos;
   private final ExecutorService io;
   private final ScheduledExecutorService scheduler;
   private final OutputBudget outputBudget;
@@ -83,7 +90,9 @@ public final class ProcessManager implements AutoCloseable {
   private final AtomicLong spawnSerial = new AtomicLong();
   private final CommandEnvironment environment;
   /** Stops this run's processes if the agent dies without doing so; null if it could not start. */
-  private final Watchdog watchdog;
+  private Watchdog watchdog;
+  /** Completes when the spawning parts are ready, exceptionally with why they cannot be. */
+  private final CompletableFuture<Void> started = new CompletableFuture<>();
   /**
    * Every process group this agent started whose members may still live, including groups of
    * finished or cleaned-up processes: their leftover children are ours to stop too.
@@ -122,12 +131,31 @@ public final class ProcessManager implements AutoCloseable {
         : bubblewrap != null ? config.workspace().toString() : null;
     this.environment = new CommandEnvironment(System.getenv(), config.inheritEnv(), config.workspace(), runId, TOKEN_ENV,
         home);
+    this.io = Executors.newCachedThreadPool(daemonThreads("agent-io"));
+    ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, daemonThreads("agent-timer"));
+    timers.setRemoveOnCancelPolicy(true);
+    this.scheduler = timers;
+    // Loading JNA, the event loop's self-test spawn, the first FIFOs and the watchdog's spawn
+    // take most of the start-up: they overlap with the HTTP server's set-up (issue 13, start to ready).
+    Thread starter = new Thread(() -> {
+      try {
+        startSpawning(setsid, envBinary, path, runId);
+        started.complete(null);
+      } catch (Throwable e) {
+        started.completeExceptionally(e);
+      }
+    }, "agent-start");
+    starter.setDaemon(true);
+    starter.start();
+  }
+
+  private void startSpawning(String setsid, String env, String path, String runId) {
     this.nativeSpawner = nativeSpawner(config.spawn());
     if (nativeSpawner != null) {
       groups.useLibc();
     }
     // The native spawn makes the session itself and resets every signal: no launcher at all.
-    this.launcher = nativeSpawner != null ? List.of() : launcher(setsid, envBinary);
+    this.launcher = nativeSpawner != null ? List.of() : launcher(setsid, env);
     String mkfifo = ProcessGroups.which("mkfifo", path);
     if (mkfifo == null) {
       throw new IllegalStateException("the agent needs mkfifo(1) on its PATH (Debian/Ubuntu: coreutils)");
@@ -137,15 +165,30 @@ public final class ProcessManager implements AutoCloseable {
     } catch (IOException e) {
       throw new IllegalStateException("cannot create the agent's pipe directory: " + e.getMessage(), e);
     }
-    this.io = Executors.newCachedThreadPool(daemonThreads("agent-io"));
-    ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, daemonThreads("agent-timer"));
-    timers.setRemoveOnCancelPolicy(true);
-    this.scheduler = timers;
     this.watchdog = Watchdog.start(setsid, runId, path, commandUser, bubblewrap == null ? null : bubblewrap.scratch());
     // A group number is free for reuse once its last member dies; forget dead groups promptly so
     // kill-all and shutdown never signal a stranger that inherited the number.
-    timers.scheduleWithFixedDelay(this::pruneStartedGroups, 5, 5, TimeUnit.SECONDS);
-    timers.scheduleWithFixedDelay(this::watchExits, 20, 20, TimeUnit.MILLISECONDS);
+    scheduler.scheduleWithFixedDelay(this::pruneStartedGroups, 5, 5, TimeUnit.SECONDS);
+    scheduler.scheduleWithFixedDelay(this::watchExits, 20, 20, TimeUnit.MILLISECONDS);
+  }
+
+  /**
+   * Waits until commands can be started; the server calls it before it takes requests.
+   *
+   * @throws IllegalStateException with the reason the agent cannot start commands
+   */
+  public void awaitStarted() {
+    try {
+      started.join();
+    } catch (CompletionException e) {
+      if (e.getCause() instanceof RuntimeException r) {
+        throw r;
+      }
+      if (e.getCause() instanceof Error err) {
+        throw err;
+      }
+      throw new IllegalStateException(e.getCause());
+    }
   }
 
   /**
@@ -227,6 +270,7 @@ public final class ProcessManager implements AutoCloseable {
 
   /** How commands are started: {@code native} (posix_spawn) or {@code jdk}. */
   public String spawn() {
+    awaitStarted();
     return nativeSpawner != null ? "native" : "jdk";
   }
 
@@ -1017,6 +1061,7 @@ public final class ProcessManager implements AutoCloseable {
   /** Refuses new work, terminates every process group the agent started and waits for them. */
   @Override
   public void close() {
+    started.handle((v, e) -> null).join(); // a start-up still under way finishes first
     spawnGate.writeLock().lock();
     try {
       if (shuttingDown) {
@@ -1040,7 +1085,9 @@ public final class ProcessManager implements AutoCloseable {
     if (nativeSpawner != null) {
       nativeSpawner.loop().close();
     }
-    fifos.close();
+    if (fifos != null) {
+      fifos.close();
+    }
     if (bubblewrap != null) {
       bubblewrap.close();
     }
