@@ -188,7 +188,10 @@ final class Svg {
       int lx = plotRight() + 16;
       for (String[] entry : legend) {
         String color = entry[1];
-        if (entry[2].equals("bar")) {
+        if (entry[2].startsWith("mark ")) { // a numbered phase marker: its number stands for the swatch
+          sb.append("<text x=\"").append(lx + 11).append("\" y=\"").append(ly).append("\" text-anchor=\"middle\" fill=\"#666\">")
+              .append(entry[2].substring(5)).append("</text>\n");
+        } else if (entry[2].equals("bar")) {
           sb.append("<rect x=\"").append(lx).append("\" y=\"").append(ly - 9).append("\" width=\"22\" height=\"10\" fill=\"")
               .append(color).append("\"/>\n");
         } else {
@@ -199,7 +202,7 @@ final class Svg {
               .append(entry[2].equals("faint") ? " stroke-opacity=\"0.45\"" : "").append("/>\n");
         }
         ly = wrapText(sb, entry[0], lx + 28, ly, 30);
-        ly += 8;
+        ly += entry[2].startsWith("mark ") ? 1 : 8;
       }
       sb.append("</svg>\n");
       return sb.toString();
@@ -284,9 +287,10 @@ final class Svg {
       return this;
     }
 
-    /** A dashed vertical line at x with a label (a phase of the run). */
+    /** A dashed vertical line at x, numbered, with its label in the legend (a phase of the run). */
     Plot marker(double x, String label) {
       markers.add(new Marker(x, label));
+      legend.add(new String[] {label, "#666", "mark " + markers.size()});
       return this;
     }
 
@@ -363,16 +367,22 @@ final class Svg {
       }
       sb.append("<rect x=\"").append(LEFT).append("\" y=\"").append(TOP).append("\" width=\"").append(plotRight() - LEFT)
           .append("\" height=\"").append(plotBottom() - TOP).append("\" fill=\"none\" stroke=\"#333\"/>\n");
-      // phase markers, labels written downwards along the line so neighbours do not collide
-      for (Marker m : markers) {
+      // phase markers: numbered at the top (the legend says what each is), a number that would
+      // touch its left neighbour's goes one row lower
+      double lastX = Double.NEGATIVE_INFINITY;
+      int row = 0;
+      for (int i = 0; i < markers.size(); i++) {
+        Marker m = markers.get(i);
         if (!Double.isFinite(m.x()) || m.x() < x0 || m.x() > x1) {
           continue;
         }
         double x = sx.at(m.x());
+        row = x - lastX < 16 ? row + 1 : 0;
+        lastX = x;
         sb.append("<line x1=\"").append(num(x)).append("\" y1=\"").append(TOP).append("\" x2=\"").append(num(x))
             .append("\" y2=\"").append(plotBottom()).append("\" stroke=\"#999\" stroke-dasharray=\"3 3\"/>\n");
-        sb.append("<text transform=\"translate(").append(num(x + 3)).append(',').append(TOP + 4)
-            .append(") rotate(90)\" font-size=\"10\" fill=\"#666\">").append(esc(m.label())).append("</text>\n");
+        sb.append("<text x=\"").append(num(x + 2)).append("\" y=\"").append(TOP + 12 + 12 * row)
+            .append("\" font-size=\"10\" fill=\"#666\">").append(i + 1).append("</text>\n");
       }
       for (Series s : series) {
         StringBuilder points = new StringBuilder();
