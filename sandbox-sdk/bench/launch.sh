@@ -2,6 +2,7 @@
 # jar (SDK + agent + dependencies), building the jar first if it is missing. The benchmark is
 # compiled together with the plot writer bench/Svg.java into a temporary directory.
 #   source "$here/launch.sh"; launch <Bench>.java [java options...] -- [bench arguments...]
+# SAMPLES_JAR=path runs the benchmark against another build's samples jar (a before/after run).
 launch() {
   local main="$1"
   shift
@@ -14,7 +15,7 @@ launch() {
   local here root jar java_bin javac_bin
   here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
   root="$(cd "$here/../.." && pwd)"
-  jar="$root/samples/target/samples.jar"
+  jar="${SAMPLES_JAR:-$root/samples/target/samples.jar}" # another build's jar, for before/after runs
   if [[ ! -f "$jar" ]]; then
     echo "$(basename "$0"): $jar is missing; building it" >&2
     (cd "$root" && ./mvnw -q -B -pl samples -am package -DskipTests)
