@@ -167,6 +167,23 @@ final class Svg {
 
     abstract void body(StringBuilder sb);
 
+    /** Horizontal grid lines with their values at the left. */
+    void yGrid(StringBuilder sb, Scale sy, double[] ticks) {
+      for (double t : ticks) {
+        double y = sy.at(t);
+        sb.append("<line x1=\"").append(LEFT).append("\" y1=\"").append(num(y)).append("\" x2=\"").append(plotRight())
+            .append("\" y2=\"").append(num(y)).append("\" stroke=\"#e4e4e4\"/>\n");
+        sb.append("<text x=\"").append(LEFT - 6).append("\" y=\"").append(num(y + 4)).append("\" text-anchor=\"end\">")
+            .append(label(t)).append("</text>\n");
+      }
+    }
+
+    /** The plot area's border. */
+    void frame(StringBuilder sb) {
+      sb.append("<rect x=\"").append(LEFT).append("\" y=\"").append(TOP).append("\" width=\"").append(plotRight() - LEFT)
+          .append("\" height=\"").append(plotBottom() - TOP).append("\" fill=\"none\" stroke=\"#333\"/>\n");
+    }
+
     String render() {
       StringBuilder sb = new StringBuilder(16_384);
       sb.append("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"").append(WIDTH).append("\" height=\"").append(HEIGHT)
@@ -350,13 +367,7 @@ final class Svg {
       Scale sy = new Scale(y0, y1, plotBottom(), TOP, logY);
       // grid and ticks
       double[] yt = logY ? logTicks(y0, y1) : linearTicks(y0, y1);
-      for (double t : yt) {
-        double y = sy.at(t);
-        sb.append("<line x1=\"").append(LEFT).append("\" y1=\"").append(num(y)).append("\" x2=\"").append(plotRight())
-            .append("\" y2=\"").append(num(y)).append("\" stroke=\"#e4e4e4\"/>\n");
-        sb.append("<text x=\"").append(LEFT - 6).append("\" y=\"").append(num(y + 4)).append("\" text-anchor=\"end\">")
-            .append(label(t)).append("</text>\n");
-      }
+      yGrid(sb, sy, yt);
       double[] xt = fixedXTicks != null ? fixedXTicks : logX ? logTicks(x0, x1) : linearTicks(x0, x1);
       for (int i = 0; i < xt.length; i++) {
         double x = sx.at(xt[i]);
@@ -365,8 +376,7 @@ final class Svg {
         sb.append("<text x=\"").append(num(x)).append("\" y=\"").append(plotBottom() + 16).append("\" text-anchor=\"middle\">")
             .append(fixedXLabels != null ? esc(fixedXLabels[i]) : label(xt[i])).append("</text>\n");
       }
-      sb.append("<rect x=\"").append(LEFT).append("\" y=\"").append(TOP).append("\" width=\"").append(plotRight() - LEFT)
-          .append("\" height=\"").append(plotBottom() - TOP).append("\" fill=\"none\" stroke=\"#333\"/>\n");
+      frame(sb);
       // phase markers: numbered at the top (the legend says what each is), a number that would
       // touch its left neighbour's goes one row lower
       double lastX = Double.NEGATIVE_INFINITY;
@@ -440,13 +450,7 @@ final class Svg {
       double[] yt = linearTicks(0, max > 0 ? max * 1.08 : 1);
       double top = yt[yt.length - 1] < max * 1.08 ? max * 1.08 : yt[yt.length - 1];
       Scale sy = new Scale(0, top, plotBottom(), TOP, false);
-      for (double t : yt) {
-        double y = sy.at(t);
-        sb.append("<line x1=\"").append(LEFT).append("\" y1=\"").append(num(y)).append("\" x2=\"").append(plotRight())
-            .append("\" y2=\"").append(num(y)).append("\" stroke=\"#e4e4e4\"/>\n");
-        sb.append("<text x=\"").append(LEFT - 6).append("\" y=\"").append(num(y + 4)).append("\" text-anchor=\"end\">")
-            .append(label(t)).append("</text>\n");
-      }
+      yGrid(sb, sy, yt);
       int groups = Math.max(1, categories.size());
       double groupWidth = (plotRight() - LEFT) / (double) groups;
       int nSeries = Math.max(1, seriesColors.size());
@@ -478,8 +482,7 @@ final class Svg {
         sb.append(labels.toString().replace("<text x=\"0\"",
             "<text text-anchor=\"middle\" x=\"" + num(LEFT + g * groupWidth + groupWidth / 2) + "\""));
       }
-      sb.append("<rect x=\"").append(LEFT).append("\" y=\"").append(TOP).append("\" width=\"").append(plotRight() - LEFT)
-          .append("\" height=\"").append(plotBottom() - TOP).append("\" fill=\"none\" stroke=\"#333\"/>\n");
+      frame(sb);
     }
   }
 

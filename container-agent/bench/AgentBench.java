@@ -1105,9 +1105,12 @@ public class AgentBench {
    * "RSS over the run" plot; the benchmark marks where each phase starts.
    */
   static final class RssSampler extends Thread {
+    /** Where a phase of the run starts. */
+    record Mark(double seconds, String label) {}
+
     final long t0 = System.nanoTime();
     final Map<String, List<double[]>> series = new LinkedHashMap<>(); // agent -> {seconds, MiB}
-    final List<Object[]> marks = new ArrayList<>(); // {seconds, label}
+    final List<Mark> marks = new ArrayList<>();
     volatile long pid;
     volatile String agent;
 
@@ -1129,7 +1132,7 @@ public class AgentBench {
     }
 
     synchronized void mark(String label) {
-      marks.add(new Object[] {now(), label});
+      marks.add(new Mark(now(), label));
     }
 
     @Override
@@ -1171,8 +1174,8 @@ public class AgentBench {
         }
         plot.series("agent, " + e.getKey(), xs, ys, "line");
       }
-      for (Object[] m : marks) {
-        plot.marker((double) m[0], (String) m[1]);
+      for (Mark m : marks) {
+        plot.marker(m.seconds(), m.label());
       }
       return plot;
     }
