@@ -2,7 +2,7 @@
 # Reproduces every figure of docs/performance.md: runs each benchmark in turn, in the foreground,
 # and writes its text output (<name>.txt) and its SVG plots into one directory.
 #   bash bench/all.sh [--smoke] [OUT_DIR]        (default OUT_DIR: target/bench/<UTC time>)
-# About 6 minutes on the 2-core machine of docs/performance.md (--smoke: about 1 minute). Builds
+# 8 minutes on the 2-core machine of docs/performance.md at load 7-12 (--smoke: 1-2 minutes). Builds
 # the jars it needs first if they are missing. Run it on an otherwise idle machine, not with `&`
 # from a non-interactive shell (see docs/performance.md, "Reproduce"). Exits non-zero if any
 # benchmark failed (a verification, not a timing: no figure is asserted).
