@@ -29,11 +29,12 @@ import java.util.stream.Stream;
 import java.util.zip.CRC32;
 
 /**
- * Benchmark of the sandbox container agent, self-contained (JDK only, no Maven). Run it with the
- * source launcher from the repository root (or use {@code bash container-agent/bench/run.sh}):
+ * Benchmark of the sandbox container agent, self-contained (JDK only, no Maven). Run it from the
+ * repository root with {@code bash container-agent/bench/run.sh}, which compiles it together with
+ * the plot writer {@code bench/Svg.java} and runs it:
  *
  * <pre>
- *   java container-agent/bench/AgentBench.java [--jar container-agent/target/container-agent.jar]
+ *   bash container-agent/bench/run.sh [--jar container-agent/target/container-agent.jar]
  *        [--calls 1000] [--warmup 200] [--stream-bytes 268435456] [--rand-bytes 100000000]
  *        [--processes 1000] [--agent-jvm-opts "-XX:+UseSerialGC -Xss512k -Xms8m -Xmx512m -XX:-UsePerfData"]
  * </pre>
@@ -55,6 +56,10 @@ import java.util.zip.CRC32;
  *       background processes (start latency, RSS, threads, fds, exec latency meanwhile, kill-all);
  *   <li>the same for a second agent JVM started with {@code --agent-jvm-opts}.
  * </ol>
+ *
+ * It writes SVG plots into {@code --plots DIR}: exec latency by percentile beside raw spawn,
+ * stream throughput, start latency as the process count grows, and the agent's RSS over the run.
+ * {@code --smoke} runs every part at seconds-long sizes (CI), still verifying every result.
  *
  * Percentiles: samples sorted ascending, p-th percentile = sample at index ceil(p*n)-1.
  */
@@ -84,6 +89,8 @@ public class AgentBench {
     boolean skipStream;
     boolean skipRawChildren;
     boolean keep;
+    boolean smoke;
+    String plots = "target/bench-plots";
     String self;
 
     static Options parse(String[] args) {
@@ -95,6 +102,7 @@ public class AgentBench {
           case "--skip-stream": o.skipStream = true; break;
           case "--skip-raw-children": o.skipRawChildren = true; break;
           case "--keep-workspace": o.keep = true; break;
+          case "--smoke": o.smokeSizes(); break;
           case "--help": case "-h": usage(); System.exit(0); break;
           default: {
             if (i + 1 >= args.length) {
@@ -117,6 +125,7 @@ public class AgentBench {
               case "--stream-reps": o.streamReps = Integer.parseInt(v); break;
               case "--tuned-bench": o.tunedBench = v; break;
               case "--self": o.self = v; break;
+              case "--plots": o.plots = v; break;
               default: die("unknown option " + a + " (see --help)");
             }
           }
@@ -128,9 +137,28 @@ public class AgentBench {
       return o;
     }
 
+    /**
+     * Seconds-long sizes so CI can run every part (CI runs it, so it cannot rot): results are still
+     * verified (exit codes, byte counts, CRC-32), plots still written; the figures mean nothing.
+     * Options after --smoke override these sizes.
+     */
+    void smokeSizes() {
+      smoke = true;
+      calls = 20;
+      warmup = 5;
+      streamBytes = 1 << 20;
+      randBytes = 1_000_000;
+      processes = 20;
+      clients = 4;
+      idleMs = 200;
+      startupRepeats = 1;
+      streamReps = 1;
+      skipRawChildren = true;
+    }
+
     static void usage() {
       System.out.println(String.join("\n",
-          "Usage: java container-agent/bench/AgentBench.java [options]",
+          "Usage: bash container-agent/bench/run.sh [options]",
           "  --jar PATH              agent jar (default container-agent/target/container-agent.jar)",
           "  --calls N               measured samples per latency series (default 1000)",
           "  --warmup N              warm-up iterations per latency series (default 200)",
@@ -148,6 +176,8 @@ public class AgentBench {
           "  --skip-stream           skip the streaming runs",
           "  --skip-raw-children     skip the child-JVM raw spawn runs",
           "  --keep-workspace        keep the temporary workspace and agent logs",
+          "  --plots DIR             where the SVG plots go (default target/bench-plots)",
+          "  --smoke                 seconds-long sizes (CI): 20 calls, 1 MiB streams, 20 processes, checks kept",
           "  --raw-spawn-only        (internal) only measure raw spawns in this JVM and print the samples"));
     }
   }
@@ -1070,6 +1100,87 @@ public class AgentBench {
     }
   }
 
+  /**
+   * Samples the VmRSS of the agent being benchmarked every 100 ms on its own thread, for the
+   * "RSS over the run" plot; the benchmark marks where each phase starts.
+   */
+  static final class RssSampler extends Thread {
+    /** Where a phase of the run starts. */
+    record Mark(double seconds, String label) {}
+
+    final long t0 = System.nanoTime();
+    final Map<String, List<double[]>> series = new LinkedHashMap<>(); // agent -> {seconds, MiB}
+    final List<Mark> marks = new ArrayList<>();
+    volatile long pid;
+    volatile String agent;
+
+    RssSampler() {
+      super("rss-sampler");
+      setDaemon(true);
+    }
+
+    double now() {
+      return (System.nanoTime() - t0) / 1e9;
+    }
+
+    synchronized void follow(String name, long agentPid) {
+      agent = name;
+      pid = agentPid;
+      if (name != null) {
+        series.computeIfAbsent(name, k -> new ArrayList<>());
+      }
+    }
+
+    synchronized void mark(String label) {
+      marks.add(new Mark(now(), label));
+    }
+
+    @Override
+    public void run() {
+      while (!isInterrupted()) {
+        long p = pid;
+        String name = agent;
+        if (p != 0) {
+          try {
+            for (String line : Files.readAllLines(Path.of("/proc/" + p + "/status"), StandardCharsets.ISO_8859_1)) {
+              if (line.startsWith("VmRSS:")) {
+                double mib = ProcStatus.kb(line) / 1024.0;
+                synchronized (this) {
+                  series.get(name).add(new double[] {now(), mib});
+                }
+              }
+            }
+          } catch (IOException | RuntimeException e) {
+            // the agent is gone or going: no sample
+          }
+        }
+        try {
+          Thread.sleep(100);
+        } catch (InterruptedException e) {
+          return;
+        }
+      }
+    }
+
+    synchronized Svg.Plot plot(String run) {
+      Svg.Plot plot = new Svg.Plot("Agent memory (VmRSS) over the benchmark run, sampled every 100 ms", run,
+          "time since the benchmark started (s)", "agent VmRSS (MiB)").yFrom(0);
+      for (Map.Entry<String, List<double[]>> e : series.entrySet()) {
+        double[] xs = new double[e.getValue().size()];
+        double[] ys = new double[xs.length];
+        for (int i = 0; i < xs.length; i++) {
+          xs[i] = e.getValue().get(i)[0];
+          ys[i] = e.getValue().get(i)[1];
+        }
+        plot.series("agent, " + e.getKey(), xs, ys, "line");
+      }
+      for (Mark m : marks) {
+        plot.marker(m.seconds(), m.label());
+      }
+      return plot;
+    }
+  }
+
   // ---------------------------------------------------------------------------------------------
   // The benchmark
 
@@ -1086,6 +1197,13 @@ public class AgentBench {
   final List<String> summary = new ArrayList<>();
   Stats rawSetsid;
   Stats rawSh;
+  // Plots (bench/Svg.java), filled in as the run goes and written at its end
+  String runInfo;
+  Svg.Plot latencyPlot;
+  Svg.Bars streamBars;
+  final Map<String, Svg.Plot> processPlots = new LinkedHashMap<>();
+  RssSampler rss;
+  long[] lastSamples;
 
   AgentBench(Options o) {
     this.o = o;
@@ -1149,6 +1267,14 @@ public class AgentBench {
   /** Runs everything; returns whether every check passed. */
   boolean run() throws Exception {
     long benchStart = System.nanoTime();
+    runInfo = Svg.runInfo() + (o.smoke ? ", SMOKE SIZES (figures meaningless)" : "");
+    latencyPlot = Svg.percentiles("Exec round trip through the agent vs raw spawn of `true`", runInfo);
+    streamBars = new Svg.Bars("POST /api/execute/stream throughput, median of " + o.streamReps + " (dots: each run)",
+        runInfo, "workload (" + o.streamBytes + " B of zeros and text, " + o.randBytes + " B random)",
+        "MB/s of process output (10^6 B/s)");
+    rss = new RssSampler();
+    rss.start();
+    rss.mark("raw spawn series (no agent)");
     if (!Files.isRegularFile(sourceJar)) {
       die("agent jar not found: " + sourceJar + " (build it: ./mvnw -q -B -pl container-agent package -DskipTests, or use bench/run.sh)");
     }
@@ -1182,7 +1308,9 @@ public class AgentBench {
     // 1. Raw spawn -----------------------------------------------------------------------------
     say("");
     say("[1] raw ProcessBuilder(cmd).start().waitFor(), warm-up %d, %d samples", o.warmup, o.calls);
-    Stats rawTrue = Stats.of(rawSpawn(List.of("true"), o.warmup, o.calls));
+    long[] rawTrueSamples = rawSpawn(List.of("true"), o.warmup, o.calls);
+    Stats rawTrue = Stats.of(rawTrueSamples);
+    Svg.percentileSeries(latencyPlot, "raw ProcessBuilder(\"true\") in the bench JVM (the floor)", rawTrueSamples, true);
     say("  true           in bench JVM, %s: %s", launchMechanism(), rawTrue.line());
     sum("raw spawn `true`, bench JVM, default (POSIX_SPAWN)   : %s", rawTrue.line());
     rawSetsid = Stats.of(rawSpawn(List.of("setsid", "true"), o.warmup, o.calls));
@@ -1213,6 +1341,19 @@ public class AgentBench {
     say("[5] start-up: %d extra launches per flag set (JVM launch -> ready line)", o.startupRepeats);
     double[] baseStarts = startupSeries("default-flags", baseOpts, base.readyMs);
     double[] tunedStarts = startupSeries("tuned-flags", tunedOpts, tuned.readyMs);
+
+    // Plots --------------------------------------------------------------------------------------
+    rss.interrupt();
+    say("");
+    Path plotDir = Path.of(o.plots);
+    say("plots: %s", latencyPlot.write(plotDir, "agent-exec-latency.svg"));
+    if (!o.skipStream) {
+      say("plots: %s", streamBars.write(plotDir, "agent-stream-throughput.svg"));
+    }
+    for (Map.Entry<String, Svg.Plot> p : processPlots.entrySet()) {
+      say("plots: %s", p.getValue().write(plotDir, "agent-processes-" + p.getKey() + ".svg"));
+    }
+    say("plots: %s", rss.plot(runInfo).write(plotDir, "agent-rss.svg"));
 
     // Summary ------------------------------------------------------------------------------------
     say("");
@@ -1312,9 +1453,12 @@ public class AgentBench {
     AgentFigures f = new AgentFigures();
     say("");
     say("[agent %s] starting: java %s -jar ...", name, opts.isEmpty() ? "(JVM defaults)" : String.join(" ", opts));
+    String phase = name.replace("-flags", "") + ": "; // prefix of this agent's marks in the RSS plot
     try (Agent agent = new Agent(name, opts)) {
       lastAgent = agent;
       agentPid = agent.pid;
+      rss.follow(name, agent.pid);
+      rss.mark(phase + "ready");
       f.readyMs = agent.readyMs;
       f.flags = (opts.isEmpty() ? "(none given) " : String.join(" ", opts) + " ") + "=> " + agent.flagsLine();
       say("  ready line : %s", agent.readyLine);
@@ -1341,16 +1485,20 @@ public class AgentBench {
         sum("[%s] spawn                          : %s (agent args: %s)", name, spawn,
             o.agentArgs.isEmpty() ? "none" : o.agentArgs);
         // HTTP floor
+        rss.mark(phase + "ping, exec series");
         Stats ping = latencySeries(http, "GET", "/api/ping", null, "\"status\":\"healthy\"");
+        plotLatency("GET /api/ping (no spawn), " + name);
         say("  GET /api/ping (HTTP+JSON floor, no spawn): %s", ping.line());
         sum("[%s] GET /api/ping (no spawn)          : %s", name, ping.line());
         // 2. exec argv / shell
         long[] durSum = new long[1];
         Stats execArgv = latencySeries(http, "POST", "/api/execute", "{\"argv\":[\"true\"]}", "\"exitCode\":0", durSum);
         double durMean = durSum[0] / (double) o.calls;
+        plotLatency("exec {\"argv\":[\"true\"]}, " + name);
         say("  exec {\"argv\":[\"true\"]}   : %s", execArgv.line());
         say("     agent-reported duration mean %.2f ms (whole ms, truncated)", durMean);
         Stats execShell = latencySeries(http, "POST", "/api/execute", "{\"command\":\"true\"}", "\"exitCode\":0");
+        plotLatency("exec {\"command\":\"true\"}, " + name);
         say("  exec {\"command\":\"true\"}  : %s", execShell.line());
         say("  overhead vs raw spawn p50: argv %+.3f ms, shell %+.3f ms (raw `true` p50 %.3f ms)",
             execArgv.p50 - rawTrue.p50, execShell.p50 - rawTrue.p50, rawTrue.p50);
@@ -1377,6 +1525,7 @@ public class AgentBench {
         // 3. streaming
         boolean stream = !o.skipStream && (name.equals("default-flags") || o.tunedBench.equals("all"));
         if (stream) {
+          rss.mark(phase + "streams");
           f.ok &= streams(http, name);
           ProcStatus afterStreams = ProcStatus.of(agent.pid);
           say("  after the streams: %s", afterStreams.line());
@@ -1385,6 +1534,7 @@ public class AgentBench {
 
         // 4b. many processes
         if (o.processes > 0 && (name.equals("default-flags") || o.tunedBench.equals("all"))) {
+          rss.mark(phase + o.processes + " processes");
           f.ok &= manyProcesses(http, name, agent);
         }
         int conns = http.connectionsOpened;
@@ -1410,8 +1560,15 @@ public class AgentBench {
       throw e;
     } finally {
       agentPid = 0;
+      rss.mark(phase + "stopped");
+      rss.follow(null, 0);
     }
     return f;
+  }
+
+  /** Adds the samples of the latency series just measured to the latency plot. */
+  void plotLatency(String label) {
+    Svg.percentileSeries(latencyPlot, label, lastSamples, false);
   }
 
   Stats latencySeries(RawHttp http, String method, String path, String body, String mustContain) throws IOException {
@@ -1438,11 +1595,12 @@ public class AgentBench {
         }
       }
     }
+    lastSamples = samples;
     return Stats.of(samples);
   }
 
   /** One streaming workload: the request body, its encoding, and the expected output. */
-  record Workload(String label, String body, boolean base64, long bytes, long crc) {}
+  record Workload(String label, String shortName, String body, boolean base64, long bytes, long crc) {}
 
   boolean streams(RawHttp http, String name) throws IOException {
     say("  [3] POST /api/execute/stream throughput (MB = 10^6 bytes of raw process output; %d runs each, median shown)", o.streamReps);
@@ -1481,16 +1639,17 @@ public class AgentBench {
       throw new IOException("rand.bin has " + Files.size(rand) + " bytes");
     }
     List<Workload> workloads = List.of(
-        new Workload("zeros  base64 (head -c " + o.streamBytes + " /dev/zero)",
+        new Workload("zeros  base64 (head -c " + o.streamBytes + " /dev/zero)", "zeros, base64",
             "{\"argv\":[\"head\",\"-c\",\"" + o.streamBytes + "\",\"/dev/zero\"],\"encoding\":\"base64\"}", true,
             o.streamBytes, zeroCrc.getValue()),
-        new Workload("random base64 (cat rand.bin, " + o.randBytes + " B)",
+        new Workload("random base64 (cat rand.bin, " + o.randBytes + " B)", "random, base64",
             "{\"argv\":[\"cat\",\"rand.bin\"],\"encoding\":\"base64\"}", true, o.randBytes, randCrc.getValue()),
-        new Workload("ASCII  utf-8  (yes abcdefghij | head -c " + o.streamBytes + ")",
+        new Workload("ASCII  utf-8  (yes abcdefghij | head -c " + o.streamBytes + ")", "text, UTF-8",
             "{\"command\":\"yes abcdefghij | head -c " + o.streamBytes + "\"}", false, o.streamBytes, textCrc.getValue()));
     // warm-up (agent and client JIT): 64 MiB of each kind, not reported
-    streamRun(http, "warm-up", "{\"argv\":[\"head\",\"-c\",\"67108864\",\"/dev/zero\"],\"encoding\":\"base64\"}", true, 67108864, 0);
-    streamRun(http, "warm-up", "{\"command\":\"yes abcdefghij | head -c 67108864\"}", false, 67108864, 0);
+    long warm = Math.min(67108864, o.streamBytes);
+    streamRun(http, "warm-up", "{\"argv\":[\"head\",\"-c\",\"" + warm + "\",\"/dev/zero\"],\"encoding\":\"base64\"}", true, warm, 0);
+    streamRun(http, "warm-up", "{\"command\":\"yes abcdefghij | head -c " + warm + "\"}", false, warm, 0);
 
     for (Workload w : workloads) {
       List<StreamResult> runs = new ArrayList<>();
@@ -1514,6 +1673,8 @@ public class AgentBench {
           r.events, r.events > 2 ? r.rawBytes / (double) (r.events - 2) : 0.0, r.chunks, r.agentCpu, r.childCpu, r.clientCpu);
       say("    %s", line);
       sum("[%s] stream %s", name, line);
+      streamBars.bar(w.shortName(), "agent " + name + ", verifying client", r.mbPerSec(),
+          runs.stream().mapToDouble(StreamResult::mbPerSec).toArray());
       ok &= allOk;
     }
     // The same workloads read by a client that only de-chunks and counts (no SSE/base64/JSON decoding),
@@ -1537,6 +1698,9 @@ public class AgentBench {
           w.label(), w.bytes() / m[0] / 1e6, all, m[1] / m[0] / 1e6, allOk ? "exit 0, wire bytes plausible" : "CHECK FAILED");
       say("    %s", line);
       sum("[%s] stream %s", name, line);
+      streamBars.bar(w.shortName(), "agent " + name + ", drain-only client (floor of the client's work)", w.bytes() / m[0] / 1e6,
+          runs.stream().mapToDouble(d -> w.bytes() / d[0] / 1e6).toArray());
+      ok &= allOk;
     }
     Files.deleteIfExists(rand);
     return ok;
@@ -1599,16 +1763,14 @@ public class AgentBench {
     double startAll = (System.nanoTime() - t0) / 1e9;
     Stats st = Stats.of(samples);
     StringBuilder deciles = new StringBuilder();
-    int tenth = Math.max(1, n / 10);
-    for (int d = 0; d * tenth < n; d++) {
-      long sumNs = 0;
-      int cnt = 0;
-      for (int i = d * tenth; i < Math.min(n, (d + 1) * tenth); i++) {
-        sumNs += samples[i];
-        cnt++;
-      }
-      deciles.append(deciles.length() > 0 ? " " : "").append(String.format(Locale.ROOT, "%.1f", sumNs / (double) cnt / 1e6));
+    for (double mean : tenthMeans(samples)[1]) {
+      deciles.append(deciles.length() > 0 ? " " : "").append(String.format(Locale.ROOT, "%.1f", mean));
     }
+    Svg.Plot plot = new Svg.Plot(n + " background processes: start latency as the count grows, agent " + name, runInfo,
+        "start # (processes already started + 1; with several clients, the order in which starts were claimed)",
+        "POST /api/process/start latency (ms, log scale)").logY();
+    processPlots.put(name, plot);
+    plotStarts(plot, "sequential, one client", samples, Svg.COLORS[0]);
     Resp list = http.call("GET", "/api/process/list?status=running", null);
     int running = countOccurrences(list.text(), "\"status\":\"running\"");
     ProcStatus holding = ProcStatus.of(agent.pid);
@@ -1644,9 +1806,42 @@ public class AgentBench {
     sum("[%s] %d processes: kill-all %.0f ms", name, n, killMs);
     boolean ok = running == n && kill.status == 200;
     if (o.clients > 1) {
+      rss.mark(name.replace("-flags", "") + ": " + n + " processes, " + o.clients + " clients");
       ok &= manyProcessesConcurrently(http, name, agent);
     }
     return ok;
+  }
+
+  /** Mean start latency (ms) per successive tenth of the starts: {x at each tenth's middle (start #), mean}. */
+  static double[][] tenthMeans(long[] samples) {
+    int n = samples.length;
+    int tenth = Math.max(1, n / 10);
+    int parts = (n + tenth - 1) / tenth;
+    double[][] out = new double[2][parts];
+    for (int d = 0; d < parts; d++) {
+      int from = d * tenth;
+      int to = Math.min(n, from + tenth);
+      long sumNs = 0;
+      for (int i = from; i < to; i++) {
+        sumNs += samples[i];
+      }
+      out[0][d] = (from + 1 + to) / 2.0;
+      out[1][d] = sumNs / (double) (to - from) / 1e6;
+    }
+    return out;
+  }
+
+  /** Each start (faint) and the mean per tenth of the starts, in one colour. */
+  static void plotStarts(Svg.Plot plot, String label, long[] samples, String color) {
+    double[] index = new double[samples.length];
+    double[] ms = new double[samples.length];
+    for (int i = 0; i < samples.length; i++) {
+      index[i] = i + 1;
+      ms[i] = samples[i] / 1e6;
+    }
+    double[][] tenths = tenthMeans(samples);
+    plot.series(label + ", each start", index, ms, "faint", color);
+    plot.series(label + ", mean per tenth of the starts", tenths[0], tenths[1], "line", color);
   }
 
   /** The same starts from {@code --clients} connections at once: total time, latency, agent state. */
@@ -1695,6 +1890,7 @@ public class AgentBench {
       return false;
     }
     Stats st = Stats.of(samples);
+    plotStarts(processPlots.get(name), k + " concurrent clients", samples, Svg.COLORS[1]);
     Resp list = http.call("GET", "/api/process/list?status=running", null);
     int running = countOccurrences(list.text(), "\"status\":\"running\"");
     ProcStatus holding = ProcStatus.of(agent.pid);

@@ -24,7 +24,7 @@ import java.util.regex.Pattern;
  * <pre>
  *   ./mvnw -o -q -pl container-agent package -DskipTests
  *   java container-agent/bench/IsolationBench.java [--jar container-agent/target/container-agent.jar]
- *        [--calls 500] [--warmup 100] [--modes none,bwrap]
+ *        [--calls 500] [--warmup 100] [--modes none,bwrap] [--smoke]
  * </pre>
  *
  * Percentiles: samples sorted ascending, p-th percentile = sample at index ceil(p*n)-1.
@@ -41,6 +41,10 @@ public class IsolationBench {
         case "--calls" -> calls = Integer.parseInt(args[++i]);
         case "--warmup" -> warmup = Integer.parseInt(args[++i]);
         case "--modes" -> modes = Arrays.asList(args[++i].split(","));
+        case "--smoke" -> { // seconds-long, for CI: both modes still run and every exec must succeed
+          calls = 20;
+          warmup = 5;
+        }
         default -> throw new IllegalArgumentException("unknown option " + args[i]);
       }
     }
@@ -68,6 +72,12 @@ public class IsolationBench {
       Matcher inForce = Pattern.compile("\"isolation\":\"([^\"]+)\"").matcher(ready);
       url.find();
       String isolation = inForce.find() ? inForce.group(1) : "?";
+      if (!isolation.equals(mode)) { // the figures would be labelled with a mode that did not run
+        stdin.close();
+        agent.waitFor(15, TimeUnit.SECONDS);
+        deleteTree(ws);
+        throw new IllegalStateException("asked for --isolation " + mode + ", the agent reports " + isolation + " in force");
+      }
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
       try {
         for (String body : List.of("{\"argv\":[\"true\"]}", "{\"command\":\"true\"}")) {

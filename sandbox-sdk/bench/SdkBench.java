@@ -35,6 +35,9 @@ import java.util.concurrent.TimeUnit;
  *       client reading the same agent's event stream, alternating, same run;
  *   <li>200 concurrent execAsync calls.
  * </ol>
+ * It writes SVG plots (bench/Svg.java) into {@code --plots DIR}: the exec latency by percentile
+ * and the stream rates of each alternating pair. {@code --smoke} runs every part at seconds-long
+ * sizes (CI), still checking every result.
  * Percentiles: sorted samples, p-th percentile = sample at index ceil(p*n)-1.
  */
 public class SdkBench {
@@ -43,6 +46,11 @@ public class SdkBench {
   static boolean streamOnly;
   static int streamReps = 5;
   static int streamMib = 256;
+  static int startRuns = 4;
+  static int concurrent = 200;
+  static boolean smoke;
+  static String plots = "target/bench-plots";
+  static String runInfo;
 
   public static void main(String[] args) throws Exception {
     for (int i = 0; i < args.length; i++) {
@@ -52,15 +60,26 @@ public class SdkBench {
         case "--stream-only": streamOnly = true; break;
         case "--stream-reps": streamReps = Integer.parseInt(args[++i]); break;
         case "--stream-mib": streamMib = Integer.parseInt(args[++i]); break;
+        case "--plots": plots = args[++i]; break;
+        case "--smoke": // seconds-long sizes so CI runs every part; options after it override them
+          smoke = true;
+          calls = 20;
+          warmup = 5;
+          streamReps = 2;
+          streamMib = 1;
+          startRuns = 1;
+          concurrent = 20;
+          break;
         default: throw new IllegalArgumentException("unknown option " + args[i]);
       }
     }
     System.out.printf(Locale.ROOT, "SdkBench: %s %s, %d cores, calls=%d warmup=%d%n",
         System.getProperty("java.vm.name"), System.getProperty("java.version"),
         Runtime.getRuntime().availableProcessors(), calls, warmup);
+    runInfo = Svg.runInfo() + (smoke ? ", SMOKE SIZES (figures meaningless)" : "");
 
     // 1. LocalSandbox startup
-    long[] starts = new long[streamOnly ? 0 : 4];
+    long[] starts = new long[streamOnly ? 0 : startRuns];
     long[] closes = new long[starts.length];
     for (int i = 0; i < starts.length; i++) {
       long t0 = System.nanoTime();
@@ -107,36 +126,37 @@ public class SdkBench {
       long[] rawShell = new long[execCalls];
       long[] sdkShell = new long[execCalls];
       for (int i = 0; i < (streamOnly ? 0 : warmup); i++) {
-        raw.exec(argvBody);
-        sdk.exec(Command.of("true"));
-        raw.exec(shellBody);
-        sdk.exec("true");
+        succeeded(raw.exec(argvBody));
+        succeeded(sdk.exec(Command.of("true")));
+        succeeded(raw.exec(shellBody));
+        succeeded(sdk.exec("true"));
       }
       int block = 50;
       for (int from = 0; from < execCalls; from += block) {
         int to = Math.min(execCalls, from + block);
         for (int i = from; i < to; i++) {
           long t0 = System.nanoTime();
-          raw.exec(argvBody);
+          String r = raw.exec(argvBody);
           rawArgv[i] = System.nanoTime() - t0;
+          succeeded(r);
         }
         for (int i = from; i < to; i++) {
           long t0 = System.nanoTime();
           ExecResult r = sdk.exec(Command.of("true"));
           sdkArgv[i] = System.nanoTime() - t0;
-          if (r.exitCode() != 0) {
-            throw new IllegalStateException("true failed: " + r);
-          }
+          succeeded(r);
         }
         for (int i = from; i < to; i++) {
           long t0 = System.nanoTime();
-          raw.exec(shellBody);
+          String r = raw.exec(shellBody);
           rawShell[i] = System.nanoTime() - t0;
+          succeeded(r);
         }
         for (int i = from; i < to; i++) {
           long t0 = System.nanoTime();
-          sdk.exec("true");
+          ExecResult r = sdk.exec("true");
           sdkShell[i] = System.nanoTime() - t0;
+          succeeded(r);
         }
       }
       if (!streamOnly) {
@@ -144,6 +164,12 @@ public class SdkBench {
         System.out.printf(Locale.ROOT, "exec argv  true, SDK exec():      %s%n", stats(sdkArgv));
         System.out.printf(Locale.ROOT, "exec shell true, raw HTTP client: %s%n", stats(rawShell));
         System.out.printf(Locale.ROOT, "exec shell true, SDK exec():      %s%n", stats(sdkShell));
+        Svg.Plot latency = Svg.percentiles("Exec round trip of `true`: SDK exec() vs a raw HTTP client, same agent", runInfo);
+        Svg.percentileSeries(latency, "raw HTTP client, {\"argv\":[\"true\"]} (the agent's own)", rawArgv, true);
+        Svg.percentileSeries(latency, "SDK exec(Command.of(\"true\"))", sdkArgv, false);
+        Svg.percentileSeries(latency, "raw HTTP client, {\"command\":\"true\"} (the agent's own)", rawShell, true);
+        Svg.percentileSeries(latency, "SDK exec(\"true\")", sdkShell, false);
+        System.out.printf(Locale.ROOT, "plot: %s%n", latency.write(Path.of(plots), "sdk-exec-latency.svg"));
       }
 
       // 3. execStream throughput: the SDK versus a raw client reading the same agent's stream
@@ -153,17 +179,33 @@ public class SdkBench {
       for (int rep = 0; rep < (streamOnly ? 0 : 2); rep++) {
         long t0 = System.nanoTime();
         List<CompletableFuture<ExecResult>> fs = new ArrayList<>();
-        for (int i = 0; i < 200; i++) {
+        for (int i = 0; i < concurrent; i++) {
           fs.add(sdk.execAsync(Command.of("true")));
         }
         CompletableFuture.allOf(fs.toArray(new CompletableFuture[0])).get(60, TimeUnit.SECONDS);
         double s = (System.nanoTime() - t0) / 1e9;
-        System.out.printf(Locale.ROOT, "200 concurrent execAsync(true): %.2f s, %.0f exec/s%n", s, 200 / s);
+        for (CompletableFuture<ExecResult> f : fs) {
+          succeeded(f.get());
+        }
+        System.out.printf(Locale.ROOT, "%d concurrent execAsync(true): %.2f s, %.0f exec/s%n", concurrent, s, concurrent / s);
       }
     } finally {
       agent.getOutputStream().close(); // --exit-on-stdin-eof
       agent.waitFor(15, TimeUnit.SECONDS);
       agent.destroyForcibly();
+    }
+  }
+
+  static void succeeded(ExecResult r) {
+    if (r.exitCode() != 0) {
+      throw new IllegalStateException("`true` failed: " + r);
+    }
+  }
+
+  /** The raw client's answer to {@code true}: it must report exit code 0. */
+  static void succeeded(String json) {
+    if (!json.contains("\"exitCode\":0")) {
+      throw new IllegalStateException("`true` failed: " + json);
     }
   }
 
@@ -217,6 +259,15 @@ public class SdkBench {
           rep + 1, rawRates[rep], rawS, wire[0], wire[1], rawCpu[rep], rawUser[rep], sdkRates[rep], sdkS, sdkCpu[rep], sdkUser[rep],
           100 * sdkRates[rep] / rawRates[rep], loadAverage());
     }
+    Svg.Bars bars = new Svg.Bars("execStream of " + streamMib + " MiB of text: the SDK vs the agent's own rate, pair by pair",
+        runInfo, String.format(Locale.ROOT, "alternating pairs, in run order (median of the ratios SDK / agent: %.0f%%)",
+            100 * medianRatio(sdkRates, rawRates)), "MB/s of process output (10^6 B/s)");
+    for (int rep = 0; rep < streamReps; rep++) {
+      String pair = String.format(Locale.ROOT, "pair %d: %.0f%%", rep + 1, 100 * sdkRates[rep] / rawRates[rep]);
+      bars.bar(pair, "agent's own rate (raw client that decodes nothing: the floor)", rawRates[rep]);
+      bars.bar(pair, "SDK execStream, subscriber counting", sdkRates[rep]);
+    }
+    System.out.printf(Locale.ROOT, "plot: %s%n", bars.write(Path.of(plots), "sdk-stream-pairs.svg"));
     System.out.printf(Locale.ROOT,
         "execStream %d MiB: agent median %.0f MB/s, SDK median %.0f MB/s, median of per-run ratios %.0f%%;"
             + " reading thread's CPU time per byte, median: raw client %.2f ns (user %.2f), SDK %.2f ns (user %.2f)%n",
