@@ -92,14 +92,15 @@ class TerminalIT {
   @Test
   void theProgramHasAControllingTerminalOfTheRequestedSizeAndTerm() throws Exception {
     startTerminal(agent, "tty", 100, 30, Map.of(), "sh", "-c",
-        "tty; stty size; echo TERM=$TERM; test -t 0 && test -t 1 && test -t 2 && echo all-ttys; echo ctty: $(ps -o tty= -p $$)");
+        "tty; stty size; echo TERM=$TERM; test -t 0 && test -t 1 && test -t 2 && echo all-ttys; echo ctty: $(ps -o tty= -p $$);"
+            + " echo utf8: $(stty -a | grep -o -- '-*iutf8')");
     JsonNode info = awaitExit(agent, "tty");
     assertThat(info.get("exitCode").asInt()).isZero();
     assertThat(info.path("pty").path("cols").asInt()).isEqualTo(100);
     assertThat(info.path("pty").path("rows").asInt()).isEqualTo(30);
     String out = output(agent, "tty");
     assertThat(out).containsPattern("/dev/pts/\\d+\r\n").contains("30 100\r\n").contains("TERM=xterm-256color\r\n")
-        .contains("all-ttys").containsPattern("ctty: pts/\\d+");
+        .contains("all-ttys").containsPattern("ctty: pts/\\d+").contains("utf8: iutf8\r\n");
     // stdout and stderr are the one terminal: the text log is the same bytes, stderr stays empty
     TestAgent.Response logs = agent.get("/api/process/tty/logs");
     assertThat(logs.text("stderr")).isEmpty();
