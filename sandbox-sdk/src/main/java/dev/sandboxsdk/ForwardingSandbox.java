@@ -62,6 +62,16 @@ public abstract class ForwardingSandbox implements Sandbox {
   }
 
   @Override
+  public Terminal openTerminal(TerminalOptions options) {
+    return delegate().openTerminal(options);
+  }
+
+  @Override
+  public Terminal attachTerminal(String id) {
+    return delegate().attachTerminal(id);
+  }
+
+  @Override
   public void killProcess(String processId, Signal signal) {
     delegate().killProcess(processId, signal);
   }

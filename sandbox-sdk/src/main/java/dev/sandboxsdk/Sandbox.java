@@ -205,6 +205,35 @@ public interface Sandbox extends AutoCloseable {
    */
   SandboxProcess attachProcess(String processId);
 
+  // ---- terminals
+
+  /**
+   * Starts a command on a pseudo-terminal and returns at once; see {@link Terminal}. The terminal
+   * is a background process: it outlives every connection and this handle, and is listed by
+   * {@link #listProcesses()} under {@link Terminal#id()}.
+   *
+   * <pre>{@code
+   * Terminal term = sandbox.openTerminal(TerminalOptions.defaults());   // a login shell, 80 x 24
+   * term.write("echo $TERM\r");
+   * }</pre>
+   *
+   * @throws SandboxInvalidRequestException if the process id is taken or an option is invalid
+   * @throws SandboxServerException with code {@code TERMINAL_UNAVAILABLE} if the agent cannot run
+   *     commands on a terminal (an agent started with {@code --spawn jdk})
+   * @throws SandboxException for any other failure
+   */
+  Terminal openTerminal(TerminalOptions options);
+
+  /**
+   * A handle to an existing terminal, e.g. one another client opened, running or ended (as long as
+   * it is listed).
+   *
+   * @throws ProcessNotFoundException if there is no process with this id
+   * @throws SandboxInvalidRequestException with code {@code NOT_A_TERMINAL} if the process does not
+   *     run on a terminal
+   */
+  Terminal attachTerminal(String id);
+
   /** Kills a background process with SIGTERM (then SIGKILL after the grace period). */
   default void killProcess(String processId) {
     killProcess(processId, Signal.SIGTERM);

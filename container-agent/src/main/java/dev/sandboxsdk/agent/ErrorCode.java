@@ -48,6 +48,8 @@ public enum ErrorCode {
   METHOD_NOT_ALLOWED(405),
   PROCESS_ALREADY_EXISTS(409),
   PROCESS_NOT_RUNNING(409),
+  /** process/{id}/resize: the process does not run on a terminal (ours). */
+  NOT_A_TERMINAL(409),
   /** File routes: the target already exists (Cloudflare's code). */
   FILE_EXISTS(409),
   PAYLOAD_TOO_LARGE(413),
@@ -59,6 +61,8 @@ public enum ErrorCode {
   /** expose-port: 256 ports are exposed already (ours). */
   TOO_MANY_EXPOSED_PORTS(429),
   INTERNAL_ERROR(500),
+  /** process/start with a pty on an agent that cannot give commands a terminal ({@code --spawn jdk}) (ours). */
+  TERMINAL_UNAVAILABLE(501),
   /** File routes: an I/O failure the agent cannot attribute to the request (Cloudflare's code). */
   FILESYSTEM_ERROR(500),
   /** git/checkout: git failed for a reason none of the other git codes names (Cloudflare's code). */

@@ -65,6 +65,8 @@ class HostileClientsIT {
       new Route("GET", "/api/process/%s/logs", null),
       new Route("GET", "/api/process/%s/stream", null),
       new Route("POST", "/api/process/%s/stdin", "{\"data\":\"hello\\n\"}"),
+      // The hostile-client process has no terminal: the full request gets 409 NOT_A_TERMINAL.
+      new Route("POST", "/api/process/%s/resize", "{\"cols\":100,\"rows\":30}"),
       new Route("POST", "/api/process/cleanup", ""),
       new Route("GET", "/api/no-such-route", null),
       new Route("DELETE", "/api/process/%s", null),

@@ -98,6 +98,7 @@ public final class RealSandbox implements Sandbox {
   private final RealFiles files = new RealFiles(this);
   private final RealGit git = new RealGit(this);
   private final RealPorts ports = new RealPorts(this);
+  private final RealTerminals terminals = new RealTerminals(this);
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -491,6 +492,16 @@ public final class RealSandbox implements Sandbox {
   }
 
   @Override
+  public dev.sandboxsdk.Terminal openTerminal(dev.sandboxsdk.TerminalOptions options) {
+    return terminals.open(options);
+  }
+
+  @Override
+  public dev.sandboxsdk.Terminal attachTerminal(String id) {
+    return terminals.attach(id);
+  }
+
+  @Override
   public void killProcess(String processId, Signal signal) {
     Objects.requireNonNull(signal, "signal == null");
     HttpUrl url = processUrl(processId).newBuilder().addQueryParameter("signal", signal.name()).build();
@@ -552,8 +563,15 @@ public final class RealSandbox implements Sandbox {
     return openLogStream(processId, new LogCursor.Start(fromOffset, -1, -1), abort);
   }
 
-  /** A resuming cursor over a process's events; also used by waits of {@link RealSandboxProcess}. */
   private EventCursor<LogEvent> openLogStream(String processId, LogCursor.Start start, Abort abort) {
+    return openLogStream(processId, start, false, abort);
+  }
+
+  /**
+   * A resuming cursor over a process's events; also used by waits of {@link RealSandboxProcess}.
+   * With {@code base64}, the text of every output event is the base64 of its raw bytes.
+   */
+  EventCursor<LogEvent> openLogStream(String processId, LogCursor.Start start, boolean base64, Abort abort) {
     ensureOpen();
     LogCursor[] self = new LogCursor[1];
     self[0] = new LogCursor((since, stdoutSince, stderrSince) -> {
@@ -564,6 +582,9 @@ public final class RealSandbox implements Sandbox {
       }
       if (stderrSince >= 0) {
         url.addQueryParameter("stderrSince", Long.toString(stderrSince));
+      }
+      if (base64) {
+        url.addQueryParameter("encoding", "base64");
       }
       return openEventStream(get(url.build()), "streamProcessLogs " + processId, Wire.logEventReader(),
           e -> e instanceof LogEvent.Exit, abort);
@@ -714,7 +735,7 @@ public final class RealSandbox implements Sandbox {
     return b.build();
   }
 
-  private HttpUrl processUrl(String processId) {
+  HttpUrl processUrl(String processId) {
     checkId(processId);
     return url("api", "process").newBuilder().addPathSegment(processId).build();
   }
@@ -1017,7 +1038,7 @@ public final class RealSandbox implements Sandbox {
     return d;
   }
 
-  private Throwable streamError(Throwable t, String what) {
+  Throwable streamError(Throwable t, String what) {
     if (closedReason != null && !(t instanceof IllegalStateException)) {
       return closedError(t);
     }

@@ -91,6 +91,16 @@ public final class Wire {
     return body;
   }
 
+  /** The process/start body of a terminal: the command plus {@code pty} (our extension of protocol v1). */
+  static ObjectNode terminalBody(dev.sandboxsdk.TerminalOptions options) {
+    ObjectNode body = commandBody(options.command(), options.env(), options.cwd(), null);
+    if (options.processId() != null) {
+      body.put("processId", options.processId());
+    }
+    body.putObject("pty").put("cols", options.cols()).put("rows", options.rows()).put("term", options.term());
+    return body;
+  }
+
   static ObjectNode watchBody(String path, dev.sandboxsdk.WatchOptions options) {
     ObjectNode body = MAPPER.createObjectNode().put("path", path).put("recursive", options.recursive());
     if (!options.include().isEmpty()) {

@@ -40,6 +40,9 @@ import dev.sandboxsdk.SandboxProcess;
 import dev.sandboxsdk.SandboxTimeoutException;
 import dev.sandboxsdk.Signal;
 import dev.sandboxsdk.StdStream;
+import dev.sandboxsdk.Terminal;
+import dev.sandboxsdk.TerminalOptions;
+import dev.sandboxsdk.TerminalOutput;
 import dev.sandboxsdk.WatchOptions;
 import java.net.CookieManager;
 import java.net.InetAddress;
@@ -1440,6 +1443,242 @@ public abstract class SandboxContract {
     assertThat(next).as("sum of bytes of %s", type.getSimpleName())
         .isEqualTo(text.toString().getBytes(StandardCharsets.UTF_8).length);
     return text.toString();
+  }
+
+  // ---- terminals
+
+  /** Collects a terminal's output bytes as they come, with unbounded demand. */
+  private static final class Screen implements Flow.Subscriber<TerminalOutput> {
+    private final java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+    private final List<TerminalOutput> chunks = new ArrayList<>();
+    private final CompletableFuture<String> done = new CompletableFuture<>();
+    private final long from;
+    private long next = -1;
+
+    private Screen(long from) {
+      this.from = from;
+    }
+
+    static Screen of(Flow.Publisher<TerminalOutput> output) {
+      return of(output, 0);
+    }
+
+    static Screen of(Flow.Publisher<TerminalOutput> output, long from) {
+      Screen s = new Screen(from);
+      output.subscribe(s);
+      return s;
+    }
+
+    @Override
+    public void onSubscribe(Flow.Subscription subscription) {
+      subscription.request(Long.MAX_VALUE);
+    }
+
+    @Override
+    public synchronized void onNext(TerminalOutput item) {
+      if (next >= 0 && item.offset() != next) {
+        done.completeExceptionally(new AssertionError("chunk at " + item.offset() + ", expected " + next));
+      }
+      next = item.nextOffset();
+      chunks.add(item);
+      bytes.writeBytes(item.bytes());
+    }
+
+    @Override
+    public void onError(Throwable t) {
+      done.completeExceptionally(t);
+    }
+
+    @Override
+    public synchronized void onComplete() {
+      done.complete(text());
+    }
+
+    synchronized String text() {
+      return bytes.toString(StandardCharsets.UTF_8);
+    }
+
+    synchronized List<TerminalOutput> chunks() {
+      return List.copyOf(chunks);
+    }
+
+    /** Waits until the output so far satisfies {@code condition}; returns it either way. */
+    String await(java.util.function.Predicate<String> condition) throws InterruptedException {
+      Await.await(WAIT, () -> condition.test(text()) || done.isDone());
+      return text();
+    }
+
+    /** Waits until the output is complete (the terminal's programs have all exited). */
+    String awaitEnd() throws Exception {
+      return done.get(WAIT.toSeconds(), TimeUnit.SECONDS);
+    }
+  }
+
+  private Terminal terminal(String... argv) {
+    return sandbox.openTerminal(TerminalOptions.builder().command(Command.of(argv)).build());
+  }
+
+  @Test
+  void aTerminalGivesItsProgramAControllingTerminalOfTheRequestedSizeAndTerm() throws Exception {
+    Terminal t = sandbox.openTerminal(TerminalOptions.builder()
+        .command(Command.of("sh", "-c", "tty; stty size; echo TERM=$TERM; test -t 0 && test -t 2 && echo both-ttys"))
+        .cols(100).rows(30).processId(unique("tty")).build());
+    Screen screen = Screen.of(t.output());
+    assertThat(sandbox.listProcesses()).extracting(ProcessInfo::id).contains(t.id());
+    ProcessInfo done = t.waitForExit(WAIT);
+
+    assertThat(done.exitCode()).isZero();
+    assertThat(done.status()).isEqualTo(ProcessStatus.COMPLETED);
+    String out = screen.awaitEnd();
+    assertThat(out).containsPattern("(?m)^/dev/\\S+\r$").doesNotContain("not a tty")
+        .contains("30 100\r\n", "TERM=xterm-256color\r\n", "both-ttys\r\n");
+    Terminal again = sandbox.attachTerminal(t.id());
+    assertThat(again.pid()).isEqualTo(t.pid());
+    assertThat(Screen.of(again.output()).awaitEnd()).isEqualTo(out);
+  }
+
+  @Test
+  void aProgramThatPromptsGetsTheTypedLineWhichTheTerminalEchoes() throws Exception {
+    Terminal t = terminal("sh", "-c", "printf 'name? '; read n; echo \"hello, $n!\"");
+    Screen screen = Screen.of(t.output());
+    screen.await(s -> s.contains("name? "));
+    t.write("w\u00f6rld\r");
+
+    assertThat(t.waitForExit(WAIT).exitCode()).isZero();
+    assertThat(screen.awaitEnd()).isEqualTo("name? w\u00f6rld\r\nhello, w\u00f6rld!\r\n");
+  }
+
+  @Test
+  void aResizeReachesTheProgramAsSigwinchWithTheNewSize() throws Exception {
+    Terminal t = terminal("sh", "-c", "trap 'echo winch $(stty size)' WINCH; echo ready; while :; do sleep 0.1; done");
+    try {
+      Screen screen = Screen.of(t.output());
+      screen.await(s -> s.contains("ready"));
+      t.resize(132, 43);
+      assertThat(screen.await(s -> s.contains("winch 43 132"))).contains("winch 43 132\r\n");
+      t.resize(20, 5);
+      assertThat(screen.await(s -> s.contains("winch 5 20"))).contains("winch 5 20\r\n");
+    } finally {
+      t.kill();
+    }
+    assertThat(t.waitForExit(WAIT).status()).isEqualTo(ProcessStatus.KILLED);
+  }
+
+  @Test
+  void ctrlCInterruptsTheForegroundProgram() throws Exception {
+    // sleep runs in the foreground; the subshell says when it has surely started
+    Terminal t = terminal("sh", "-c", "trap 'echo interrupted' INT; (sleep 0.3; echo ready) & sleep 67; echo after=$?");
+    Screen screen = Screen.of(t.output());
+    screen.await(s -> s.contains("ready"));
+    t.write("\u0003");
+
+    assertThat(t.waitForExit(WAIT).exitCode()).as("ended by the interrupt, long before sleep's 67 s").isZero();
+    assertThat(screen.awaitEnd()).contains("^C").contains("interrupted\r\n").contains("after=130\r\n");
+  }
+
+  @Test
+  void coloursAndSplitCharactersArriveAsTheProgramWroteThem() throws Exception {
+    // ls colours only when its output is a terminal
+    Terminal ls = terminal("ls", "--color=auto", "-d", "/", "/usr");
+    assertThat(Screen.of(ls.output()).awaitEnd()).contains("\u001b[").contains("/usr");
+
+    Terminal split = terminal("sh", "-c", "printf 'a\\342\\202'; sleep 0.3; printf '\\254b'");
+    Screen screen = Screen.of(split.output());
+    assertThat(screen.awaitEnd()).isEqualTo("a\u20acb");
+    assertThat(screen.chunks().get(0).offset()).isZero();
+    assertThat(Screen.of(sandbox.attachTerminal(split.id()).output(1)).awaitEnd()).isEqualTo("\u20acb");
+  }
+
+  @Test
+  void aFullScreenProgramDrawsAndExits() throws Exception {
+    boolean vi = sandbox.exec("command -v vi").exitCode() == 0;
+    Terminal t = vi ? terminal("vi", "-u", "NONE", "-N", "it-term-drawn.txt")
+        : terminal("sh", "-c", "tput smcup; tput clear; tput cup 5 10; printf drawn; read k; tput rmcup; echo $k > it-term-drawn.txt");
+    Screen screen = Screen.of(t.output());
+    if (vi) {
+      screen.await(s -> s.contains("~"));
+      t.write("ihello\u001b:wq\r");
+    } else {
+      screen.await(s -> s.contains("drawn"));
+      assertThat(screen.text()).contains("\u001b[6;11H"); // xterm's cursor address for row 5, column 10
+      t.write("hello\r");
+    }
+
+    assertThat(t.waitForExit(WAIT).exitCode()).isZero();
+    assertThat(screen.awaitEnd()).contains("\u001b[");
+    assertThat(sandbox.files().readString("it-term-drawn.txt")).isEqualTo("hello\n");
+  }
+
+  @Test
+  void killingATerminalKillsTheJobsItsShellStarted() throws Exception {
+    String tag = unique("term-jobs");
+    Terminal t = sandbox.openTerminal(TerminalOptions.builder().command(Command.of("bash", "--norc", "-i"))
+        .env("PS1", "$ ").build());
+    Screen screen = Screen.of(t.output());
+    screen.await(s -> s.contains("$ "));
+    t.write("sleep 1234 & echo $! > " + tag + ".pid; sleep 1235\r");
+    long job = probe.readPid(tag + ".pid", WAIT);
+    assertThat(probe.alive(job)).isTrue();
+
+    t.kill();
+    assertThat(t.waitForExit(WAIT).status()).isEqualTo(ProcessStatus.KILLED);
+    assertThat(await(WAIT, () -> !probe.alive(job))).as("the shell's background job %d is gone", job).isTrue();
+    assertThatCode(t::kill).as("killing an ended terminal succeeds").doesNotThrowAnyException();
+  }
+
+  @Test
+  void manyTerminalsAtOnceStayResponsive() throws Exception {
+    int n = 50;
+    List<Terminal> terms = new ArrayList<>();
+    List<Screen> screens = new ArrayList<>();
+    try {
+      for (int i = 0; i < n; i++) {
+        Terminal t = terminal("cat");
+        terms.add(t);
+        screens.add(Screen.of(t.output()));
+      }
+      for (int i = 0; i < n; i++) {
+        terms.get(i).write("ping " + i + "\r");
+      }
+      for (int i = 0; i < n; i++) {
+        String want = "ping " + i + "\r\nping " + i + "\r\n"; // the echo, then cat's copy
+        assertThat(screens.get(i).await(want::equals)).isEqualTo(want);
+      }
+      assertThat(sandbox.exec("echo still-here").stdout()).isEqualTo("still-here\n");
+    } finally {
+      terms.forEach(Terminal::kill);
+    }
+    for (Terminal t : terms) {
+      assertThat(t.waitForExit(WAIT).status()).isEqualTo(ProcessStatus.KILLED);
+    }
+    for (Screen s : screens) {
+      s.awaitEnd();
+    }
+  }
+
+  @Test
+  void terminalArgumentsAreCheckedAndAProcessWithoutATerminalIsNoTerminal() throws Exception {
+    assertThatThrownBy(() -> TerminalOptions.builder().cols(0).build()).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> TerminalOptions.builder().rows(1001).build()).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> TerminalOptions.builder().term("x term").build()).isInstanceOf(IllegalArgumentException.class);
+    Terminal t = terminal("sleep", "30");
+    try {
+      assertThatThrownBy(() -> t.resize(-1, 24)).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> t.resize(80, 100_000)).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> t.output(-1)).isInstanceOf(IllegalArgumentException.class);
+    } finally {
+      t.kill();
+    }
+    SandboxProcess plain = sandbox.startProcess("sleep 30");
+    try {
+      assertThatThrownBy(() -> sandbox.attachTerminal(plain.id())).isInstanceOf(SandboxInvalidRequestException.class)
+          .hasMessageContaining("terminal");
+    } finally {
+      plain.kill();
+    }
+    assertThatThrownBy(() -> sandbox.attachTerminal("it-no-such-terminal")).isInstanceOf(ProcessNotFoundException.class);
+    t.waitForExit(WAIT);
+    assertThatThrownBy(() -> t.write("late\r")).isInstanceOf(SandboxException.class).hasMessageContaining("PROCESS_NOT_RUNNING");
   }
 
   private static ProcessOptions withId(String id) {

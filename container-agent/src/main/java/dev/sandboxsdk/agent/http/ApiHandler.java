@@ -493,6 +493,11 @@ public final class ApiHandler implements HttpHandler {
             Query.none(exchange);
             process.stdin(exchange, id);
             return;
+          case "resize":
+            allow(method, "POST");
+            Query.none(exchange);
+            process.resize(exchange, id);
+            return;
           default:
             break;
         }

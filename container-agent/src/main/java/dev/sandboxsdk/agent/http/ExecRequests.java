@@ -19,7 +19,7 @@ final class ExecRequests {
         "origin")),
     EXECUTE_STREAM(Set.of("command", "argv", "env", "cwd", "timeoutMs", "stdin", "encoding", "sessionId", "origin")),
     START(Set.of("command", "argv", "processId", "env", "cwd", "timeoutMs", "encoding", "autoCleanup", "stdin", "sessionId",
-        "origin"));
+        "origin", "pty"));
 
     final Set<String> fields;
 
@@ -106,8 +106,47 @@ final class ExecRequests {
     ExecSpec.Encoding encoding = encoding(body.string("encoding"), "encoding");
     String processId = kind == Kind.START ? body.string("processId") : null;
     Boolean autoCleanup = kind == Kind.START ? body.bool("autoCleanup") : null;
+    ExecSpec.Pty pty = kind == Kind.START ? pty(body.object("pty")) : null;
+    if (pty != null) {
+      stdinPipe = true; // a terminal always takes input
+    }
     return new ExecSpec(command, argv, env, cwd, timeoutMs, stdinData, stdinPipe, maxOutput, encoding,
-        processId, Boolean.TRUE.equals(autoCleanup));
+        processId, Boolean.TRUE.equals(autoCleanup), pty);
+  }
+
+  private static final java.util.regex.Pattern TERM = java.util.regex.Pattern.compile("[A-Za-z0-9][A-Za-z0-9._+-]{0,63}");
+
+  /** The {@code pty} object of process/start: {@code cols}, {@code rows} (1 to 1000) and an optional {@code term}. */
+  private static ExecSpec.Pty pty(Json pty) {
+    if (pty == null) {
+      return null;
+    }
+    pty.allowOnly(Set.of("cols", "rows", "term"));
+    int[] size = size(pty, "pty.");
+    String term = pty.string("term");
+    if (term != null && !TERM.matcher(term).matches()) {
+      throw AgentException.invalid("pty.term", "'pty.term' must be a terminal type name such as \"xterm-256color\""
+          + " (letters, digits, '.', '_', '+', '-'; at most 64), got '" + (term.length() > 80 ? term.substring(0, 80) + "..." : term) + "'");
+    }
+    return new ExecSpec.Pty(size[0], size[1], term != null ? term : ExecSpec.Pty.DEFAULT_TERM);
+  }
+
+  /**
+   * The required {@code cols} and {@code rows} of a terminal size, each 1 to {@link ExecSpec.Pty#MAX_SIZE}
+   * ({@code prefix} names the enclosing field in messages).
+   */
+  static int[] size(Json body, String prefix) {
+    int[] out = new int[2];
+    String[] names = {"cols", "rows"};
+    for (int i = 0; i < 2; i++) {
+      Long v = body.integer(names[i], 1, ExecSpec.Pty.MAX_SIZE, prefix + names[i]);
+      if (v == null) {
+        throw AgentException.invalid(prefix + names[i], "'" + prefix + names[i] + "' is required: the terminal's "
+            + (i == 0 ? "width in columns" : "height in rows") + ", 1 to " + ExecSpec.Pty.MAX_SIZE);
+      }
+      out[i] = v.intValue();
+    }
+    return out;
   }
 
   static ExecSpec.Encoding encoding(String value, String field) {

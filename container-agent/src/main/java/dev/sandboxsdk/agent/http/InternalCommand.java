@@ -36,7 +36,7 @@ final class InternalCommand {
   static Outcome run(ProcessManager processes, List<String> argv, Map<String, String> env, String cwd, long timeoutMs,
       int maxOutputBytes) throws InterruptedException {
     ExecSpec spec = new ExecSpec(null, argv, env, cwd, timeoutMs, null, false, maxOutputBytes, ExecSpec.Encoding.UTF8,
-        null, false);
+        null, false, null);
     Capture out = new Capture(maxOutputBytes);
     Capture err = new Capture(maxOutputBytes);
     ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.EXEC);

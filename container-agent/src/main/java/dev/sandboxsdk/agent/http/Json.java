@@ -187,12 +187,17 @@ final class Json {
   }
 
   Long integer(String name, long min, long max) {
+    return integer(name, min, max, name);
+  }
+
+  /** As {@link #integer(String, long, long)}, naming the field {@code shown} in the error (a nested field's path). */
+  Long integer(String name, long min, long max, String shown) {
     JsonNode v = node.get(name);
     if (v == null || v.isNull()) {
       return null;
     }
     if (!v.isIntegralNumber() || !v.canConvertToLong() || v.longValue() < min || v.longValue() > max) {
-      throw AgentException.invalid(name, "'" + name + "' must be an integer from " + min + " to " + max
+      throw AgentException.invalid(shown, "'" + shown + "' must be an integer from " + min + " to " + max
           + ", got " + describe(v));
     }
     return v.longValue();

@@ -43,8 +43,38 @@ final class ProcessEndpoints {
     body.put("processId", p.id());
     body.put("pid", p.pid());
     body.put("command", p.command());
-    body.put("status", p.snapshot().status().wireName());
+    ManagedProcess.Snapshot started = p.snapshot();
+    body.put("status", started.status().wireName());
+    if (started.ptyCols() != null) {
+      body.set("pty", Json.object().put("cols", started.ptyCols()).put("rows", started.ptyRows()));
+    }
     Responses.ok(exchange, body);
+  }
+
+  /** POST /api/process/{id}/resize {@code {"cols":..,"rows":..}}: TIOCSWINSZ on the terminal, SIGWINCH to its program. */
+  void resize(HttpExchange exchange, String id) throws IOException {
+    Json body = Json.read(exchange, config.maxBodyBytes(), processes.outputBudget());
+    body.allowOnly(Set.of("cols", "rows"));
+    int[] size = ExecRequests.size(body, "");
+    ManagedProcess p = processes.require(id);
+    if (!p.isTerminal()) {
+      throw new AgentException(ErrorCode.NOT_A_TERMINAL, "process '" + id + "' does not run on a terminal;"
+          + " start it with \"pty\": {\"cols\": .., \"rows\": ..} to resize it", Map.of("processId", id));
+    }
+    try {
+      p.resize(size[0], size[1]);
+    } catch (IllegalStateException e) {
+      throw new AgentException(ErrorCode.PROCESS_NOT_RUNNING, "cannot resize the terminal of process '" + id
+          + "': it has ended (" + e.getMessage() + ")", Map.of("processId", id));
+    } catch (IOException e) {
+      throw new AgentException(ErrorCode.INTERNAL_ERROR, "cannot resize the terminal of process '" + id + "': "
+          + e.getMessage(), Map.of("processId", id));
+    }
+    ObjectNode response = Json.object();
+    response.put("processId", p.id());
+    response.put("cols", size[0]);
+    response.put("rows", size[1]);
+    Responses.ok(exchange, response);
   }
 
   void list(HttpExchange exchange) throws IOException {
@@ -265,6 +295,10 @@ final class ProcessEndpoints {
     boolean eof = write.eof();
     if (!p.spec().stdinPipe()) {
       throw AgentException.invalid("stdin", "process '" + id + "' was not started with \"stdin\": \"pipe\"");
+    }
+    if (eof && p.isTerminal()) {
+      throw AgentException.invalid("eof", "process '" + id + "' runs on a terminal, which has no end of input to"
+          + " close; send Ctrl-D (\\u0004) to end a line-reading program's input, or kill it");
     }
     if (p.isFinished()) {
       throw notRunning(id, "it has already exited");

@@ -81,6 +81,9 @@ final class Responses {
     }
     info.put("stdoutBytes", s.stdoutBytes());
     info.put("stderrBytes", s.stderrBytes());
+    if (s.ptyCols() != null) {
+      info.set("pty", Json.object().put("cols", s.ptyCols()).put("rows", s.ptyRows()));
+    }
     return info;
   }
 }

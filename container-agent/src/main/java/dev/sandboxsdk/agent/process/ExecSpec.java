@@ -21,6 +21,7 @@ import java.util.regex.Pattern;
  * @param maxOutputBytes per-stream cap of a synchronous exec
  * @param processId the caller's id for a background process, or null for a generated one
  * @param autoCleanup whether a background process's record is dropped some time after it ends
+ * @param pty the pseudo-terminal a background process runs on, or null for pipes
  */
 public record ExecSpec(
     String shellCommand,
@@ -33,7 +34,8 @@ public record ExecSpec(
     int maxOutputBytes,
     Encoding encoding,
     String processId,
-    boolean autoCleanup) {
+    boolean autoCleanup,
+    Pty pty) {
 
   private static final Pattern SAFE_WORD = Pattern.compile("[A-Za-z0-9_./=:@%+,-]+");
 
@@ -62,6 +64,19 @@ public record ExecSpec(
       }
     }
     return sb.toString();
+  }
+
+  /**
+   * A terminal's initial size and {@code TERM}.
+   *
+   * @param cols columns, 1 to {@link #MAX_SIZE}
+   * @param rows rows, 1 to {@link #MAX_SIZE}
+   * @param term the command's {@code TERM}
+   */
+  public record Pty(int cols, int rows, String term) {
+    /** The largest number of columns or rows a terminal may have (the kernel's limit is 65535). */
+    public static final int MAX_SIZE = 1000;
+    public static final String DEFAULT_TERM = "xterm-256color";
   }
 
   /** How output bytes travel in JSON. */

@@ -21,6 +21,8 @@ final class Libc {
   // <fcntl.h>, the same on x86-64 and aarch64
   static final int O_RDONLY = 0;
   static final int O_WRONLY = 1;
+  static final int O_RDWR = 2;
+  static final int O_NOCTTY = 0x100;
   static final int O_NONBLOCK = 0x800;
   static final int O_CLOEXEC = 0x80000;
   // <sys/wait.h>
@@ -31,11 +33,19 @@ final class Libc {
   static final int EPOLLIN = 0x001;
   static final int EPOLLERR = 0x008;
   static final int EPOLLHUP = 0x010;
+  // <poll.h>
+  static final short POLLOUT = 0x004;
+  // <asm-generic/ioctls.h>, the same on x86-64 and aarch64
+  static final long TIOCSWINSZ = 0x5414;
+  // <termios.h>: IUTF8 in c_iflag, the first field of struct termios (60 bytes in glibc)
+  static final int IUTF8 = 0x4000;
+  static final int TCSANOW = 0;
   /** struct epoll_event is packed on x86-64 (4 + 8 bytes), padded to 16 elsewhere. */
   static final int EPOLL_EVENT_SIZE = Platform.isIntel() ? 12 : 16;
   static final int EPOLL_DATA_OFFSET = Platform.isIntel() ? 4 : 8;
   // errno
   static final int EINTR = 4;
+  static final int EIO = 5;
   static final int EAGAIN = 11;
   static final int ENOEXEC = 8;
   /** pidfd_open(2) has this number on every Linux architecture (the generic table). */
@@ -134,6 +144,23 @@ final class Libc {
   static native long read(int fd, Pointer buf, long count);
 
   static native long write(int fd, Pointer buf, long count);
+
+  static native int posix_openpt(int flags);
+
+  static native int grantpt(int fd);
+
+  static native int unlockpt(int fd);
+
+  static native int ptsname_r(int fd, byte[] buf, long buflen);
+
+  /** Only for requests whose argument is a pointer; ioctl is variadic, which the integer ABI of both targets tolerates. */
+  static native int ioctl(int fd, long request, Pointer arg);
+
+  static native int tcgetattr(int fd, Pointer termios);
+
+  static native int tcsetattr(int fd, int action, Pointer termios);
+
+  static native int poll(Pointer fds, long nfds, int timeoutMs);
 
   static native int waitpid(int pid, int[] status, int options);
 

@@ -64,7 +64,7 @@ public final class ManagedProcess {
   public record Snapshot(
       String id, long pid, String command, List<String> argv, Status status, Instant startTime,
       Instant endTime, Integer exitCode, Signal signal, boolean timedOut, long stdoutBytes,
-      long stderrBytes, long durationMs) {}
+      long stderrBytes, long durationMs, Integer ptyCols, Integer ptyRows) {}
 
   private final ReentrantLock lock = new ReentrantLock();
   private final Condition changed = lock.newCondition();
@@ -83,6 +83,8 @@ public final class ManagedProcess {
   private final OutputPump stdoutPump;
   private final OutputPump stderrPump;
   private final CompletableFuture<ManagedProcess> finished = new CompletableFuture<>();
+  /** The terminal the process runs on, or null (pipes). */
+  private final Pty pty;
 
   // Guarded by lock.
   private Status status = Status.RUNNING;
@@ -102,8 +104,9 @@ public final class ManagedProcess {
 
   /** @param stdin the pipe to the process's stdin for the stdin endpoint, or null */
   ManagedProcess(String id, Kind kind, ExecSpec spec, Process process, OutputStream stdin, OutputPump stdoutPump,
-      OutputPump stderrPump, ProcessManager manager, int logWindow) {
+      OutputPump stderrPump, ProcessManager manager, int logWindow, Pty pty) {
     this.id = id;
+    this.pty = pty;
     this.kind = kind;
     this.spec = spec;
     this.process = process;
@@ -268,6 +271,23 @@ public final class ManagedProcess {
     }
   }
 
+  /** Whether the process runs on a pseudo-terminal. */
+  public boolean isTerminal() {
+    return pty != null;
+  }
+
+  /**
+   * Resizes the terminal the process runs on; its foreground process group gets SIGWINCH.
+   *
+   * @throws IllegalStateException if the process has no terminal, or it has closed
+   */
+  public void resize(int cols, int rows) throws IOException {
+    if (pty == null) {
+      throw new IllegalStateException("process " + id + " does not run on a terminal");
+    }
+    pty.resize(cols, rows);
+  }
+
   /** Writes to the stdin pipe of a background process started with {@code stdin: "pipe"}. */
   public int writeStdin(byte[] data, boolean eof) throws IOException {
     if (stdin == null) {
@@ -370,7 +390,7 @@ public final class ManagedProcess {
           exitSignal, timedOut && status.isTerminal(),
           stdoutLog != null ? stdoutLog.end() : stdoutPump.bytes(),
           stderrLog != null ? stderrLog.end() : stderrPump.bytes(),
-          TimeUnit.NANOSECONDS.toMillis(duration));
+          TimeUnit.NANOSECONDS.toMillis(duration), pty != null ? pty.cols() : null, pty != null ? pty.rows() : null);
     } finally {
       lock.unlock();
     }

@@ -77,6 +77,21 @@ final class NativeSpawner {
    */
   NativeProcess spawn(List<String> argv, Map<String, String> env, Path cwd, boolean stdinPipe, Path stdout,
       Path stderr) throws IOException {
+    return spawn(argv, env, cwd, stdinPipe, stdout, stderr, null);
+  }
+
+  /**
+   * Starts {@code argv} on the terminal whose slave is {@code tty}: stdin, stdout and stderr are the
+   * slave, and since glibc's child calls setsid before it runs the file actions, opening the slave
+   * (without O_NOCTTY) makes it the new session's controlling terminal, with the process's group
+   * in the foreground.
+   */
+  NativeProcess spawnOnTerminal(List<String> argv, Map<String, String> env, Path cwd, String tty) throws IOException {
+    return spawn(argv, env, cwd, false, null, null, tty);
+  }
+
+  private NativeProcess spawn(List<String> argv, Map<String, String> env, Path cwd, boolean stdinPipe, Path stdout,
+      Path stderr, String tty) throws IOException {
     String program = argv.get(0);
     String path = resolve(program, cwd, env.get("PATH"));
     String[] envp = new String[env.size()];
@@ -97,13 +112,19 @@ final class NativeSpawner {
       check(Libc.posix_spawn_file_actions_init(actions), "posix_spawn_file_actions_init");
       check(Libc.posix_spawnattr_init(attr), "posix_spawnattr_init");
       try {
-        if (stdinPipe) {
-          check(Libc.posix_spawn_file_actions_adddup2(actions, stdinFds[0], 0), "adddup2");
+        if (tty != null) {
+          check(Libc.posix_spawn_file_actions_addopen(actions, 0, tty, Libc.O_RDWR, 0), "addopen");
+          check(Libc.posix_spawn_file_actions_adddup2(actions, 0, 1), "adddup2");
+          check(Libc.posix_spawn_file_actions_adddup2(actions, 0, 2), "adddup2");
         } else {
-          check(Libc.posix_spawn_file_actions_addopen(actions, 0, "/dev/null", Libc.O_RDONLY, 0), "addopen");
+          if (stdinPipe) {
+            check(Libc.posix_spawn_file_actions_adddup2(actions, stdinFds[0], 0), "adddup2");
+          } else {
+            check(Libc.posix_spawn_file_actions_addopen(actions, 0, "/dev/null", Libc.O_RDONLY, 0), "addopen");
+          }
+          check(Libc.posix_spawn_file_actions_addopen(actions, 1, stdout.toString(), Libc.O_WRONLY, 0), "addopen");
+          check(Libc.posix_spawn_file_actions_addopen(actions, 2, stderr.toString(), Libc.O_WRONLY, 0), "addopen");
         }
-        check(Libc.posix_spawn_file_actions_addopen(actions, 1, stdout.toString(), Libc.O_WRONLY, 0), "addopen");
-        check(Libc.posix_spawn_file_actions_addopen(actions, 2, stderr.toString(), Libc.O_WRONLY, 0), "addopen");
         check(Libc.posix_spawn_file_actions_addchdir_np(actions, cwd.toString()), "addchdir_np");
         check(Libc.posix_spawn_file_actions_addclosefrom_np(actions, 3), "addclosefrom_np");
         check(Libc.posix_spawnattr_setflags(attr,

@@ -27,6 +27,8 @@ final class OutputPump {
   private final FifoPool pool;
   private final Executor io;
   private final String name;
+  /** The terminal whose master this pump reads instead of a FIFO, or null. */
+  private Pty pty;
   private RandomAccessFile holder;
   private FileInputStream in;
   // The event-loop mode: the FIFO's descriptor, opened non-blocking, or -1.
@@ -54,6 +56,26 @@ final class OutputPump {
   static OutputPump prepare(FifoPool pool, Executor io, String name) throws IOException {
     OutputPump pump = new OutputPump(pool.take(), pool, io, name);
     pump.holder = new RandomAccessFile(pump.fifo.toFile(), "rw");
+    return pump;
+  }
+
+  /**
+   * A pump that reads a terminal's master on {@code loop}: the terminal's output, stdout and
+   * stderr merged as on any terminal. EIO from the master is its end of file (no process holds
+   * the slave any more); the master is closed then.
+   */
+  static OutputPump terminal(Pty pty, EventLoop loop, String name) {
+    OutputPump pump = new OutputPump(null, null, null, name);
+    pump.pty = pty;
+    pump.fd = pty.master();
+    pump.loop = loop;
+    return pump;
+  }
+
+  /** A pump for a stream that does not exist (a terminal's stderr): done from the start. */
+  static OutputPump none(String name) {
+    OutputPump pump = new OutputPump(null, null, null, name);
+    pump.done = true;
     return pump;
   }
 
@@ -88,6 +110,9 @@ final class OutputPump {
 
   /** The spawn failed (or its output cannot be read): close everything and return the FIFO. */
   void abandon() {
+    if (fifo == null) {
+      return; // a terminal's pump: its owner closes the terminal
+    }
     try {
       holder.close();
       if (in != null) {
@@ -105,6 +130,10 @@ final class OutputPump {
 
   /** Starts copying to {@code target} (null discards) on a pooled thread; {@code whenDone} runs on end of file. */
   void start(ManagedProcess.OutputSink target, Runnable whenDone) {
+    if (done) {
+      whenDone.run(); // none(): there is nothing to read
+      return;
+    }
     if (loop != null) {
       startOnLoop(target, whenDone);
     } else {
@@ -145,15 +174,21 @@ final class OutputPump {
         if (errno == Libc.EINTR) {
           continue;
         }
-        log.debug("pipe of {} failed: {}", name, Libc.strerror(errno));
+        if (pty == null || errno != Libc.EIO) { // EIO: a terminal's end of output
+          log.debug("pipe of {} failed: {}", name, Libc.strerror(errno));
+        }
         n = 0;
       }
       if (n == 0) {
         loop.remove(loopKey, fd);
-        Libc.close(fd);
+        if (pty != null) {
+          pty.close();
+        } else {
+          Libc.close(fd);
+          pool.give(fifo); // end of file: no writer is left
+        }
         fd = -1;
         done = true;
-        pool.give(fifo); // end of file: no writer is left
         loopDone.run();
         return;
       }

@@ -474,12 +474,23 @@ public final class ProcessManager implements AutoCloseable {
     Map<String, String> env = nativeSpawner != null ? new java.util.HashMap<>() : pb.environment();
     String mark = environment.mark(spawnSerial.incrementAndGet());
     environment.fill(env, spec.env(), mark);
+    ExecSpec.Pty ptySpec = spec.pty();
+    if (ptySpec != null) {
+      if (nativeSpawner == null) {
+        // The JDK can only give a child pipes or files; making the slave its controlling terminal
+        // needs the native spawn's setsid-then-open. Rejected rather than half-working.
+        throw new AgentException(ErrorCode.TERMINAL_UNAVAILABLE, "this agent starts commands through the JDK"
+            + " (--spawn jdk, or the native spawn is unavailable here), which cannot run a command on a terminal;"
+            + " run the agent with --spawn native (the default on Linux with glibc 2.34+)", Map.of("field", "pty"));
+      }
+      env.put("TERM", ptySpec.term());
+    }
     List<String> cmd = new ArrayList<>();
     if (commandUser != null) {
       // Switch user first, then let env change directory as that user: the root agent itself may
       // not be allowed into the user's directories (it has no CAP_DAC_READ_SEARCH). Both exec in
       // place, like setsid, so pid == pgid still holds.
-      if (spec.stdinPipe() || spec.stdinData() != null) {
+      if ((spec.stdinPipe() || spec.stdinData() != null) && ptySpec == null) {
         // The JDK's stdin pipe is the root agent's, mode 600: a command that reopens /dev/stdin by
         // name would get "Permission denied". Still root here, a shell opens it to the command's
         // user before anything of the command runs (a chmod by the agent after spawn would race
@@ -517,7 +528,7 @@ public final class ProcessManager implements AutoCloseable {
       cmd.add(spec.shellCommand());
     }
     pb.command(cmd);
-    boolean wantsStdin = spec.stdinPipe() || spec.stdinData() != null;
+    boolean wantsStdin = (spec.stdinPipe() || spec.stdinData() != null) && ptySpec == null;
     if (!wantsStdin) {
       pb.redirectInput(ProcessBuilder.Redirect.from(DEV_NULL));
     }
@@ -530,11 +541,21 @@ public final class ProcessManager implements AutoCloseable {
     }
     OutputPump out = null;
     OutputPump err = null;
+    Pty pty = null;
     Process process;
     try {
-      out = OutputPump.prepare(fifos, io, id + " stdout");
-      err = OutputPump.prepare(fifos, io, id + " stderr");
-      if (nativeSpawner != null) {
+      if (ptySpec != null) {
+        Pty terminal = Pty.open(ptySpec.cols(), ptySpec.rows());
+        pty = terminal;
+        out = OutputPump.terminal(terminal, nativeSpawner.loop(), id + " terminal");
+        err = OutputPump.none(id + " stderr");
+        Path dir = pb.directory().toPath();
+        java.util.concurrent.Callable<Process> start =
+            () -> nativeSpawner.spawnOnTerminal(cmd, env, dir, terminal.slavePath());
+        process = bubblewrap != null ? bubblewrap.start(start) : call(start);
+      } else if (nativeSpawner != null) {
+        out = OutputPump.prepare(fifos, io, id + " stdout");
+        err = OutputPump.prepare(fifos, io, id + " stderr");
         Path dir = pb.directory().toPath();
         Path outFifo = out.fifo();
         Path errFifo = err.fifo();
@@ -542,6 +563,8 @@ public final class ProcessManager implements AutoCloseable {
             () -> nativeSpawner.spawn(cmd, env, dir, wantsStdin, outFifo, errFifo);
         process = bubblewrap != null ? bubblewrap.start(start) : call(start);
       } else {
+        out = OutputPump.prepare(fifos, io, id + " stdout");
+        err = OutputPump.prepare(fifos, io, id + " stderr");
         pb.redirectOutput(out.fifo().toFile()).redirectError(err.fifo().toFile());
         process = bubblewrap != null ? bubblewrap.start(pb) : pb.start();
       }
@@ -553,14 +576,19 @@ public final class ProcessManager implements AutoCloseable {
       if (err != null) {
         err.abandon();
       }
+      if (pty != null) {
+        pty.close();
+      }
       throw e instanceof IOException ? spawnFailure((IOException) e) : (RuntimeException) e;
     }
     // A background process's output goes to its windows, which never block: the event loop reads
     // it. Execs keep a pooled thread per stream, whose sink may block to pace the process.
     EventLoop loop = nativeSpawner != null && kind == ManagedProcess.Kind.BACKGROUND ? nativeSpawner.loop() : null;
     try {
-      out.spawned(loop);
-      err.spawned(loop);
+      if (pty == null) { // a terminal's pump reads the master, which is open already
+        out.spawned(loop);
+        err.spawned(loop);
+      }
     } catch (IOException e) {
       // Cannot happen short of the FIFO vanishing between two opens; the process must not run unread.
       groups.signal(List.of(process.pid()), Signal.SIGKILL);
@@ -569,9 +597,9 @@ public final class ProcessManager implements AutoCloseable {
       running.decrementAndGet();
       throw new AgentException(ErrorCode.INTERNAL_ERROR, "cannot open the output pipe of the new process: " + e.getMessage());
     }
-    java.io.OutputStream stdin = wantsStdin ? process.getOutputStream() : null;
+    java.io.OutputStream stdin = pty != null ? pty.input() : wantsStdin ? process.getOutputStream() : null;
     ManagedProcess p = new ManagedProcess(id, kind, spec, process, spec.stdinPipe() ? stdin : null, out, err, this,
-        config.logWindowBytes());
+        config.logWindowBytes(), pty);
     p.mark(mark);
     live.add(p);
     startedGroups.add(p.pid());
