@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.sandboxsdk.ProcessNotFoundException;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInvalidRequestException;
 import dev.sandboxsdk.Terminal;
 import dev.sandboxsdk.TerminalOptions;
 import dev.sandboxsdk.TerminalOutput;
@@ -103,6 +104,9 @@ public final class TerminalSocket implements Session.Listener {
     } catch (ProcessNotFoundException e) {
       fail(NO_SUCH_TERMINAL, "no terminal '" + id + "' in this sandbox (it ended and was removed, or never was)");
       return;
+    } catch (IllegalArgumentException | SandboxInvalidRequestException e) {
+      fail(BAD_REQUEST, e.getMessage()); // e.g. an id with a slash, or a process that is not a terminal
+      return;
     } catch (SandboxException e) {
       fail(StatusCode.SERVER_ERROR, (id == null ? "opening a terminal" : "attaching to '" + id + "'")
           + " failed: " + e.getMessage());
@@ -121,7 +125,9 @@ public final class TerminalSocket implements Session.Listener {
     try {
       terminal.write(bytes);
     } catch (SandboxException e) {
-      // Typing into a terminal that has just ended: its "exit" message is on its way.
+      // The terminal has ended (its "exit" message is on its way), or its program read nothing
+      // for 10 s and the input queue stayed full: these keystrokes are lost, so say so.
+      send(Map.of("type", "error", "message", "input not delivered: " + e.getMessage()));
     }
     session.demand();
   }

@@ -135,6 +135,9 @@ class WebTerminalIT {
       // Keys into xterm.js's input element, as a user's typing arrives.
       type(browser, "echo hello-$((6*7))");
       await("hello-42 on the screen", () -> lines(browser).contains("hello-42"));
+      // Output is bytes: UTF-8 (and escape sequences) reach xterm.js as the program wrote them.
+      type(browser, "printf 'caf\\xc3\\xa9 \\xe2\\x9c\\x93 \\033[1;32mgreen\\033[0m\\n'");
+      await("café ✓ green, decoded by xterm.js", () -> lines(browser).contains("café ✓ green"));
 
       type(browser, "echo \"size=$(stty size)\"");
       int[] before = lastSize(browser, 1);
@@ -210,6 +213,12 @@ class WebTerminalIT {
     assertThat(c.textOfType("error")).contains("no terminal 'no-such-terminal'");
     assertThat(c.closeCode()).isEqualTo(4404);
     assertThat(c.closeReason()).startsWith("no terminal 'no-such-terminal'");
+
+    for (String bad : List.of("a%2Fb", "..%2F..%2Fprocess", "%00")) {
+      Client badId = Client.open(page, "?id=" + bad);
+      assertThat(badId.textOfType("error")).as(bad).contains("not a valid process id");
+      assertThat(badId.closeCode()).as(bad).isEqualTo(4400);
+    }
   }
 
   @Test
