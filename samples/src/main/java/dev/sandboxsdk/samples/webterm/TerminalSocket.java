@@ -248,7 +248,7 @@ public final class TerminalSocket implements Session.Listener {
       if (chunk.offset() != next) {
         send(Map.of("type", "offset", "offset", chunk.offset()));
       }
-      next = chunk.offset() + chunk.bytes().length;
+      next = chunk.nextOffset();
       session.sendBinary(ByteBuffer.wrap(chunk.bytes()),
           Callback.from(() -> subscription.request(1), failure -> subscription.cancel()));
     }

@@ -59,13 +59,11 @@ public final class WebTerminal implements AutoCloseable {
 
   public static void main(String[] args) throws Exception {
     int port = 8080;
-    for (int i = 0; i < args.length; i++) {
-      if ("--port".equals(args[i]) && i + 1 < args.length) {
-        port = Integer.parseInt(args[++i]);
-      } else {
-        System.err.println("usage: WebTerminal [--port N]   (0 picks a free port; default 8080)");
-        System.exit(2);
-      }
+    if (args.length == 2 && "--port".equals(args[0]) && args[1].matches("\\d{1,5}")) {
+      port = Integer.parseInt(args[1]);
+    } else if (args.length != 0) {
+      System.err.println("usage: WebTerminal [--port N]   (0 picks a free port; default 8080)");
+      System.exit(2);
     }
     LocalSandbox sandbox = LocalSandbox.start();
     WebTerminal web = start(sandbox, port);
