@@ -25,7 +25,13 @@ import org.junit.jupiter.api.extension.RegisterExtension;
  */
 class TerminalIT {
   @RegisterExtension
-  static final TestAgent agent = new TestAgent(b -> b.keepAliveMs(200).graceMs(1000));
+  static final TestAgent agent = new TestAgent(b -> b.keepAliveMs(200).graceMs(1000).logWindowBytes(64 * 1024));
+
+  @org.junit.jupiter.api.BeforeAll
+  static void nativeSpawn() {
+    // Terminals need the native spawn; TerminalIsolatedIT checks the refusal under --spawn jdk.
+    org.junit.jupiter.api.Assumptions.assumeFalse("jdk".equals(System.getProperty("sandbox.test.spawn")));
+  }
 
   @AfterEach
   void cleanUp() {
@@ -201,6 +207,23 @@ class TerminalIT {
     assertThat(notTty.text("code")).isEqualTo("NOT_A_TERMINAL");
     assertThat(agent.post("/api/process/nobody/resize", obj("cols", 80, "rows", 24)).status()).isEqualTo(404);
     assertThat(agent.get("/api/process/sized/resize").status()).isEqualTo(405);
+  }
+
+  @Test
+  void aTerminalsOutputIsKeptInTheSameBoundedWindowAsAnyProcesss() throws Exception {
+    startTerminal(agent, "flood", 80, 24, Map.of(), "sh", "-c", "head -c 300000 /dev/zero | tr '\\0' x; echo; echo end");
+    awaitExit(agent, "flood");
+    JsonNode info = agent.processInfo("flood");
+    assertThat(info.get("stdoutBytes").asLong()).isGreaterThan(300_000);
+    TestAgent.Response logs = agent.get("/api/process/flood/logs");
+    assertThat(logs.body().get("truncated").asBoolean()).isTrue();
+    assertThat(logs.body().get("stdoutOffset").asLong()).isEqualTo(info.get("stdoutBytes").asLong() - 64 * 1024);
+    assertThat(logs.text("stdout")).endsWith("x\r\nend\r\n").hasSize(64 * 1024);
+    try (SseReader events = agent.stream("/api/process/flood/stream", null)) {
+      List<JsonNode> all = events.rest();
+      assertThat(all.get(1).path("type").asText()).isEqualTo("truncated");
+      assertThat(all.get(all.size() - 1).path("type").asText()).isEqualTo("exit");
+    }
   }
 
   @Test

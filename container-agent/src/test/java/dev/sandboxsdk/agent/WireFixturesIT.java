@@ -103,6 +103,27 @@ class WireFixturesIT {
   }
 
   @Test
+  void terminalResponsesHaveTheFixturesFields() throws Exception {
+    JsonNode start = fixture("process-start-pty-response.json");
+    String id = start.get("processId").asText();
+    TestAgent.Response started = agent.post("/api/process/start",
+        "{\"argv\":[\"sleep\",\"30\"],\"processId\":\"" + id + "\",\"pty\":{\"cols\":100,\"rows\":30}}");
+    assertThat(shape(started.body())).isEqualTo(shape(start));
+    assertThat(started.body().get("pty")).isEqualTo(start.get("pty"));
+
+    JsonNode resize = fixture("process-resize-response.json");
+    TestAgent.Response resized = agent.post("/api/process/" + id + "/resize", obj("cols", 132, "rows", 43));
+    assertThat(shape(resized.body())).isEqualTo(shape(resize));
+    JsonNode info = fixture("process-info-pty.json");
+    JsonNode live = agent.processInfo(id);
+    assertThat(shape(live)).isEqualTo(shape(info));
+    assertThat(live.get("pty")).isEqualTo(info.get("pty"));
+    agent.delete("/api/process/" + id + "?signal=SIGKILL");
+    assertThat(Procs.await(10_000, () -> agent.isFinished(id))).isTrue();
+    agent.post("/api/process/cleanup", "");
+  }
+
+  @Test
   void execStreamEventsHaveTheFixturesFields() throws Exception {
     List<JsonNode> golden = events("exec-stream-events.jsonl");
     List<JsonNode> live;
