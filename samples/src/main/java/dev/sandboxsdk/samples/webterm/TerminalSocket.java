@@ -50,7 +50,7 @@ public final class TerminalSocket implements Session.Listener {
   static final int NO_SUCH_TERMINAL = 4404;
 
   private static final ObjectMapper JSON = new ObjectMapper();
-  private static final int MAX_SIZE = 1000;
+  private static final int MAX_SIZE = TerminalOptions.MAX_SIZE;
   private static final int MAX_ID_LENGTH = 256;
 
   private final Sandbox sandbox;
