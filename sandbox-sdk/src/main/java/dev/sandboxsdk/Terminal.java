@@ -35,8 +35,8 @@ public interface Terminal {
   long pid();
 
   /**
-   * Sends bytes as if typed: {@code \r} is Enter, {@code \u0003} Ctrl-C, {@code \u0004} Ctrl-D,
-   * {@code \u001b[A} the up arrow. Writes from one thread arrive in order.
+   * Sends bytes as if typed: {@code \r} is Enter, byte 3 Ctrl-C, byte 4 Ctrl-D, ESC {@code [A} the
+   * up arrow. Writes from one thread arrive in order.
    *
    * @throws SandboxException with code {@code PROCESS_NOT_RUNNING} if the terminal has ended, or
    *     if the program has not read its input for 10 s and the terminal's input queue is full
