@@ -258,6 +258,25 @@ class WebTerminalIT {
   }
 
   @Test
+  void aSecondViewerWatchesWhatTheFirstTypes() throws Exception {
+    Client typist = Client.open(page, "");
+    String id = idOf(typist.text());
+    Client viewer = Client.open(page, "?id=" + id);
+    assertThat(idOf(viewer.text())).isEqualTo(id);
+
+    typist.socket.sendBinary(ByteBuffer.wrap("echo watched-$((6*7))\r".getBytes(StandardCharsets.UTF_8)), true);
+
+    StringBuilder seen = new StringBuilder();
+    await("watched-42 on the viewer's socket", () -> {
+      seen.append(viewer.drainBinary());
+      return seen.toString().contains("watched-42\r\n");
+    });
+    viewer.socket.sendText("{\"type\":\"kill\"}", true);
+    assertThat(typist.textOfType("exit")).contains("\"exitCode\"");
+    assertThat(viewer.textOfType("exit")).contains("\"exitCode\"");
+  }
+
+  @Test
   void pagesOfOtherSitesAndOtherHostNamesAreRefused() throws Exception {
     HttpClient http = HttpClient.newHttpClient();
     HttpResponse<String> own = http.send(HttpRequest.newBuilder(page).build(), HttpResponse.BodyHandlers.ofString());
