@@ -28,8 +28,8 @@ import java.util.regex.Pattern;
  */
 final class DocSnippets {
   static final List<String> IMPORTS = List.of("dev.sandboxsdk.*", "dev.sandboxsdk.container.*",
-      "dev.sandboxsdk.samples.HeadlessTask", "java.net.URI", "java.nio.file.Path",
-      "java.time.Duration", "java.util.List", "java.util.Optional", "java.util.concurrent.CompletableFuture",
+      "dev.sandboxsdk.samples.HeadlessTask", "dev.sandboxsdk.samples.webterm.WebTerminal", "java.net.URI",
+      "java.nio.file.Path", "java.time.Duration", "java.util.List", "java.util.Optional", "java.util.concurrent.CompletableFuture",
       "java.util.concurrent.Flow", "java.util.concurrent.TimeUnit", "java.util.regex.Pattern",
       "okhttp3.OkHttpClient");
   private static final Pattern BLOCK = Pattern.compile(
