@@ -83,6 +83,7 @@ public class McpBench {
   static Path repo = Path.of(".");
   static Path pidFile;
   static List<String> serverJvmOpts = List.of();
+  static boolean smoke;
 
   static final List<Process> started = new CopyOnWriteArrayList<>();
   static final List<String> summary = new ArrayList<>();
@@ -91,6 +92,17 @@ public class McpBench {
   public static void main(String[] args) throws Exception {
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
+        case "--smoke": { // seconds, for CI: every part runs and its results are checked; figures mean nothing
+          calls = 20;
+          warmup = 5;
+          coldStarts = 1;
+          streamBytes = 1L << 20;
+          streamReps = 1;
+          concurrent = 2;
+          concurrentReps = 1;
+          smoke = true;
+          break;
+        }
         case "--calls": calls = Integer.parseInt(args[++i]); break;
         case "--warmup": warmup = Integer.parseInt(args[++i]); break;
         case "--cold-starts": coldStarts = Integer.parseInt(args[++i]); break;
@@ -108,7 +120,8 @@ public class McpBench {
           break;
         }
         case "--help":
-          System.out.println("options: --calls N --warmup N --cold-starts N --stream-bytes N --stream-reps N"
+          System.out.println("options: --smoke (a seconds-long run that checks every part; later options override it)"
+              + " --calls N --warmup N --cold-starts N --stream-bytes N --stream-reps N"
               + " --concurrent N --concurrent-reps N --jar sandbox-mcp.jar --jar-origin TEXT --repo DIR"
               + " --pid-file F --server-jvm-opts \"-X... -D...\"");
           return;
@@ -173,6 +186,9 @@ public class McpBench {
     }
     note("server JVM options", serverJvmOpts.isEmpty() ? "(none: JVM defaults)" : String.join(" ", serverJvmOpts));
     note("load average at start", load + (load1 > 1.0 ? "  (WARNING: the machine looks busy; figures may be distorted)" : ""));
+    if (smoke) {
+      note("smoke run", "checks that every part works; its figures are too few to mean anything");
+    }
     note("parameters", String.format(Locale.ROOT, "calls=%d warmup=%d block=%d cold-starts=%d stream-bytes=%d"
         + " stream-reps=%d concurrent=%d concurrent-reps=%d", calls, warmup, block, coldStarts, streamBytes,
         streamReps, concurrent, concurrentReps));
