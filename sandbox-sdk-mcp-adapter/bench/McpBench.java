@@ -53,7 +53,9 @@ import java.util.stream.Collectors;
  *   <li>exec round trips of {@code argv ["true"]}, sequential: the SDK's {@code exec} on a
  *       {@code LocalSandbox} in this JVM, {@code tools/call exec} over stdio, and over Streamable
  *       HTTP (JDK HttpClient, HTTP/1.1 keep-alive); after separate warm-ups the three alternate in
- *       blocks of 50 calls so drift hits all alike;
+ *       blocks of 50 calls so drift hits all alike; then, in the same way, the SDK's plain
+ *       {@code exec} against its {@code execStream} (the exec tool's path), to show what the event
+ *       stream costs by itself;
  *   <li>64 MiB of output from one exec: SDK {@code execStream} (drained), MCP over stdio with a
  *       progressToken and without one;
  *   <li>20 concurrent {@code sleep 1}: over HTTP (20 threads), and for comparison over stdio and
@@ -83,6 +85,7 @@ public class McpBench {
   static Path repo = Path.of(".");
   static Path pidFile;
   static List<String> serverJvmOpts = List.of();
+  static boolean smoke;
 
   static final List<Process> started = new CopyOnWriteArrayList<>();
   static final List<String> summary = new ArrayList<>();
@@ -91,6 +94,17 @@ public class McpBench {
   public static void main(String[] args) throws Exception {
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
+        case "--smoke": { // seconds, for CI: every part runs and its results are checked; figures mean nothing
+          calls = 20;
+          warmup = 5;
+          coldStarts = 1;
+          streamBytes = 1L << 20;
+          streamReps = 1;
+          concurrent = 2;
+          concurrentReps = 1;
+          smoke = true;
+          break;
+        }
         case "--calls": calls = Integer.parseInt(args[++i]); break;
         case "--warmup": warmup = Integer.parseInt(args[++i]); break;
         case "--cold-starts": coldStarts = Integer.parseInt(args[++i]); break;
@@ -108,7 +122,8 @@ public class McpBench {
           break;
         }
         case "--help":
-          System.out.println("options: --calls N --warmup N --cold-starts N --stream-bytes N --stream-reps N"
+          System.out.println("options: --smoke (a seconds-long run that checks every part; later options override it)"
+              + " --calls N --warmup N --cold-starts N --stream-bytes N --stream-reps N"
               + " --concurrent N --concurrent-reps N --jar sandbox-mcp.jar --jar-origin TEXT --repo DIR"
               + " --pid-file F --server-jvm-opts \"-X... -D...\"");
           return;
@@ -173,6 +188,9 @@ public class McpBench {
     }
     note("server JVM options", serverJvmOpts.isEmpty() ? "(none: JVM defaults)" : String.join(" ", serverJvmOpts));
     note("load average at start", load + (load1 > 1.0 ? "  (WARNING: the machine looks busy; figures may be distorted)" : ""));
+    if (smoke) {
+      note("smoke run", "checks that every part works; its figures are too few to mean anything");
+    }
     note("parameters", String.format(Locale.ROOT, "calls=%d warmup=%d block=%d cold-starts=%d stream-bytes=%d"
         + " stream-reps=%d concurrent=%d concurrent-reps=%d", calls, warmup, block, coldStarts, streamBytes,
         streamReps, concurrent, concurrentReps));
@@ -258,6 +276,27 @@ public class McpBench {
       note("exec argv [true], MCP tools/call over HTTP", stats(httpT));
       note("MCP over stdio minus SDK", delta(stdioT, sdkT));
       note("MCP over HTTP minus SDK", delta(httpT, sdkT));
+      // What the exec tool's event stream costs by itself: the same SDK, plain exec against an
+      // execStream drained to its complete event (the tool needs the stream's byte counts).
+      Runnable sdkStreamCall = () -> {
+        int exit = streamExit(sdk, Command.of("true"));
+        if (exit != 0) {
+          throw new IllegalStateException("true failed: exit " + exit);
+        }
+      };
+      for (int i = 0; i < warmup; i++) {
+        sdkStreamCall.run();
+      }
+      long[] plainT = new long[calls];
+      long[] streamT = new long[calls];
+      for (int from = 0; from < calls; from += block) {
+        int to = Math.min(calls, from + block);
+        time(sdkCall, plainT, from, to);
+        time(sdkStreamCall, streamT, from, to);
+      }
+      note("SDK exec() again, alternating with the next", stats(plainT));
+      note("SDK execStream() drained to its complete event", stats(streamT));
+      note("SDK execStream minus exec", delta(streamT, plainT));
       note("RSS stdio server after " + (warmup + calls) + " execs", mem(stdio.pid()));
       note("RSS stdio server's local agent", agentMem(stdio.pid()));
       note("RSS HTTP server after " + (warmup + calls) + " execs", mem(http.pid()));
@@ -437,6 +476,26 @@ public class McpBench {
   }
 
   // ---- streaming
+
+  /** The exit code of {@code command} run through SDK execStream, its events drained. */
+  static int streamExit(LocalSandbox sdk, Command command) {
+    CompletableFuture<Integer> done = new CompletableFuture<>();
+    sdk.execStream(command).subscribe(new Flow.Subscriber<>() {
+      public void onSubscribe(Flow.Subscription s) { s.request(Long.MAX_VALUE); }
+      public void onNext(ExecEvent e) {
+        if (e instanceof ExecEvent.Complete c) {
+          done.complete(c.exitCode());
+        }
+      }
+      public void onError(Throwable t) { done.completeExceptionally(t); }
+      public void onComplete() { done.complete(-1); }
+    });
+    try {
+      return done.get(60, TimeUnit.SECONDS);
+    } catch (Exception e) {
+      throw new IllegalStateException("execStream: " + e, e);
+    }
+  }
 
   /** {seconds, bytes, events} of SDK execStream with a draining subscriber. */
   static double[] streamSdk(LocalSandbox sdk, String command) throws Exception {

@@ -2,6 +2,7 @@
 # Runs the MCP server benchmark (see docs/performance.md, "The MCP server").
 #   bash sandbox-sdk-mcp-adapter/bench/run.sh [--calls 1000] [--warmup 300] [--cold-starts 5]
 #        [--stream-bytes 67108864] [--stream-reps 5] [--concurrent 20] [--server-jvm-opts "..."]
+#   bash sandbox-sdk-mcp-adapter/bench/run.sh --smoke   (seconds: every part once, results checked, for CI)
 # Builds the server jar (SDK + agent + Jackson in one jar) first if it is missing: offline if the
 # local Maven repository has everything, else with network. The benchmark runs from a private copy
 # of the jar, so a rebuild during the run does not disturb it. Run it in the foreground on an

@@ -249,22 +249,27 @@ public final class McpServer implements AutoCloseable {
       CompletableFuture<ToolOutcome> target = outcome;
       // A cancelled stream sends no further signal, so the call ends here (its hooks stop the work).
       ctx.onCancel(() -> target.cancel(false));
-      try {
-        workers.execute(() -> {
-          try {
-            tools.call(name.asText(), arguments, ctx).whenComplete((r, e) -> {
-              if (e != null) {
-                target.completeExceptionally(e);
-              } else {
-                target.complete(r);
-              }
-            });
-          } catch (RuntimeException e) {
-            target.completeExceptionally(e);
-          }
-        });
-      } catch (RejectedExecutionException e) {
-        outcome.complete(ToolOutcome.error("The server is shutting down.")); // the pool refuses only then
+      Runnable call = () -> {
+        try {
+          tools.call(name.asText(), arguments, ctx).whenComplete((r, e) -> {
+            if (e != null) {
+              target.completeExceptionally(e);
+            } else {
+              target.complete(r);
+            }
+          });
+        } catch (RuntimeException e) {
+          target.completeExceptionally(e);
+        }
+      };
+      if (tools.startsWithoutWaiting(name.asText(), arguments)) {
+        call.run(); // starts the SDK's stream and returns: no worker needed
+      } else {
+        try {
+          workers.execute(call);
+        } catch (RejectedExecutionException e) {
+          outcome.complete(ToolOutcome.error("The server is shutting down.")); // the pool refuses only then
+        }
       }
     }
     outcome.whenComplete((r, e) -> {

@@ -117,6 +117,16 @@ public final class SandboxTools implements AutoCloseable {
     return tools.keySet();
   }
 
+  /**
+   * Whether {@link #call} of tool {@code name} returns at once, so that it may run on the thread
+   * that read the request instead of a worker: exec and runCode only start the SDK's stream (which
+   * the SDK reads on its own threads) once their sandbox is ready. A hand-over to a worker would
+   * add a thread wake-up to every call (docs/performance.md, "The MCP server").
+   */
+  public boolean startsWithoutWaiting(String name, ObjectNode args) {
+    return (name.equals("exec") || name.equals("runCode")) && sandboxes.ready(sandboxId(args));
+  }
+
   /** Runs tool {@code name}; domain failures complete as error outcomes, never exceptionally. */
   public CompletableFuture<ToolOutcome> call(String name, ObjectNode args, CallContext ctx) {
     ToolHandler t = tools.get(name);

@@ -154,6 +154,32 @@ public final class Sandboxes implements AutoCloseable {
     }
   }
 
+  /**
+   * Whether a call on sandbox {@code id} can {@link #begin} and {@link #require} it without waiting:
+   * the sandbox exists and has started, and no sandbox is due for the checks that {@link #begin}
+   * makes on the way (closing a local sandbox whose agent has gone, asking the container engine
+   * about a container not seen for {@link #SEEN_FOR}). A call for which this is false may wait
+   * (for a sandbox to start, or for the engine), so it belongs on a worker thread.
+   */
+  public boolean ready(String id) {
+    CompletableFuture<Entry> f = byId.get(id == null ? DEFAULT_ID : id);
+    if (f == null || !f.isDone() || f.isCompletedExceptionally() || closed) {
+      return false;
+    }
+    long now = System.nanoTime();
+    for (Entry e : list0()) {
+      boolean due = switch (e.mode()) {
+        case LOCAL -> e.dead().get() || !ProcessHandle.of(e.agentPid()).map(ProcessHandle::isAlive).orElse(false);
+        case CONTAINER -> e.dead().get() || now - e.seenAt().get() > SEEN_FOR.toNanos();
+        case REMOTE -> false;
+      };
+      if (due) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   /** Tool calls in flight on sandbox {@code id}. */
   public int callsInFlight(String id) {
     AtomicInteger n = inFlight.get(id);

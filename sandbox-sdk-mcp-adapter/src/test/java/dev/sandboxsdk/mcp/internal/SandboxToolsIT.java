@@ -241,6 +241,51 @@ class SandboxToolsIT {
     assertThat(ms).as("killed at once, not when the agent noticed the hang-up").isLessThan(1_800);
   }
 
+  @Test
+  void execAndRunCodeSkipTheWorkerOnlyWhenTheirSandboxIsReadyAndKeepCapsAndCancelThere() throws Exception {
+    String secret = "sk-inline-0123456789abcdef";
+    AdapterConfig config = AdapterConfig.parse(new String[] {"--pass-env", "API_KEY"}, Map.of("API_KEY", secret));
+    try (McpTestClient own = McpTestClient.initialized(config)) {
+      SandboxTools tools = own.server.tools();
+      ObjectNode trueArgs = args("argv", List.of("true"));
+      assertThat(tools.startsWithoutWaiting("exec", trueArgs)).as("no sandbox yet: starting it waits").isFalse();
+      assertThat(sc(own.call("exec", trueArgs)).get("exitCode").asInt()).isZero(); // on a worker: starts it
+      assertThat(tools.startsWithoutWaiting("exec", trueArgs)).isTrue();
+      assertThat(tools.startsWithoutWaiting("runCode", args("language", "bash", "code", "true"))).isTrue();
+      assertThat(tools.startsWithoutWaiting("startProcess", args("command", "true"))).as("a blocking tool").isFalse();
+      assertThat(tools.startsWithoutWaiting("exec", args("argv", List.of("true"), "sandboxId", "nope"))).isFalse();
+
+      // On the caller's thread: caps, truncation notes and redaction as on a worker.
+      JsonNode capped = own.call("exec", args("command", "echo \"$API_KEY\"; seq 1 20000", "maxOutputBytes", 1000));
+      assertThat(sc(capped).get("stdout").asText()).startsWith("[REDACTED:API_KEY]\n1\n2\n");
+      assertThat(capped.toString()).doesNotContain(secret);
+      assertThat(sc(capped).get("truncated").asBoolean()).isTrue();
+      assertThat(sc(capped).get("stdoutBytes").asLong()).isEqualTo(secret.length() + 1 + 108_894);
+      assertThat(sc(capped).get("note").asText()).contains("first 1000 of");
+      JsonNode code = own.call("runCode", args("language", "bash", "code", "echo $((6 * 7))"));
+      assertThat(sc(code).get("stdout").asText()).isEqualTo("42\n");
+
+      // A call without a progressToken, cancelled on the caller's thread path: no answer, the command is killed.
+      String seconds = "700." + (System.nanoTime() % 1_000_000);
+      assertThat(tools.startsWithoutWaiting("exec", args("command", "sleep 1"))).isTrue();
+      CompletableFuture<ObjectNode> answer = own.sendAsync(McpTestClient.requestMessage("inline-cancel", "tools/call",
+          McpTestClient.callParams("exec", args("command", "exec sleep " + seconds), null)));
+      await("sleep " + seconds + " runs", 20, () -> hostSleepRuns(seconds));
+      ObjectNode cancel = Json.object().put("jsonrpc", "2.0").put("method", "notifications/cancelled");
+      cancel.putObject("params").put("requestId", "inline-cancel");
+      own.send(cancel);
+      assertThat(answer.get(20, TimeUnit.SECONDS)).as("no response to a cancelled request").isNull();
+      await("sleep " + seconds + " is gone", 15, () -> !hostSleepRuns(seconds));
+
+      // A sandbox whose agent has gone must be noticed (and closed) by a worker, not the caller's thread.
+      long agent = own.server.sandboxes().list().get(0).agentPid();
+      ProcessHandle.of(agent).ifPresent(ProcessHandle::destroyForcibly);
+      await("the agent died", 10, () -> !ProcessHandle.of(agent).map(ProcessHandle::isAlive).orElse(false));
+      assertThat(tools.startsWithoutWaiting("exec", trueArgs)).isFalse();
+      assertThat(sc(own.call("exec", args("command", "echo again"))).get("stdout").asText()).isEqualTo("again\n");
+    }
+  }
+
   // ---- runCode
 
   @Test
