@@ -17,6 +17,9 @@ import java.util.Objects;
  * @param truncated whether either stream exceeded {@code maxOutputBytes} and was cut
  * @param signal the signal the agent killed the command with, when it died of it; otherwise null
  * @param pid the process id (and process group id) the command had in the sandbox
+ * @param stdoutBytes how many bytes the command wrote to stdout in all, kept or not (so with
+ *     {@code truncated}, how much {@code maxOutputBytes} left out); -1 if the agent did not say
+ * @param stderrBytes the same for stderr
  */
 public record ExecResult(
     int exitCode,
@@ -27,7 +30,9 @@ public record ExecResult(
     boolean timedOut,
     boolean truncated,
     Signal signal,
-    long pid) {
+    long pid,
+    long stdoutBytes,
+    long stderrBytes) {
 
   /** Checks that the required components are present. */
   public ExecResult {
@@ -35,6 +40,12 @@ public record ExecResult(
     Objects.requireNonNull(stderr, "stderr == null");
     Objects.requireNonNull(command, "command == null");
     Objects.requireNonNull(duration, "duration == null");
+  }
+
+  /** A result whose byte counts are unknown (-1), the shape of this record before it had them. */
+  public ExecResult(int exitCode, String stdout, String stderr, String command, Duration duration, boolean timedOut,
+      boolean truncated, Signal signal, long pid) {
+    this(exitCode, stdout, stderr, command, duration, timedOut, truncated, signal, pid, -1, -1);
   }
 
   /** Whether the command exited with status 0. */

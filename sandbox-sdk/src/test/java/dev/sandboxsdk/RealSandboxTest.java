@@ -311,7 +311,7 @@ class RealSandboxTest extends MockAgentTest {
     ExecResult result = sandbox.exec("echo start; sleep 10", ExecOptions.builder().timeout(Duration.ofMillis(500)).build());
 
     assertThat(result).isEqualTo(new ExecResult(124, "start\n", "", "echo start; sleep 10", Duration.ofMillis(506),
-        true, false, Signal.SIGTERM, 10566));
+        true, false, Signal.SIGTERM, 10566, 6, 0));
     assertThat(result.isSuccess()).isFalse();
   }
 
@@ -1051,7 +1051,7 @@ class RealSandboxTest extends MockAgentTest {
 
     assertThat(chunks).containsExactly("STDERR:err\n", "STDOUT:one\n", "STDOUT:café\n");
     assertThat(result).isEqualTo(new ExecResult(2, "one\ncafé\n", "err\n", command, Duration.ofMillis(307), false,
-        false, null, 11015));
+        false, null, 11015, 10, 4));
     RecordedRequest request = server.takeRequest();
     assertThat(request.getMethod()).isEqualTo("POST");
     assertThat(request.getPath()).isEqualTo("/api/execute/stream");

@@ -297,7 +297,8 @@ public final class RealSandbox implements Sandbox {
           ExecEvent.Complete done = (ExecEvent.Complete) e;
           return new ExecResult(done.exitCode(), stdout.text(), stderr.text(),
               start != null ? start.command() : command.display(), done.duration(), done.timedOut(),
-              stdout.truncated() || stderr.truncated(), done.signal(), start != null ? start.pid() : 0);
+              stdout.truncated() || stderr.truncated(), done.signal(), start != null ? start.pid() : 0,
+              stdout.written(), stderr.written());
         }
       }
     }
@@ -1054,6 +1055,7 @@ public final class RealSandbox implements Sandbox {
     private final StringBuilder text = new StringBuilder();
     private final long max;
     private long bytes;
+    private long written; // everything the command wrote, by the agent's count
     private boolean truncated;
 
     OutputCollector(long max) {
@@ -1061,6 +1063,7 @@ public final class RealSandbox implements Sandbox {
     }
 
     void add(String chunk, long agentBytes) {
+      written += Math.max(agentBytes, 0);
       if (truncated) {
         return;
       }
@@ -1090,6 +1093,10 @@ public final class RealSandbox implements Sandbox {
 
     String text() {
       return text.toString();
+    }
+
+    long written() {
+      return written;
     }
 
     boolean truncated() {

@@ -132,7 +132,9 @@ public final class Wire {
         n.path("timedOut").asBoolean(false),
         n.path("truncated").asBoolean(false),
         signal(n),
-        n.path("pid").asLong(0));
+        n.path("pid").asLong(0),
+        n.path("stdoutBytes").asLong(-1),
+        n.path("stderrBytes").asLong(-1));
   }
 
   static ProcessInfo processInfo(JsonNode n) {

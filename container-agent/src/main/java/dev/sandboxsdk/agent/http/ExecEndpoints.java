@@ -136,6 +136,9 @@ final class ExecEndpoints {
       rest.put("timedOut", s.timedOut());
       boolean truncated = stdout.truncated() || stderr.truncated();
       rest.put("truncated", truncated);
+      // What was written in all, so a client that asked for a small maxOutputBytes knows how much it lost.
+      rest.put("stdoutBytes", stdout.written());
+      rest.put("stderrBytes", stderr.written());
       if (truncated) {
         // Why: the request's own cap, or the agent's memory budget (then less than maxOutputBytes was kept).
         rest.put("truncatedReason", stdout.budgetExhausted() || stderr.budgetExhausted() ? "outputBudget" : "maxOutputBytes");

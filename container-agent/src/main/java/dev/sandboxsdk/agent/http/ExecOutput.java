@@ -35,6 +35,7 @@ final class ExecOutput implements ManagedProcess.OutputSink {
   private final List<byte[]> blocks = new ArrayList<>();
   private int lastFill; // bytes used in the last block
   private long size; // bytes kept
+  private long written; // bytes the command wrote, kept or not
   private long allocated; // bytes of blocks, charged to the budget
   private boolean truncated;
   private boolean budgetExhausted;
@@ -84,6 +85,7 @@ final class ExecOutput implements ManagedProcess.OutputSink {
     if (released || sealed) {
       return; // the response is written; a lingering child's late output is not part of it
     }
+    written += len;
     while (len > 0) {
       if (size >= limit) {
         truncated = true;
@@ -130,6 +132,11 @@ final class ExecOutput implements ManagedProcess.OutputSink {
    */
   synchronized void seal() {
     sealed = true;
+  }
+
+  /** Every byte the command wrote to this stream until the result was sealed, kept or not. */
+  synchronized long written() {
+    return written;
   }
 
   synchronized boolean truncated() {

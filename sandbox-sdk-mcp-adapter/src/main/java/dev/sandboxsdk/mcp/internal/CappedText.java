@@ -37,6 +37,16 @@ public final class CappedText {
     this.end = from;
   }
 
+  /**
+   * Takes a whole stream at once: {@code text} is what was kept of it from byte 0, at most
+   * {@code keptLimit} bytes, of {@code total} bytes written (-1: unknown, then the text is all).
+   */
+  public void appendWhole(String text, long keptLimit, long total) {
+    long kept = total < 0 ? measure(text) : Math.min(total, keptLimit);
+    append(text, 0, kept);
+    end = Math.max(end, Math.max(total, kept));
+  }
+
   /** Appends {@code text}, which the process wrote at byte {@code offset} ({@code bytes} long). */
   public void append(String text, long offset, long bytes) {
     end = Math.max(end, offset + bytes);

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecOptions;
+import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.LogEvent;
 import dev.sandboxsdk.LogRange;
 import dev.sandboxsdk.ProcessInfo;
@@ -215,7 +216,35 @@ public final class SandboxTools implements AutoCloseable {
     if (args.hasNonNull("stdin")) {
       options.stdin(args.get("stdin").asText());
     }
+    if (!ctx.wantsProgress()) {
+      return runPlain(args, command, options, ctx);
+    }
     return runStreamed(args, command, options.build(), ctx, null);
+  }
+
+  /**
+   * An exec whose caller asked for no progress: one plain answer from the agent is cheaper than
+   * its event stream (issue 13, target 5). The agent keeps the cap plus room for the longest
+   * secret, so a secret across the cut is still redacted, and says how many bytes came in all.
+   */
+  private CompletableFuture<ToolOutcome> runPlain(ObjectNode args, Command command, ExecOptions.Builder options,
+      CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(sandboxId(args));
+    int cap = cap(args, "maxOutputBytes");
+    int keep = cap + redactor.maxBytes();
+    ExecCollector collector = new ExecCollector(sb, cap, ctx, null);
+    CompletableFuture<ExecResult> run = sb.sandbox().execAsync(command, options.maxOutputBytes(keep).build());
+    ctx.onCancel(() -> run.cancel(true)); // the SDK kills the command (DELETE /api/execute/{id})
+    run.whenComplete((r, t) -> {
+      if (t != null) {
+        if (!ctx.isCancelled()) { // a cancelled call never completes, as on the streamed path
+          collector.onError(t);
+        }
+      } else {
+        collector.complete(r, keep);
+      }
+    });
+    return collector.result;
   }
 
   private CompletableFuture<ToolOutcome> runCode(ObjectNode args, CallContext ctx) {
@@ -302,41 +331,52 @@ public final class SandboxTools implements AutoCloseable {
         stdout.ended();
         stderr.ended();
         progress.flush();
-        result.complete(outcome(c));
+        result.complete(outcome(c.exitCode(), c.timedOut(), c.signal(), c.duration()));
       }
     }
 
-    private ToolOutcome outcome(ExecEvent.Complete c) {
+    /** The plain path's whole answer, of which the agent kept at most {@code kept} bytes per stream. */
+    void complete(ExecResult r, int kept) {
+      pid = r.pid();
+      shown = r.command();
+      stdout.appendWhole(r.stdout(), kept, r.stdoutBytes());
+      stderr.appendWhole(r.stderr(), kept, r.stderrBytes());
+      stdout.ended();
+      stderr.ended();
+      result.complete(outcome(r.exitCode(), r.timedOut(), r.signal(), r.duration()));
+    }
+
+    private ToolOutcome outcome(int exitCode, boolean timedOut, Signal signal, Duration duration) {
       ObjectNode r = Json.object()
           .put("command", language != null ? language + " code on stdin" : shown)
-          .put("exitCode", c.exitCode())
-          .put("success", c.exitCode() == 0)
+          .put("exitCode", exitCode)
+          .put("success", exitCode == 0)
           .put("stdout", stdout.text())
           .put("stderr", stderr.text())
           .put("stdoutBytes", stdout.totalBytes())
           .put("stderrBytes", stderr.totalBytes())
           .put("truncated", stdout.truncated() || stderr.truncated())
-          .put("timedOut", c.timedOut());
-      r.put("signal", c.signal() == null ? null : c.signal().name());
-      r.put("durationMs", c.duration().toMillis()).put("pid", pid).put("sandboxId", sandbox.id());
+          .put("timedOut", timedOut);
+      r.put("signal", signal == null ? null : signal.name());
+      r.put("durationMs", duration.toMillis()).put("pid", pid).put("sandboxId", sandbox.id());
       List<String> notes = new ArrayList<>();
-      if (missing != null && c.exitCode() == 127) {
+      if (missing != null && exitCode == 127) {
         String which = missing;
         return ToolOutcome.error("Cannot run " + language + ": the interpreter '" + which + "' is not installed in"
             + " sandbox '" + sandbox.id() + "'. Install it there (for example with exec: apt-get install -y "
             + (which.equals("node") ? "nodejs" : which) + ", if the sandbox has a package manager and network),"
             + " or use another language.");
       }
-      if ("typescript".equals(language) && c.exitCode() == 9) { // node's exit status for a bad option
+      if ("typescript".equals(language) && exitCode == 9) { // node's exit status for a bad option
         notes.add("TypeScript runs on node with type stripping (--experimental-strip-types), which needs"
             + " Node.js 22.6 or later; the sandbox's node rejected the option, so it is probably older.");
       }
-      if (c.timedOut()) {
+      if (timedOut) {
         notes.add("The command was killed after its timeout. Pass a larger timeoutSeconds, or run it with"
             + " startProcess and follow it with streamProcessLogs.");
-      } else if (c.exitCode() != 0) {
-        notes.add("The command failed with exit code " + c.exitCode()
-            + (c.exitCode() == 127 && language == null
+      } else if (exitCode != 0) {
+        notes.add("The command failed with exit code " + exitCode
+            + (exitCode == 127 && language == null
                 ? " (command not found: check the program name or install it)." : "; see stderr."));
       }
       truncationNote(notes, "stdout", stdout);
@@ -344,7 +384,7 @@ public final class SandboxTools implements AutoCloseable {
       if (!notes.isEmpty()) {
         r.put("note", String.join(" ", notes));
       }
-      return c.exitCode() == 0 ? ToolOutcome.ok(r) : ToolOutcome.error(r);
+      return exitCode == 0 ? ToolOutcome.ok(r) : ToolOutcome.error(r);
     }
 
     @Override

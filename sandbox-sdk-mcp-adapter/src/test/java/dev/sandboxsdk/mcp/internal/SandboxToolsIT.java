@@ -667,6 +667,25 @@ class SandboxToolsIT {
   // ---- secrets
 
   @Test
+  void aSecretAcrossTheOutputCapIsRedactedWithAndWithoutAProgressToken() {
+    String secret = "sk-cut-0123456789abcdef";
+    AdapterConfig config = AdapterConfig.parse(new String[] {"--pass-env", "API_KEY"}, Map.of("API_KEY", secret));
+    try (McpTestClient own = McpTestClient.initialized(config)) {
+      // The secret starts 10 bytes before the 1,000-byte cap: the kept text would end in its first 10 characters.
+      ObjectNode a = args("command", "head -c 990 /dev/zero | tr '\\0' x; printf '%s' \"$API_KEY\"; seq 1 5000",
+          "maxOutputBytes", 1000);
+      for (Object token : java.util.Arrays.asList(null, "cut")) { // without a token: the plain exec path
+        JsonNode r = token == null ? own.call("exec", a) : own.call("exec", a, token);
+        String out = sc(r).get("stdout").asText();
+        assertThat(r.toString() + own.notifications).as("token " + token).doesNotContain("sk-cut-0123");
+        assertThat(out).as("token " + token).startsWith("x".repeat(990)).doesNotContain("sk-");
+        assertThat(sc(r).get("stdoutBytes").asLong()).as("token " + token).isEqualTo(990 + secret.length() + 23_893);
+        assertThat(sc(r).get("truncated").asBoolean()).isTrue();
+      }
+    }
+  }
+
+  @Test
   void passedSecretsReachProcessesButNeverTheClient() {
     String secret = "sk-test-0123456789abcdef";
     AdapterConfig config = AdapterConfig.parse(new String[] {"--pass-env", "API_KEY"}, Map.of("API_KEY", secret));
