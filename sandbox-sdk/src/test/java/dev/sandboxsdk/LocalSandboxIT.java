@@ -455,6 +455,30 @@ class LocalSandboxIT {
         .as("the agent of the killed JVM stops; child stderr:%n%s", child.stderr()).isTrue();
   }
 
+  @Test
+  void aSecondLaunchMapsTheClassDataArchiveTheFirstOneDumpedAtItsExit(@TempDir Path cds) throws Exception {
+    System.setProperty("sandbox.agent.cdsDir", cds.toString());
+    try {
+      try (LocalSandbox first = fast().isolation(Isolation.NONE).start()) {
+        assertThat(first.exec("true").exitCode()).isZero();
+        assertThat(Files.readString(Path.of("/proc/" + first.agentPid() + "/cmdline")))
+            .contains("-XX:ArchiveClassesAtExit=" + cds);
+      }
+      List<Path> archives;
+      try (Stream<Path> files = Files.list(cds)) {
+        archives = files.toList();
+      }
+      assertThat(archives).as("one archive, no dump left").singleElement().asString().endsWith(".jsa");
+      try (LocalSandbox second = fast().isolation(Isolation.NONE).start()) {
+        assertThat(second.exec("echo mapped").stdout()).isEqualTo("mapped\n");
+        assertThat(Files.readString(Path.of("/proc/" + second.agentPid() + "/maps")))
+            .as("the agent JVM maps the archive").contains(archives.get(0).toString());
+      }
+    } finally {
+      System.clearProperty("sandbox.agent.cdsDir");
+    }
+  }
+
   private static LocalSandbox.Builder fast() {
     return LocalSandbox.builder().gracePeriod(Duration.ofMillis(500));
   }

@@ -70,13 +70,15 @@ public final class AgentLauncher {
     private final String token;
     private final String isolation;
     private final String isolationUnavailable;
+    private final AgentCds.Plan cds;
 
-    Agent(Process process, URI url, String token, String isolation, String isolationUnavailable) {
+    Agent(Process process, URI url, String token, String isolation, String isolationUnavailable, AgentCds.Plan cds) {
       this.process = process;
       this.url = url;
       this.token = token;
       this.isolation = isolation;
       this.isolationUnavailable = isolationUnavailable;
+      this.cds = cds;
     }
 
     /** The isolation in force, from the ready line: {@code none} or {@code bwrap}. */
@@ -111,6 +113,9 @@ public final class AgentLauncher {
      */
     public void stop(Duration wait) {
       AgentLauncher.stop(process, wait);
+      if (!process.isAlive()) {
+        cds.agentExited(process.exitValue()); // now, not on a pool thread a JVM on its way out may not run
+      }
     }
   }
 
@@ -157,6 +162,8 @@ public final class AgentLauncher {
     List<String> cmd = new ArrayList<>();
     cmd.add(javaExe.toString());
     cmd.addAll(DEFAULT_JVM_OPTIONS); // before the caller's options: a later -Xmx (or -Xms) wins
+    AgentCds.Plan cds = AgentCds.plan(java == null, classpath, jvmArgs);
+    cmd.addAll(cds.jvmOptions());
     cmd.addAll(jvmArgs);
     cmd.add("-cp");
     cmd.add(classpath);
@@ -197,6 +204,7 @@ public final class AgentLauncher {
       }
     });
     process.onExit().thenRun(() -> ready.completeExceptionally(new IllegalStateException("exited")));
+    process.onExit().thenAccept(p -> cds.agentExited(p.exitValue())); // an agent that stops on its own (idle)
     String readyJson;
     try {
       readyJson = ready.get(startupTimeout.toMillis(), TimeUnit.MILLISECONDS);
@@ -226,7 +234,7 @@ public final class AgentLauncher {
       throw new SandboxException("the local agent printed an unreadable ready line: " + readyJson, e);
     }
     log.debug("local agent pid {} ready at {}", process.pid(), url);
-    return new Agent(process, url, token, isolation, isolationUnavailable);
+    return new Agent(process, url, token, isolation, isolationUnavailable, cds);
   }
 
   // ---- the agent's environment
