@@ -284,6 +284,58 @@ class CheckpointIT {
     }
   }
 
+  /**
+   * As in the container: the agent is root with only SETUID, SETGID, SETPCAP and KILL (it can
+   * neither read the user's 0600 files nor write into the user's directories), commands run as
+   * another user. The checkpoint holds what the user made, the user cannot look into the
+   * checkpoint directory, and the restored files are the user's and writable by the user.
+   */
+  @Test
+  void asTheCommandUserOfAContainerFilesStayTheUsersAndCheckpointsOutOfReach() throws Exception {
+    CommandUserIT.assumeRootWithSetpriv();
+    long uid = CommandUserIT.unusedUid();
+    Path dir = Files.createTempDirectory("checkpoint-user-it");
+    Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwx--x--x"));
+    Path ws = Files.createDirectory(dir.resolve("ws"));
+    Files.setAttribute(ws, "unix:uid", (int) uid);
+    Files.setAttribute(ws, "unix:gid", (int) uid);
+    Path checkpoints = dir.resolve("checkpoints");
+    LaunchedAgent user = LaunchedAgent.start(CommandUserIT.CONTAINER_ROOT, Map.of(), dir.resolve("agent.log"),
+        "--grace-ms", "1000", "--workspace", ws.toString(), "--command-user", uid + ":" + uid,
+        "--checkpoint-dir", checkpoints.toString());
+    try {
+      user.exec(obj("command", "mkdir -p src ro/sub && printf secret > src/private && chmod 600 src/private"
+          + " && echo x > ro/sub/f && chmod 555 ro/sub ro && ln -s private src/link && mkdir empty"));
+      Map<String, String> before = tree(ws);
+      TestAgent.Response created = user.call("POST", "/api/checkpoints", obj("name", "as-user"));
+      assertThat(created.status()).as("%s", created.body()).isEqualTo(201);
+      String id = created.body().get("checkpoint").get("id").asText();
+      JsonNode peek = user.exec(obj("command", "ls " + checkpoints + "; cat " + checkpoints.resolve(id + ".tar")
+          + " | head -c 10 | wc -c"));
+      assertThat(peek.get("stderr").asText()).contains("Permission denied");
+      assertThat(peek.get("stdout").asText().trim()).isEqualTo("0");
+
+      user.exec(obj("command", "chmod 755 ro ro/sub && rm -rf ro/sub && printf changed > src/private"
+          + " && mkdir locked && touch locked/x && chmod 000 locked && echo new > new.txt"));
+      TestAgent.Response restored = user.call("POST", "/api/checkpoints/" + id + "/restore", "{}");
+      assertThat(restored.status()).as("%s", restored.body()).isEqualTo(200);
+
+      assertThat(tree(ws)).isEqualTo(before);
+      try (Stream<Path> all = Files.walk(ws)) {
+        for (Path p : (Iterable<Path>) all::iterator) {
+          assertThat(((Number) Files.getAttribute(p, "unix:uid", LinkOption.NOFOLLOW_LINKS)).longValue()).as("%s", p)
+              .isEqualTo(uid);
+        }
+      }
+      JsonNode write = user.exec(obj("command", "printf more >> src/private && cat src/private && rm -r empty"));
+      assertThat(write.get("exitCode").asInt()).as("%s", write).isZero();
+      assertThat(write.get("stdout").asText()).isEqualTo("secretmore");
+    } finally {
+      user.close();
+      new ProcessBuilder("rm", "-rf", dir.toString()).start().waitFor();
+    }
+  }
+
   @Test
   void theCheckpointDirectoryMustBeOutsideTheWorkspace() {
     assertThatThrownBy(() -> AgentConfig.builder().workspace(tmp).checkpointDir(tmp.resolve("c")).insecureNoAuth(true)
