@@ -32,6 +32,9 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
   /** Record writes happen here, not on the SDK's timer: they wait for another JVM's lock. */
   private static final ScheduledExecutorService STATE_WRITER = stateWriter();
 
+  private static final Instant CLOCK_ORIGIN = Instant.now();
+  private static final long NANO_ORIGIN = System.nanoTime();
+
   private final LocalProvider provider;
   private final String name;
   private final Path dir;
@@ -121,7 +124,8 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
   }
 
   private static Instant lastActivity(LocalSandbox s) {
-    return Instant.now().minusNanos(s.idleNanos());
+    // One fixed origin, so that the same moment always gives the same instant.
+    return CLOCK_ORIGIN.plusNanos(s.lastActiveNanos() - NANO_ORIGIN);
   }
 
   @Override
