@@ -100,6 +100,10 @@ class LocalProviderIT {
     assertThat(stopped.lastActivityAt()).isAfterOrEqualTo(running.lastActivityAt());
     assertThatThrownBy(() -> a.exec("true")).isInstanceOf(SandboxException.class)
         .hasMessageContaining("'life-a' is stopped").hasMessageContaining("wake()");
+    assertThat(only(provider().list())).satisfies(i -> {
+      assertThat(i.state()).isEqualTo("stopped");
+      assertThat(i.lastActivityAt()).isEqualTo(stopped.lastActivityAt());
+    });
     a.shutdown(); // a no-op when stopped
 
     t0 = System.nanoTime();
@@ -109,7 +113,10 @@ class LocalProviderIT {
     assertThat(a.exec("cat notes.txt; cat repo/README.md").stdout())
         .isEqualTo("kept across a shutdown\n" + ItGitRemote.README);
     assertThat(commandLineRuns(marker)).as("processes do not come back").isFalse();
-    assertThat(a.info().state()).isEqualTo("running");
+    assertThat(only(provider().list())).satisfies(i -> {
+      assertThat(i.state()).isEqualTo("running");
+      assertThat(i.lastActivityAt()).isAfterOrEqualTo(stopped.lastActivityAt());
+    });
     a.wake(); // a no-op when running
     assertThat(provider().get("life-a").orElseThrow().exec("echo shared").stdout()).isEqualTo("shared\n");
 
