@@ -132,7 +132,9 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
       if (c != null) {
         c.close();
       }
-      provider.stop(id);
+      if (!provider.stop(id)) {
+        throw new SandboxException("the sandbox container " + label() + " no longer exists", null);
+      }
     }
   }
 
