@@ -161,6 +161,7 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
   private LocalSandbox.Builder builder(LocalState.Entry record) {
     LocalSandbox.Builder b = LocalSandbox.builder()
         .workspace(workspace())
+        .checkpointDirectory(provider.state().checkpoints(name)) // kept across shutdown and wake
         .keepAlive(true) // the agent's own --idle-timeout-ms stops it, keeping the files
         .isolation(provider.isolation)
         .network(record.network)
