@@ -2,6 +2,8 @@ package dev.sandboxsdk.container.internal;
 
 import com.github.dockerjava.api.command.CreateContainerCmd;
 import com.github.dockerjava.api.command.InspectContainerResponse;
+import com.github.dockerjava.api.exception.ConflictException;
+import com.github.dockerjava.api.exception.DockerException;
 import com.github.dockerjava.api.exception.NotFoundException;
 import com.github.dockerjava.api.model.Capability;
 import com.github.dockerjava.api.model.ExposedPort;
@@ -55,6 +57,11 @@ public final class Launch {
   /** What a started sandbox container is. */
   public record Started(String id, String name, URI endpoint, String token) {}
 
+  /** The container name of the named sandbox {@code name}. */
+  public static String containerName(String name) {
+    return "sandbox-" + name;
+  }
+
   /** A fresh token: 32 random bytes, URL-safe base64. */
   static String newToken() {
     byte[] b = new byte[32];
@@ -69,7 +76,7 @@ public final class Launch {
    */
   public static Started start(Engine engine, SandboxSpec spec, String publishAddress, String connectHost) {
     String token = newToken();
-    String name = "sandbox-" + HexFormat.of().formatHex(randomBytes(6));
+    String name = spec.name() != null ? containerName(spec.name()) : "sandbox-" + HexFormat.of().formatHex(randomBytes(6));
     String id = create(engine, spec, name, token, publishAddress);
     try {
       try {
@@ -88,6 +95,15 @@ public final class Launch {
       engine.remove(id);
       throw e;
     }
+  }
+
+  /**
+   * Starts a stopped sandbox container again and waits for its agent. The token stays the one in
+   * its environment; the published port may change.
+   */
+  public static URI restart(Engine engine, String id, Duration timeout, String connectHost) {
+    engine.start(id);
+    return awaitReady(engine, id, timeout, connectHost);
   }
 
   private static byte[] randomBytes(int n) {
@@ -133,6 +149,9 @@ public final class Launch {
     Map<String, String> labels = new LinkedHashMap<>();
     labels.put(Engine.SANDBOX_LABEL, "1");
     labels.put(Engine.CREATED_LABEL, String.valueOf(System.currentTimeMillis()));
+    if (spec.name() != null) {
+      labels.put(Engine.NAME_LABEL, spec.name());
+    }
     spec.labels().forEach((k, v) -> labels.put(Engine.USER_LABEL_PREFIX + k, v));
     return engine.call("create a container from image " + spec.image(), () -> {
       try (CreateContainerCmd create = engine.docker().createContainerCmd(spec.image())) {
@@ -156,6 +175,13 @@ public final class Launch {
         throw new SandboxException("image '" + spec.image() + "' not found on the container engine at " + engine.host()
             + ": build it (docker build -t " + spec.image() + " container-agent, see the README's \"Container image\")"
             + " or pull it first", e);
+      } catch (DockerException e) {
+        // Docker: 409; Podman 4: 500 "that name is already in use".
+        if (spec.name() == null || !(e instanceof ConflictException || String.valueOf(e.getMessage()).contains("already in use"))) {
+          throw e;
+        }
+        throw new SandboxException("a container sandbox named '" + spec.name() + "' exists already (container " + name
+            + "): ContainerProvider.get(\"" + spec.name() + "\") returns it, destroy() removes it", e);
       }
     });
   }
