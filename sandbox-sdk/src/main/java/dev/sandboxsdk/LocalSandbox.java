@@ -74,6 +74,7 @@ public final class LocalSandbox extends ForwardingSandbox {
   private final Thread shutdownHook;
   private final java.util.concurrent.ScheduledFuture<?> idleCheck;
   private final Object lifecycle = new Object();
+  private final Activity activity;
   private boolean stopped;
 
   private LocalSandbox(Builder b) {
@@ -110,7 +111,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     }
     this.stopWait = (b.grace != null ? b.grace : Duration.ofSeconds(5)).plusSeconds(5);
     try {
-      this.agent = AgentLauncher.start(b.javaExecutable, b.agentJar, workspace, b.jvmArguments, agentArgs,
+      this.agent = AgentLauncher.start(b.javaExecutable, b.agentJar, workspace, b.jvmArguments, agentArgs, b.env,
           b.startupTimeout);
     } catch (RuntimeException e) {
       if (owns) {
@@ -138,6 +139,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     }
     Workspaces.cleanupStaleInBackground();
     Activity activity = new Activity();
+    this.activity = activity;
     this.client = new RealSandbox(agent.url(), agent.token(), Duration.ofSeconds(5), Duration.ofSeconds(30),
         b.execTimeout, b.streamIdleTimeout, null, activity);
     try {
@@ -207,6 +209,21 @@ public final class LocalSandbox extends ForwardingSandbox {
   @Override
   protected Sandbox delegate() {
     return client;
+  }
+
+  /** Whether the agent's process still runs (it stops on its own after its {@code --idle-timeout-ms}). */
+  boolean agentAlive() {
+    return agent.handle().isAlive();
+  }
+
+  /** The agent's process. */
+  ProcessHandle agentHandle() {
+    return agent.handle();
+  }
+
+  /** Nanoseconds since this JVM's last call or stream on the sandbox ended; 0 while one is in flight. */
+  long idleNanos() {
+    return activity.idleNanos();
   }
 
   @Override
@@ -291,6 +308,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     private final List<String> jvmArguments = new ArrayList<>();
     private final List<String> agentArguments = new ArrayList<>();
     private final java.util.Set<String> inheritEnv = new java.util.LinkedHashSet<>();
+    private final java.util.Map<String, String> env = new java.util.LinkedHashMap<>();
     private Isolation isolation = Isolation.ISOLATED;
     private boolean network;
 
@@ -339,6 +357,15 @@ public final class LocalSandbox extends ForwardingSandbox {
         Checks.inheritableEnvName(name);
       }
       inheritEnv.addAll(names);
+      return this;
+    }
+
+    /** Variables every command gets, with their values (for {@link LocalProvider}'s {@link SandboxSpec#env()}). */
+    Builder env(java.util.Map<String, String> variables) {
+      variables.forEach((k, v) -> {
+        Checks.inheritableEnvName(k);
+        env.put(k, v);
+      });
       return this;
     }
 

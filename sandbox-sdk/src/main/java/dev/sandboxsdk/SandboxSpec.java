@@ -41,6 +41,9 @@ public final class SandboxSpec {
   private final Duration idleTimeout;
   private final Duration startupTimeout;
   private final List<String> agentArguments;
+  private final String name;
+  private final String gitRepository;
+  private final GitCheckoutOptions gitOptions;
 
   private SandboxSpec(Builder b) {
     this.image = b.image;
@@ -53,6 +56,9 @@ public final class SandboxSpec {
     this.idleTimeout = b.idleTimeout;
     this.startupTimeout = b.startupTimeout;
     this.agentArguments = List.copyOf(b.agentArguments);
+    this.name = b.name;
+    this.gitRepository = b.gitRepository;
+    this.gitOptions = b.gitOptions;
   }
 
   /** A spec with every setting at its default. */
@@ -78,6 +84,9 @@ public final class SandboxSpec {
     b.idleTimeout = idleTimeout;
     b.startupTimeout = startupTimeout;
     b.agentArguments.addAll(agentArguments);
+    b.name = name;
+    b.gitRepository = gitRepository;
+    b.gitOptions = gitOptions;
     return b;
   }
 
@@ -131,12 +140,31 @@ public final class SandboxSpec {
     return agentArguments;
   }
 
+  /**
+   * The sandbox's name, or {@code null} for an unnamed one. A named sandbox persists: closing its
+   * handle or the JVM's exit does not remove it, only {@link ManagedSandbox#destroy()} does.
+   */
+  public String name() {
+    return name;
+  }
+
+  /** The repository cloned into the workspace at creation, or {@code null}. */
+  public String gitRepository() {
+    return gitRepository;
+  }
+
+  /** How {@link #gitRepository()} is cloned (branch, depth, target directory, credentials). */
+  public GitCheckoutOptions gitCheckoutOptions() {
+    return gitOptions;
+  }
+
   @Override
   public String toString() {
     // Values of env may be secrets: names only.
     return "SandboxSpec{image=" + image + ", memoryBytes=" + memoryBytes + ", cpus=" + cpus
         + ", pidsLimit=" + pidsLimit + ", network=" + network + ", env=" + env.keySet()
-        + ", labels=" + labels + ", idleTimeout=" + idleTimeout + "}";
+        + ", labels=" + labels + ", idleTimeout=" + idleTimeout + (name != null ? ", name=" + name : "")
+        + (gitRepository != null ? ", gitRepository=" + gitRepository.replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1***@") : "") + "}";
   }
 
   /** Configures a {@link SandboxSpec}. Not thread-safe. */
@@ -151,8 +179,44 @@ public final class SandboxSpec {
     private Duration idleTimeout = DEFAULT_IDLE_TIMEOUT;
     private Duration startupTimeout = Duration.ofSeconds(60);
     private final List<String> agentArguments = new ArrayList<>();
+    private String name;
+    private String gitRepository;
+    private GitCheckoutOptions gitOptions = GitCheckoutOptions.defaults();
 
     private Builder() {}
+
+    /**
+     * Names the sandbox, which makes it persistent: closing its handle, or this JVM's exit, does
+     * not remove it (a local one stops, a container keeps running until its idle timeout stops
+     * it), any JVM finds it by this name ({@link SandboxProvider#get(String)}, {@link SandboxProvider#list()})
+     * and wakes it, and only {@link ManagedSandbox#destroy()} removes it. A name is 1 to 63 of
+     * {@code [A-Za-z0-9._-]}, starting with a letter or digit, unique per provider.
+     */
+    public Builder name(String name) {
+      this.name = Checks.sandboxName(name);
+      return this;
+    }
+
+    /**
+     * Clones this repository into the workspace when the sandbox is created (with
+     * {@link Sandbox#gitCheckout}: into a directory named after the repository, e.g. {@code /workspace/app}
+     * for {@code https://example.com/app.git}); creation fails, and leaves nothing behind, if the
+     * clone fails. The sandbox needs {@link #network(boolean) network} for a remote URL.
+     */
+    public Builder gitRepository(String url) {
+      return gitRepository(url, GitCheckoutOptions.defaults());
+    }
+
+    /** As {@link #gitRepository(String)}, with a branch, depth, target directory or credentials. */
+    public Builder gitRepository(String url, GitCheckoutOptions options) {
+      Objects.requireNonNull(url, "url == null");
+      if (url.isBlank()) {
+        throw new IllegalArgumentException("the repository URL is blank");
+      }
+      this.gitRepository = url;
+      this.gitOptions = Objects.requireNonNull(options, "options == null");
+      return this;
+    }
 
     /** The agent image (default {@value #DEFAULT_IMAGE}); build it from {@code container-agent/Dockerfile}. */
     public Builder image(String image) {

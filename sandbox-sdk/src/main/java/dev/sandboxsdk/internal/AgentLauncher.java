@@ -18,8 +18,10 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.Deque;
+import java.util.HashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
@@ -151,6 +153,15 @@ public final class AgentLauncher {
    */
   public static Agent start(Path java, Path agentJar, Path workspace, List<String> jvmArgs, List<String> agentArgs,
       Duration startupTimeout) {
+    return start(java, agentJar, workspace, jvmArgs, agentArgs, Map.of(), startupTimeout);
+  }
+
+  /**
+   * As {@link #start(Path, Path, Path, List, List, Duration)}, with variables that every command
+   * gets ({@code env}: in the agent's environment, named to its {@code --inherit-env}).
+   */
+  public static Agent start(Path java, Path agentJar, Path workspace, List<String> jvmArgs, List<String> agentArgs,
+      Map<String, String> env, Duration startupTimeout) {
     Path javaExe = java != null ? checkJava(java) : currentJava();
     String classpath = classpath(agentJar);
     String token = randomToken();
@@ -164,8 +175,14 @@ public final class AgentLauncher {
     cmd.addAll(List.of("--port", "0", "--bind", "127.0.0.1", "--workspace", workspace.toString(),
         "--exit-on-stdin-eof", "--token-stdin"));
     cmd.addAll(agentArgs);
+    Map<String, String> source = System.getenv();
+    if (!env.isEmpty()) {
+      cmd.add("--inherit-env=" + String.join(",", env.keySet()));
+      source = new HashMap<>(source);
+      source.putAll(env);
+    }
     ProcessBuilder pb = new ProcessBuilder(cmd).directory(workspace.toFile());
-    agentEnvironment(pb.environment(), System.getenv(), agentArgs);
+    agentEnvironment(pb.environment(), source, cmd.subList(cmd.indexOf(AGENT_MAIN) + 1, cmd.size()));
     Process process;
     try {
       process = pb.start();

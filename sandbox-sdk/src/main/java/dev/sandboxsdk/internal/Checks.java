@@ -14,6 +14,18 @@ public final class Checks {
   private static final Pattern PROCESS_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
   private static final Set<String> RESERVED_IDS = Set.of("list", "start", "kill-all", "cleanup");
 
+  private static final Pattern SANDBOX_NAME = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,62}");
+
+  /** Checks a sandbox name: 1 to 63 of {@code [A-Za-z0-9._-]}, starting with a letter or digit. */
+  public static String sandboxName(String name) {
+    Objects.requireNonNull(name, "name == null");
+    if (!SANDBOX_NAME.matcher(name).matches()) {
+      throw new IllegalArgumentException("a sandbox name is 1 to 63 of [A-Za-z0-9._-], starting with a letter or digit: '"
+          + name + "'");
+    }
+    return name;
+  }
+
   /** What a valid process id looks like, for messages. */
   public static final String PROCESS_ID_RULE = PROCESS_ID.pattern() + " and not list, start, kill-all or cleanup";
 

@@ -41,7 +41,7 @@ public final class Workspaces {
   private static final long START_SLACK_MILLIS = 2_000;
   private static final AtomicBoolean BACKGROUND_RUNNING = new AtomicBoolean();
   /** This boot of this machine and this PID namespace: where the pids in a marker mean something. */
-  private static final String WHERE = where();
+  private static final String WHERE = computeWhere();
 
   private Workspaces() {}
 
@@ -186,7 +186,7 @@ public final class Workspaces {
   }
 
   /** Whether the process {@code pid} started at {@code startMillis} runs; true when that cannot be told. */
-  private static boolean isRunning(long pid, long startMillis) {
+  static boolean isRunning(long pid, long startMillis) {
     Optional<ProcessHandle> h = ProcessHandle.of(pid);
     if (h.isEmpty() || !h.get().isAlive() || isZombie(pid)) {
       return false;
@@ -216,7 +216,11 @@ public final class Workspaces {
     }
   }
 
-  private static String where() {
+  static String where() {
+    return WHERE;
+  }
+
+  private static String computeWhere() {
     return read("/proc/sys/kernel/random/boot_id") + "/" + link("/proc/self/ns/pid");
   }
 

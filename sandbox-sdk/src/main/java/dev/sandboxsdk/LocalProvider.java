@@ -1,0 +1,270 @@
+package dev.sandboxsdk;
+
+import dev.sandboxsdk.internal.Checks;
+import dev.sandboxsdk.internal.LocalState;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HexFormat;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * Local sandboxes as a {@link SandboxProvider}: each one an agent JVM on 127.0.0.1 as
+ * {@link LocalSandbox} starts it, with its workspace in a state directory, so that it can be shut
+ * down, woken and found again from any JVM of the same OS user.
+ *
+ * <pre>{@code
+ * try (LocalProvider local = LocalProvider.builder().build()) {
+ *   ManagedSandbox s = local.create(SandboxSpec.builder().name("review-42").build());
+ *   s.files().write("notes.txt", "kept");
+ *   s.shutdown();                       // the agent and its processes stop; the files stay
+ *   s.wake();                           // a new agent on the same workspace
+ *   local.list();                       // review-42 running, with createdAt and lastActivityAt
+ *   s.destroy();                        // the workspace and its checkpoints are deleted
+ * }
+ * }</pre>
+ *
+ * <p><b>State.</b> A sandbox lives in {@code <state>/sandboxes/<name>/}: {@code workspace/} (the
+ * commands' working directory), {@code checkpoints/} (outside the workspace) and
+ * {@code sandbox.json}, its record (name, times, settings, and the agent's pid and start time
+ * while one runs; mode 0600, the directories 0700). The state directory is
+ * {@link Builder#stateDirectory(Path)}, by default {@code $XDG_STATE_HOME/sandbox-sdk} or
+ * {@code ~/.local/state/sandbox-sdk}.
+ *
+ * <p><b>Lifecycle.</b> A sandbox's agent runs as long as the JVM that started (or woke) it, at
+ * most: a named sandbox is {@code stopped}, with its files, after {@link ManagedSandbox#shutdown()},
+ * after its idle timeout (the agent exits; {@link SandboxSpec.Builder#idleTimeout}), and when that
+ * JVM exits. Any JVM {@link #list() lists} it, {@link #get(String) gets} it by name and wakes it.
+ * A running sandbox serves only the JVM that woke it (the agent's token never leaves that JVM);
+ * another JVM's handle says so, and its {@code shutdown()} stops the agent so that it can wake it
+ * itself. An unnamed sandbox is removed when the handle that created it closes, or when its JVM
+ * exits.
+ *
+ * <p>The local provider runs no image and enforces no memory, CPU or process limits: it ignores
+ * those settings of the {@link SandboxSpec}. It applies the name, the network, the environment,
+ * the labels, the idle timeout, the agent arguments, the start-up timeout and the repository to clone.
+ * Thread-safe.
+ */
+public final class LocalProvider implements SandboxProvider {
+  static final String PROVIDER = "local";
+
+  private final LocalState state;
+  private final Path stateDirectory;
+  final Isolation isolation;
+  final Path agentJar;
+  final Path javaExecutable;
+  final List<String> jvmArguments;
+  final Duration grace;
+  final Set<String> inheritEnv;
+
+  private LocalProvider(Builder b) {
+    this.stateDirectory = (b.stateDirectory != null ? b.stateDirectory : LocalState.defaultDirectory())
+        .toAbsolutePath().normalize();
+    this.state = new LocalState(stateDirectory);
+    this.isolation = b.isolation;
+    this.agentJar = b.agentJar;
+    this.javaExecutable = b.javaExecutable;
+    this.jvmArguments = List.copyOf(b.jvmArguments);
+    this.grace = b.grace;
+    this.inheritEnv = Set.copyOf(b.inheritEnv);
+  }
+
+  /** A builder with every setting at its default. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  @Override
+  public String name() {
+    return PROVIDER;
+  }
+
+  /** The state directory. */
+  public Path stateDirectory() {
+    return stateDirectory;
+  }
+
+  /** The workspace directory of the sandbox {@code name} (whether or not it exists). */
+  public Path workspace(String name) {
+    return state.workspace(Checks.sandboxName(name));
+  }
+
+  LocalState state() {
+    return state;
+  }
+
+  /**
+   * Creates a sandbox, starts its agent, clones {@link SandboxSpec#gitRepository()} if given,
+   * and returns once it answers. A named sandbox persists until {@code destroy()}; an unnamed one
+   * gets a generated name ({@code local-} and 12 hex digits) and is removed when its handle closes.
+   *
+   * @throws SandboxException if a sandbox of that name exists, the agent does not start, or the
+   *     clone fails (then nothing is left behind)
+   */
+  @Override
+  public ManagedSandbox create(SandboxSpec spec) {
+    Objects.requireNonNull(spec, "spec == null");
+    removeOrphans();
+    boolean named = spec.name() != null;
+    String name = named ? spec.name() : "local-" + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong())
+        .substring(4);
+    state.createDirectories(name);
+    LocalState.Entry record = new LocalState.Entry();
+    Instant now = Instant.now();
+    record.name = name;
+    record.createdAt = now;
+    record.lastActivityAt = now;
+    if (!named) {
+      record.removeOnClose = true;
+      record.ownedByThisJvm();
+    }
+    record.network = spec.network();
+    record.idleTimeoutMs = spec.idleTimeout() != null ? Math.max(1, spec.idleTimeout().toMillis()) : null;
+    record.startupTimeoutMs = spec.startupTimeout().toMillis();
+    record.env.putAll(spec.env());
+    record.labels.putAll(spec.labels());
+    record.agentArguments.addAll(spec.agentArguments());
+    if (spec.gitRepository() != null) {
+      record.gitRepository = spec.gitRepository().replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1***@");
+    }
+    LocalProviderSandbox sandbox = new LocalProviderSandbox(this, name, !named);
+    try {
+      state.write(name, record);
+      sandbox.wake();
+      if (spec.gitRepository() != null) {
+        sandbox.gitCheckout(spec.gitRepository(), spec.gitCheckoutOptions());
+      }
+    } catch (RuntimeException e) {
+      try {
+        sandbox.destroy();
+      } catch (RuntimeException suppressed) {
+        e.addSuppressed(suppressed);
+      }
+      throw e;
+    }
+    return sandbox;
+  }
+
+  /**
+   * The sandbox of this name (or generated id), running or stopped, from any JVM. The handle does
+   * not start it: {@link ManagedSandbox#wake()} does. Closing the handle leaves the sandbox as it is.
+   */
+  @Override
+  public Optional<ManagedSandbox> get(String id) {
+    Objects.requireNonNull(id, "id == null");
+    try {
+      Checks.sandboxName(id);
+    } catch (IllegalArgumentException e) {
+      return Optional.empty();
+    }
+    return state.read(id).map(r -> new LocalProviderSandbox(this, id, false));
+  }
+
+  /** Every sandbox in the state directory, running or stopped, oldest first. */
+  @Override
+  public List<SandboxInfo> list() {
+    removeOrphans();
+    List<SandboxInfo> out = new ArrayList<>();
+    for (String name : state.names()) {
+      state.read(name).ifPresent(r -> out.add(LocalProviderSandbox.info(this, name, r)));
+    }
+    out.sort(Comparator.comparing(SandboxInfo::createdAt));
+    return out;
+  }
+
+  /** Removes unnamed sandboxes whose JVM died without removing them (killed, crashed). */
+  private void removeOrphans() {
+    for (String name : state.names()) {
+      try {
+        state.read(name).filter(r -> r.removeOnClose && !r.ownerAlive())
+            .ifPresent(r -> new LocalProviderSandbox(this, name, true).destroy());
+      } catch (SandboxException e) {
+        // destroyed meanwhile, or unreadable: leave it to the next look
+      }
+    }
+  }
+
+  /** Nothing to release: sandboxes stay as their own rules say (see the class comment). */
+  @Override
+  public void close() {
+    // The provider holds no connection; handles and agents are independent of it.
+  }
+
+  @Override
+  public String toString() {
+    return "LocalProvider{" + stateDirectory + "}";
+  }
+
+  /** Configures a {@link LocalProvider}. Not thread-safe. */
+  public static final class Builder {
+    private Path stateDirectory;
+    private Isolation isolation = Isolation.ISOLATED;
+    private Path agentJar;
+    private Path javaExecutable;
+    private final List<String> jvmArguments = new ArrayList<>();
+    private Duration grace;
+    private final Set<String> inheritEnv = new LinkedHashSet<>();
+
+    private Builder() {}
+
+    /**
+     * Where the sandboxes live (default {@code $XDG_STATE_HOME/sandbox-sdk}, else
+     * {@code ~/.local/state/sandbox-sdk}); created when the first sandbox is.
+     */
+    public Builder stateDirectory(Path directory) {
+      this.stateDirectory = Objects.requireNonNull(directory, "directory == null");
+      return this;
+    }
+
+    /** How commands are isolated; see {@link LocalSandbox.Builder#isolation(Isolation)}. */
+    public Builder isolation(Isolation isolation) {
+      this.isolation = Objects.requireNonNull(isolation, "isolation == null");
+      return this;
+    }
+
+    /** See {@link LocalSandbox.Builder#agentJar(Path)}. */
+    public Builder agentJar(Path agentJar) {
+      this.agentJar = Objects.requireNonNull(agentJar, "agentJar == null");
+      return this;
+    }
+
+    /** See {@link LocalSandbox.Builder#javaExecutable(Path)}. */
+    public Builder javaExecutable(Path java) {
+      this.javaExecutable = Objects.requireNonNull(java, "java == null");
+      return this;
+    }
+
+    /** See {@link LocalSandbox.Builder#jvmArgument(String)}. */
+    public Builder jvmArgument(String argument) {
+      jvmArguments.add(Objects.requireNonNull(argument, "argument == null"));
+      return this;
+    }
+
+    /** See {@link LocalSandbox.Builder#gracePeriod(Duration)}. */
+    public Builder gracePeriod(Duration grace) {
+      this.grace = Checks.positive(grace, "gracePeriod");
+      return this;
+    }
+
+    /** See {@link LocalSandbox.Builder#inheritEnv(String...)}. */
+    public Builder inheritEnv(String... names) {
+      for (String name : names) {
+        Checks.inheritableEnvName(name);
+        inheritEnv.add(name);
+      }
+      return this;
+    }
+
+    /** The provider; creates nothing on disk until a sandbox is created. */
+    public LocalProvider build() {
+      return new LocalProvider(this);
+    }
+  }
+}
