@@ -213,7 +213,8 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
         }
         return null;
       });
-      log.info("local sandbox '{}' stopped (its agent exited, e.g. after its idle timeout); its files are kept", name);
+      log.info("local sandbox '{}' stopped (its agent exited: idle timeout, JVM exit, or stopped from another JVM);"
+          + " its files are kept", name);
     } catch (RuntimeException e) {
       log.debug("could not record that the local sandbox '{}' stopped: {}", name, e.toString());
     }
@@ -224,7 +225,11 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
     r.activityWriter().cancel(false);
     Instant last = lastActivity(r.sandbox());
     r.sandbox().close(); // stops the agent if it still runs; keeps the workspace (supplied, not owned)
+    long pid = r.sandbox().agentHandle().pid();
     provider.state().read(name).ifPresent(record -> {
+      if (record.agent != null && record.agent.pid() != pid) {
+        return; // another JVM stopped ours and woke its own meanwhile: its record stands
+      }
       record.agent = null;
       record.lastActivityAt = last;
       record.stoppedAt = Instant.now();
