@@ -19,7 +19,7 @@ import java.util.Optional;
  */
 public interface SandboxProvider extends AutoCloseable {
 
-  /** The provider's short name: {@code container}, {@code kubernetes}. */
+  /** The provider's short name: {@code local}, {@code container}, {@code kubernetes}. */
   String name();
 
   /**
@@ -31,8 +31,10 @@ public interface SandboxProvider extends AutoCloseable {
   ManagedSandbox create(SandboxSpec spec);
 
   /**
-   * A running sandbox this provider created, by id (from any JVM), or empty if there is none.
-   * Closing the handle returned does not remove the sandbox; {@link ManagedSandbox#destroy()} does.
+   * A sandbox this provider created, by id or, for a named sandbox, by name (from any JVM), or
+   * empty if there is none: a running one, or a named one ({@link SandboxSpec.Builder#name}) also
+   * when stopped ({@link ManagedSandbox#wake()} starts it). Closing the handle returned does not
+   * remove the sandbox; {@link ManagedSandbox#destroy()} does.
    */
   Optional<ManagedSandbox> get(String id);
 

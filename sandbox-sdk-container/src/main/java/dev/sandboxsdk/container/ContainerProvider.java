@@ -41,6 +41,9 @@ import org.slf4j.LoggerFactory;
 public final class ContainerProvider implements SandboxProvider {
   private static final Logger log = LoggerFactory.getLogger(ContainerProvider.class);
 
+  /** How long a stop waits for the agent to stop its processes before SIGKILL (the containers' own stop timeout). */
+  private static final int STOP_TIMEOUT_SECONDS = 10;
+
   private final Engine engine;
   private final String publishAddress;
   private final String connectHost;
@@ -93,12 +96,15 @@ public final class ContainerProvider implements SandboxProvider {
   }
 
   /**
-   * Creates a container sandbox and returns once its agent answers. Closing the sandbox (or
-   * this JVM's exit) removes it; see {@link ContainerSandbox.Builder#removeOnClose(boolean)}.
+   * Creates a container sandbox and returns once its agent answers (and the repository of
+   * {@link SandboxSpec#gitRepository()}, if any, is cloned). Closing an unnamed sandbox (or this
+   * JVM's exit) removes it, see {@link ContainerSandbox.Builder#removeOnClose(boolean)}; a named one
+   * ({@link SandboxSpec.Builder#name}) stays until {@code destroy()}, also when its idle timeout
+   * stops it.
    */
   @Override
   public ContainerSandbox create(SandboxSpec spec) {
-    return create(spec, true, false);
+    return create(spec, spec.name() == null, false);
   }
 
   ContainerSandbox create(SandboxSpec spec, boolean removeOnClose, boolean handOverProvider) {
@@ -108,21 +114,41 @@ public final class ContainerProvider implements SandboxProvider {
     Launch.Started s = Launch.start(engine, spec, publishAddress, connectHost);
     log.info("container sandbox {} ({}) ready at {} in {} ms", s.name(), s.id().substring(0, 12), s.endpoint(),
         (System.nanoTime() - t0) / 1_000_000);
-    return new ContainerSandbox(this, s.id(), s.endpoint(), s.token(), removeOnClose, false, handOverProvider);
+    ContainerSandbox sandbox = new ContainerSandbox(this, s.id(), spec.name(), s.endpoint(), s.token(),
+        removeOnClose && spec.name() == null, false, handOverProvider);
+    if (spec.gitRepository() != null) {
+      try {
+        sandbox.gitCheckout(spec.gitRepository(), spec.gitCheckoutOptions());
+      } catch (RuntimeException e) {
+        try {
+          sandbox.destroy();
+        } catch (RuntimeException suppressed) {
+          e.addSuppressed(suppressed);
+        }
+        throw e;
+      }
+    }
+    return sandbox;
   }
 
   /**
-   * A running sandbox container by id (full or short) or name, from any JVM that can use the
-   * same engine. Closing the handle leaves the container running; {@code destroy()} removes it.
+   * A running sandbox container by id (full or short) or container name, or a named sandbox by
+   * its name, running or stopped, from any JVM that can use the same engine. (A stopped unnamed
+   * container is left over for {@link #removeExited()}.) Closing the handle leaves the container
+   * as it is; {@code wake()} starts a stopped one, {@code destroy()} removes it.
    */
   @Override
   public Optional<ManagedSandbox> get(String id) {
     Objects.requireNonNull(id, "id == null");
-    return engine.findRunning(id).map(f -> new ContainerSandbox(this, f.id(),
-        Launch.endpoint(connectHost, f.hostPort()), f.token(), false, true, false));
+    return engine.find(id).filter(f -> f.running() && f.hostPort() > 0 || f.name() != null).map(f -> new ContainerSandbox(this, f.id(), f.name(),
+        f.running() && f.hostPort() > 0 ? Launch.endpoint(connectHost, f.hostPort()) : null, f.token(), false, true,
+        false));
   }
 
-  /** Every sandbox container on the engine, running or stopped, oldest first. */
+  /**
+   * Every sandbox container on the engine, running or stopped, oldest first: from the containers'
+   * labels, so any JVM sees the same list.
+   */
   @Override
   public List<SandboxInfo> list() {
     return engine.listSandboxes(name(), connectHost);
@@ -136,6 +162,25 @@ public final class ContainerProvider implements SandboxProvider {
    */
   public int removeExited() {
     return engine.removeExited();
+  }
+
+  /** Stops a sandbox container, keeping it and its volumes. */
+  void stop(String id) {
+    engine.stop(id, STOP_TIMEOUT_SECONDS);
+  }
+
+  /** Starts a stopped sandbox container again; returns its agent's new address. */
+  URI restart(String id, java.time.Duration timeout) {
+    return Launch.restart(engine, id, timeout, connectHost);
+  }
+
+  /** Whether the container runs, and at which address, or empty if it is gone. */
+  Optional<Engine.Found> find(String id) {
+    return engine.find(id);
+  }
+
+  URI endpoint(int hostPort) {
+    return Launch.endpoint(connectHost, hostPort);
   }
 
   SandboxInfo info(String id) {

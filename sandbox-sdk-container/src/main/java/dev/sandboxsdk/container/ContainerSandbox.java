@@ -3,8 +3,10 @@ package dev.sandboxsdk.container;
 import dev.sandboxsdk.ForwardingSandbox;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.container.internal.Engine;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Map;
@@ -41,20 +43,25 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
 
   private final ContainerProvider provider;
   private final String id;
-  private final URI endpoint;
-  private final Sandbox client;
+  private final String name;
+  private final String token;
   private final boolean removeOnClose;
   private final boolean ownsProvider;
   private final Thread shutdownHook;
   private final Object lifecycle = new Object();
+  private volatile URI endpoint;
+  /** The client of the running agent; null while this handle knows the container stopped. */
+  private volatile Sandbox client;
   private boolean closed;
 
-  ContainerSandbox(ContainerProvider provider, String id, URI endpoint, String token, boolean removeOnClose,
-      boolean attached, boolean ownsProvider) {
+  ContainerSandbox(ContainerProvider provider, String id, String name, URI endpoint, String token,
+      boolean removeOnClose, boolean attached, boolean ownsProvider) {
     this.provider = provider;
     this.id = id;
+    this.name = name;
+    this.token = token;
     this.endpoint = endpoint;
-    this.client = Sandbox.builder().baseUrl(endpoint).token(token).build();
+    this.client = endpoint == null ? null : Sandbox.builder().baseUrl(endpoint).token(token).build();
     this.removeOnClose = removeOnClose && !attached;
     this.ownsProvider = ownsProvider;
     if (this.removeOnClose) {
@@ -77,7 +84,21 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
 
   @Override
   protected Sandbox delegate() {
-    return client;
+    Sandbox c = client;
+    if (c == null) {
+      throw new SandboxException("the sandbox container " + label() + " is stopped (its files are kept): call wake()"
+          + " to start it again", null);
+    }
+    return c;
+  }
+
+  private String label() {
+    return name != null ? "'" + name + "'" : id.substring(0, Math.min(12, id.length()));
+  }
+
+  /** The sandbox's name, or null if it has none. */
+  public String name() {
+    return name;
   }
 
   /** The container's id. */
@@ -86,9 +107,52 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
     return id;
   }
 
-  /** The agent's address as this JVM reaches it, e.g. {@code http://127.0.0.1:41234}. */
+  /**
+   * The agent's address as this JVM reaches it, e.g. {@code http://127.0.0.1:41234}; null while
+   * stopped. A wake may publish the agent on another port.
+   */
   public URI baseUrl() {
     return endpoint;
+  }
+
+  /**
+   * Stops the container (engine stop: SIGTERM to the agent, which stops every process, SIGKILL
+   * after 10 s). The container, its {@code /workspace} and home volumes and its checkpoints stay;
+   * {@code /tmp} (a tmpfs) is emptied. No-op if stopped.
+   */
+  @Override
+  public void shutdown() {
+    synchronized (lifecycle) {
+      Sandbox c = client;
+      client = null;
+      endpoint = null;
+      if (c != null) {
+        c.close();
+      }
+      provider.stop(id);
+    }
+  }
+
+  /**
+   * Starts the stopped container again (engine start) and returns once its agent answers; no-op
+   * if it runs. The token is the same (it is in the container's environment); the port may differ.
+   */
+  @Override
+  public void wake() {
+    synchronized (lifecycle) {
+      Engine.Found f = provider.find(id).orElseThrow(() ->
+          new SandboxException("the sandbox container " + label() + " no longer exists", null));
+      URI now = f.running() && f.hostPort() > 0 ? provider.endpoint(f.hostPort())
+          : provider.restart(id, SandboxSpec.defaults().startupTimeout());
+      if (!now.equals(endpoint) || client == null) {
+        Sandbox old = client;
+        endpoint = now;
+        client = Sandbox.builder().baseUrl(now).token(token).build();
+        if (old != null) {
+          old.close();
+        }
+      }
+    }
   }
 
   /** The container as the engine reports it now. */
@@ -119,7 +183,10 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
       }
       closed = true;
     }
-    client.close();
+    Sandbox c = client;
+    if (c != null) {
+      c.close();
+    }
     try {
       if (remove) {
         provider.removeSandbox(id);
@@ -148,7 +215,8 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
 
   @Override
   public String toString() {
-    return "ContainerSandbox{" + id.substring(0, Math.min(12, id.length())) + ", " + endpoint + "}";
+    return "ContainerSandbox{" + (name != null ? name + ", " : "") + id.substring(0, Math.min(12, id.length())) + ", "
+        + endpoint + "}";
   }
 
   /** Configures and starts a {@link ContainerSandbox}. Not thread-safe. */

@@ -5,6 +5,7 @@ import com.github.dockerjava.api.command.InspectContainerResponse;
 import com.github.dockerjava.api.exception.ConflictException;
 import com.github.dockerjava.api.exception.DockerException;
 import com.github.dockerjava.api.exception.NotFoundException;
+import com.github.dockerjava.api.exception.NotModifiedException;
 import com.github.dockerjava.api.model.Container;
 import com.github.dockerjava.api.model.ContainerPort;
 import com.github.dockerjava.api.model.ExposedPort;
@@ -45,6 +46,8 @@ public final class Engine implements AutoCloseable {
   public static final String USER_LABEL_PREFIX = "dev.sandboxsdk.label.";
   /** When the sandbox was created, epoch milliseconds. */
   public static final String CREATED_LABEL = "dev.sandboxsdk.created-ms";
+  /** The name of a named sandbox, which persists until destroyed (the container is {@code sandbox-<name>}). */
+  public static final String NAME_LABEL = "dev.sandboxsdk.name";
 
   private final URI host;
   private final DockerClient docker;
@@ -143,6 +146,24 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
+   * Stops a container: SIGTERM to the agent, which stops every process within its grace period,
+   * then SIGKILL after {@code timeoutSeconds}. The container and its volumes stay. No-op if it
+   * is stopped already; returns whether it existed.
+   */
+  public boolean stop(String id, int timeoutSeconds) {
+    return call("stop container " + id, () -> {
+      try {
+        docker.stopContainerCmd(id).withTimeout(timeoutSeconds).exec();
+        return true;
+      } catch (NotModifiedException e) {
+        return true; // stopped already
+      } catch (NotFoundException e) {
+        return false;
+      }
+    });
+  }
+
+  /**
    * Removes a container (stopping it first) and its anonymous volumes. No-op if it is gone.
    * Returns whether it existed.
    */
@@ -184,33 +205,48 @@ public final class Engine implements AutoCloseable {
     return out;
   }
 
-  /** Removes every stopped sandbox container with its volumes; returns how many. */
+  /** Removes every stopped sandbox container with its volumes, except named ones; returns how many. */
   public int removeExited() {
     int n = 0;
     for (Container c : sandboxContainers(null)) {
-      if (!"running".equals(c.getState()) && !"created".equals(c.getState()) && remove(c.getId())) {
+      boolean named = c.getLabels() != null && c.getLabels().containsKey(NAME_LABEL);
+      if (!named && !"running".equals(c.getState()) && !"created".equals(c.getState()) && remove(c.getId())) {
         n++;
       }
     }
     return n;
   }
 
-  /** A running sandbox container: its full id, published agent port and token. */
-  public record Found(String id, int hostPort, String token) {}
+  /**
+   * A sandbox container: its full id, whether it runs, its published agent port (-1 when
+   * stopped), its token and its sandbox name (null if unnamed).
+   */
+  public record Found(String id, boolean running, int hostPort, String token, String name) {}
 
   /** The running sandbox container with this id or name, if there is one. */
   public Optional<Found> findRunning(String idOrName) {
+    return find(idOrName).filter(f -> f.running() && f.hostPort() > 0);
+  }
+
+  /**
+   * The sandbox container with this id or container name, or the named sandbox of this name
+   * (container {@code sandbox-<name>}), running or stopped.
+   */
+  public Optional<Found> find(String idOrName) {
     if (idOrName.isBlank()) {
       return Optional.empty();
     }
-    Optional<InspectContainerResponse> found = inspect(idOrName);
-    if (found.isEmpty()) {
-      return Optional.empty();
+    Optional<Found> found = inspect(idOrName).flatMap(Engine::found);
+    if (found.isEmpty() && idOrName.matches("[A-Za-z0-9][A-Za-z0-9._-]{0,62}")) {
+      found = inspect(Launch.containerName(idOrName)).flatMap(Engine::found).filter(f -> idOrName.equals(f.name()));
     }
-    InspectContainerResponse c = found.get();
+    return found;
+  }
+
+  private static Optional<Found> found(InspectContainerResponse c) {
     Map<String, String> labels = c.getConfig() == null || c.getConfig().getLabels() == null
         ? Map.of() : c.getConfig().getLabels();
-    if (!"1".equals(labels.get(SANDBOX_LABEL)) || c.getState() == null || !Boolean.TRUE.equals(c.getState().getRunning())) {
+    if (!"1".equals(labels.get(SANDBOX_LABEL))) {
       return Optional.empty();
     }
     String token = null;
@@ -219,11 +255,45 @@ public final class Engine implements AutoCloseable {
         token = e.substring(Launch.TOKEN_ENV.length() + 1);
       }
     }
-    int port = hostPort(c, Launch.AGENT_PORT);
-    return token == null || port <= 0 ? Optional.empty() : Optional.of(new Found(c.getId(), port, token));
+    if (token == null) {
+      return Optional.empty();
+    }
+    boolean running = c.getState() != null && Boolean.TRUE.equals(c.getState().getRunning());
+    return Optional.of(new Found(c.getId(), running, running ? hostPort(c, Launch.AGENT_PORT) : -1, token,
+        labels.get(NAME_LABEL)));
   }
 
-  private static SandboxInfo info(Container c, String provider, String connectHost) {
+  /** The SDK's word for an engine state: {@code running}, {@code stopped} (exited, created, stopped), else the engine's. */
+  static String state(String engineState) {
+    if (engineState == null) {
+      return "unknown";
+    }
+    return switch (engineState) {
+      case "exited", "created", "stopped", "configured" -> SandboxInfo.STOPPED;
+      default -> engineState;
+    };
+  }
+
+  /** When a stopped container stopped (its agent's last activity), or null if unknown. */
+  private Instant finishedAt(String id) {
+    try {
+      return inspect(id).map(c -> c.getState() == null ? null : c.getState().getFinishedAt())
+          .map(Engine::parseTime).orElse(null);
+    } catch (SandboxException e) {
+      return null; // removed meanwhile
+    }
+  }
+
+  static Instant parseTime(String t) {
+    try {
+      Instant i = java.time.OffsetDateTime.parse(t).toInstant();
+      return i.getEpochSecond() <= 0 ? null : i; // "0001-01-01T00:00:00Z": never
+    } catch (RuntimeException e) {
+      return null;
+    }
+  }
+
+  private SandboxInfo info(Container c, String provider, String connectHost) {
     Map<String, String> labels = c.getLabels() == null ? Map.of() : c.getLabels();
     Map<String, String> user = new LinkedHashMap<>();
     labels.forEach((k, v) -> {
@@ -245,9 +315,14 @@ public final class Engine implements AutoCloseable {
         }
       }
     }
-    String name = c.getNames() != null && c.getNames().length > 0 ? c.getNames()[0].replaceFirst("^/", "") : c.getId();
-    return new SandboxInfo(c.getId(), provider, name, c.getImage() == null ? "" : c.getImage(),
-        c.getState() == null ? "unknown" : c.getState(), created, endpoint, user);
+    String name = labels.containsKey(NAME_LABEL) ? labels.get(NAME_LABEL)
+        : c.getNames() != null && c.getNames().length > 0 ? c.getNames()[0].replaceFirst("^/", "") : c.getId();
+    String state = state(c.getState());
+    // A running agent's last request is its own business (it stops itself when idle); a stopped
+    // one's is when it stopped.
+    Instant last = SandboxInfo.STOPPED.equals(state) ? finishedAt(c.getId()) : null;
+    return new SandboxInfo(c.getId(), provider, name, c.getImage() == null ? "" : c.getImage(), state, created,
+        endpoint, user, last);
   }
 
   /** The host port the engine bound for {@code containerPort}, or -1 if none (yet). */

@@ -2,6 +2,7 @@ package dev.sandboxsdk.container.internal;
 
 import com.github.dockerjava.api.command.CreateContainerCmd;
 import com.github.dockerjava.api.command.InspectContainerResponse;
+import com.github.dockerjava.api.exception.ConflictException;
 import com.github.dockerjava.api.exception.NotFoundException;
 import com.github.dockerjava.api.model.Capability;
 import com.github.dockerjava.api.model.ExposedPort;
@@ -53,6 +54,11 @@ public final class Launch {
   /** What a started sandbox container is. */
   public record Started(String id, String name, URI endpoint, String token) {}
 
+  /** The container name of the named sandbox {@code name}. */
+  public static String containerName(String name) {
+    return "sandbox-" + name;
+  }
+
   /** A fresh token: 32 random bytes, URL-safe base64. */
   static String newToken() {
     byte[] b = new byte[32];
@@ -67,7 +73,7 @@ public final class Launch {
    */
   public static Started start(Engine engine, SandboxSpec spec, String publishAddress, String connectHost) {
     String token = newToken();
-    String name = "sandbox-" + HexFormat.of().formatHex(randomBytes(6));
+    String name = spec.name() != null ? containerName(spec.name()) : "sandbox-" + HexFormat.of().formatHex(randomBytes(6));
     String id = create(engine, spec, name, token, publishAddress);
     try {
       try {
@@ -86,6 +92,15 @@ public final class Launch {
       engine.remove(id);
       throw e;
     }
+  }
+
+  /**
+   * Starts a stopped sandbox container again and waits for its agent. The token stays the one in
+   * its environment; the published port may change.
+   */
+  public static URI restart(Engine engine, String id, Duration timeout, String connectHost) {
+    engine.start(id);
+    return awaitReady(engine, id, timeout, connectHost);
   }
 
   private static byte[] randomBytes(int n) {
@@ -131,6 +146,9 @@ public final class Launch {
     Map<String, String> labels = new LinkedHashMap<>();
     labels.put(Engine.SANDBOX_LABEL, "1");
     labels.put(Engine.CREATED_LABEL, String.valueOf(System.currentTimeMillis()));
+    if (spec.name() != null) {
+      labels.put(Engine.NAME_LABEL, spec.name());
+    }
     spec.labels().forEach((k, v) -> labels.put(Engine.USER_LABEL_PREFIX + k, v));
     return engine.call("create a container from image " + spec.image(), () -> {
       try (CreateContainerCmd create = engine.docker().createContainerCmd(spec.image())) {
@@ -147,6 +165,12 @@ public final class Launch {
             .withHostConfig(host)
             .exec()
             .getId();
+      } catch (ConflictException e) {
+        if (spec.name() == null) {
+          throw e;
+        }
+        throw new SandboxException("a container sandbox named '" + spec.name() + "' exists already (container " + name
+            + "): ContainerProvider.get(\"" + spec.name() + "\") returns it, destroy() removes it", e);
       } catch (NotFoundException e) {
         // The engine answers the create itself with 404 when the image is missing: no lookup first.
         throw new SandboxException("image '" + spec.image() + "' not found on the container engine at " + engine.host()
