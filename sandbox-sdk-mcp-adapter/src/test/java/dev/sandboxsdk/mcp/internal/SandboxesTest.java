@@ -285,16 +285,6 @@ class SandboxesTest {
     }
 
     @Override
-    public void shutdown() {
-      provider.state.put(id, "stopped");
-    }
-
-    @Override
-    public void wake() {
-      provider.state.put(id, "running");
-    }
-
-    @Override
     public void destroy() {
       destroyed = true;
       provider.state.remove(id);
