@@ -125,6 +125,9 @@ final class LifecycleTools implements ToolGroup {
     int running = 0;
     for (Sandboxes.Listed l : list) {
       ObjectNode o = sandboxJson(l.id(), l.entry(), l.info());
+      if (l.entry() == null) {
+        o.put("workspace", l.workspace());
+      }
       if ("running".equals(o.get("status").asText())) {
         running++;
       }
@@ -195,7 +198,7 @@ final class LifecycleTools implements ToolGroup {
 
   /** The persistent sandbox {@code id}, running or not; for shutdown and wake, which only persistent ones have. */
   private Sandboxes.Entry persistentEntry(String id, String verb) {
-    Sandboxes.Entry e = sandboxes.find(id);
+    Sandboxes.Entry e = sandboxes.find(id, false); // a default sandbox made only to refuse would be a waste
     if (!e.persistent()) {
       throw new ToolException("Sandbox '" + id + "' is not persistent, so it cannot be " + verb + ": only sandboxes"
           + " created with getSandbox {\"sandboxId\": \"...\", \"persistent\": true} keep their files while stopped."

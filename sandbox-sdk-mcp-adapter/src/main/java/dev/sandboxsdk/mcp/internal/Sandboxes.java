@@ -92,7 +92,7 @@ public final class Sandboxes implements AutoCloseable {
    * A sandbox as listSandboxes shows it: one this server holds ({@code entry}), one its provider
    * lists that this server has not used yet ({@code info} only), or both.
    */
-  public record Listed(String id, Entry entry, SandboxInfo info) {
+  public record Listed(String id, Entry entry, SandboxInfo info, String workspace) {
   }
 
   /** The outcome of {@link #getOrCreate}. */
@@ -382,12 +382,21 @@ public final class Sandboxes implements AutoCloseable {
    * provider that this server has not used yet (an earlier server's) is taken up here.
    */
   public Entry find(String id) {
+    return find(id, true);
+  }
+
+  /** {@link #find(String)}; with {@code createDefault} false, a missing default sandbox is an error too. */
+  public Entry find(String id, boolean createDefault) {
     String sid = id == null ? DEFAULT_ID : id;
     CompletableFuture<Entry> f = byId.get(sid);
     if (f == null) {
       Entry adopted = adopt(sid);
       if (adopted != null) {
         return adopted;
+      }
+      if (sid.equals(DEFAULT_ID) && !createDefault) {
+        throw new ToolException("There is no sandbox 'default' yet (it is made on first use, and is not persistent)."
+            + " Give the sandboxId of a persistent sandbox: listSandboxes shows them.");
       }
       if (!sid.equals(DEFAULT_ID)) {
         throw new ToolException("There is no sandbox '" + sid + "'. Create it with getSandbox {\"sandboxId\": \""
@@ -423,13 +432,17 @@ public final class Sandboxes implements AutoCloseable {
     return e;
   }
 
+  /** Where persistent sandbox {@code id}'s commands start: a directory of the state directory, or /workspace. */
+  private String workspaceOf(String id) {
+    return config.mode() == SandboxMode.CONTAINER ? CONTAINER_WORKSPACE
+        : persistentProvider() instanceof LocalProvider l ? l.workspace(id).toString() : null;
+  }
+
   /** An entry for a persistent sandbox's handle. */
   private Entry entry(String id, ManagedSandbox handle, Boolean keepAlive, Duration idle) {
     SandboxMode mode = config.mode();
-    String workspace = mode == SandboxMode.CONTAINER ? CONTAINER_WORKSPACE
-        : persistentProvider() instanceof LocalProvider l ? l.workspace(handle.id()).toString() : null;
     SandboxInfo info = handle.info();
-    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), workspace, -1,
+    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), workspaceOf(handle.id()), -1,
         mode == SandboxMode.CONTAINER ? handle.id() : null, new AtomicBoolean(),
         new AtomicLong(info.isRunning() ? System.nanoTime() : System.nanoTime() - 2 * SEEN_FOR.toNanos()), true);
   }
@@ -651,9 +664,9 @@ public final class Sandboxes implements AutoCloseable {
       if (e.persistent() && info == null) {
         info = status(e);
       }
-      out.put(e.id(), new Listed(e.id(), e, info));
+      out.put(e.id(), new Listed(e.id(), e, info, e.workspace()));
     }
-    persistent.forEach((id, info) -> out.putIfAbsent(id, new Listed(id, null, info)));
+    persistent.forEach((id, info) -> out.putIfAbsent(id, new Listed(id, null, info, workspaceOf(id))));
     List<Listed> all = new ArrayList<>(out.values());
     all.sort((a, b) -> createdAt(a).compareTo(createdAt(b)));
     return all;
