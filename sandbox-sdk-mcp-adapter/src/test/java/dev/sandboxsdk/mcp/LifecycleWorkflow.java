@@ -133,7 +133,7 @@ abstract class LifecycleWorkflow {
           + " && ln -s lib/blob.bin deps/current && echo edited >> README.md")));
       fingerprint = fingerprint(a, dir);
       assertThat(fingerprint).contains("deps/lib/blob.bin").contains("l 777 ./deps/current lib/blob.bin")
-          .contains("./deps/empty\n").contains("f 600 ./deps/lib/one").contains("l 777 ./link README.md")
+          .contains(" ./deps/empty \n").contains("f 600 ./deps/lib/one").contains("l 777 ./link README.md")
           .matches("(?s).*f 7[0-7]{2} \\./bin/run\\.sh.*");
 
       // checkpoint
