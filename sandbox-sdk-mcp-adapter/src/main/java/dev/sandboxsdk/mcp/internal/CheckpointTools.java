@@ -37,7 +37,12 @@ final class CheckpointTools implements ToolGroup {
     Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
     String name = args.get("name").asText();
     long t0 = System.nanoTime();
-    Checkpoint c = sb.sandbox().checkpoint(name);
+    Checkpoint c;
+    try {
+      c = sb.sandbox().checkpoint(name);
+    } catch (SandboxException e) {
+      throw explained(e, sb);
+    }
     long ms = (System.nanoTime() - t0) / 1_000_000;
     ctx.log("info", "checkpoint '" + name + "' of sandbox '" + sb.id() + "': " + c.sizeBytes() + " bytes in " + ms
         + " ms");
@@ -81,7 +86,7 @@ final class CheckpointTools implements ToolGroup {
             + " killAllProcesses) or call restoreCheckpoint with force: true, which kills them first. Nothing was"
             + " changed.");
       }
-      throw e;
+      throw explained(e, sb);
     }
     long ms = (System.nanoTime() - t0) / 1_000_000;
     ctx.log("info", "restored checkpoint '" + c.name() + "' of sandbox '" + sb.id() + "' in " + ms + " ms");
@@ -96,10 +101,27 @@ final class CheckpointTools implements ToolGroup {
   ToolOutcome deleteCheckpoint(ObjectNode args) {
     Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
     Checkpoint c = resolve(sb, args.get("checkpointId").asText());
-    sb.sandbox().deleteCheckpoint(c.id());
+    try {
+      sb.sandbox().deleteCheckpoint(c.id());
+    } catch (SandboxException e) {
+      throw explained(e, sb);
+    }
     ObjectNode r = Json.object().put("checkpointId", c.id()).put("name", c.name()).put("deleted", true);
     return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Deleted checkpoint '" + c.name() + "' (" + c.id()
         + ") of sandbox '" + sb.id() + "'.", false);
+  }
+
+  /** The checkpoint errors a model can act on, with what to do; others as they are. */
+  private static RuntimeException explained(SandboxException e, Sandboxes.Entry sb) {
+    if ("CHECKPOINT_BUSY".equals(e.code())) {
+      return new ToolException("Another checkpoint, restore or delete is running in sandbox '" + sb.id() + "': "
+          + e.getMessage() + ". Try again when it has finished.");
+    }
+    if ("CHECKPOINT_NOT_FOUND".equals(e.code())) {
+      return new ToolException(e.getMessage() + ". It was deleted meanwhile; listCheckpoints shows the checkpoints"
+          + " that exist.");
+    }
+    return e;
   }
 
   /** The checkpoint with this id, else the newest with this name; an error that lists them if none. */
