@@ -6,7 +6,6 @@ import java.net.URI;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
-import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -31,6 +30,9 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
   private static final Map<Path, Running> AGENTS = new ConcurrentHashMap<>();
   /** Record writes happen here, not on the SDK's timer: they wait for another JVM's lock. */
   private static final ScheduledExecutorService STATE_WRITER = stateWriter();
+
+  private static final Instant CLOCK_ORIGIN = Instant.now();
+  private static final long NANO_ORIGIN = System.nanoTime();
 
   private final LocalProvider provider;
   private final String name;
@@ -121,7 +123,8 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
   }
 
   private static Instant lastActivity(LocalSandbox s) {
-    return Instant.now().minusNanos(s.idleNanos());
+    // One fixed origin, so that the same moment always gives the same instant.
+    return CLOCK_ORIGIN.plusNanos(s.lastActiveNanos() - NANO_ORIGIN);
   }
 
   @Override

@@ -221,9 +221,9 @@ public final class LocalSandbox extends ForwardingSandbox {
     return agent.handle();
   }
 
-  /** Nanoseconds since this JVM's last call or stream on the sandbox ended; 0 while one is in flight. */
-  long idleNanos() {
-    return activity.idleNanos();
+  /** When (System.nanoTime) this JVM's last call or stream on the sandbox ended; now while one is in flight. */
+  long lastActiveNanos() {
+    return activity.lastActiveNanos();
   }
 
   @Override

@@ -19,6 +19,11 @@ public final class Activity {
     inFlight.decrementAndGet();
   }
 
+  /** When (System.nanoTime) the sandbox was last in use: now while a call or stream is in flight. */
+  public long lastActiveNanos() {
+    return inFlight.get() > 0 ? System.nanoTime() : lastEndNanos;
+  }
+
   /** Nanoseconds since the sandbox was last in use; 0 while a call or stream is in flight. */
   public long idleNanos() {
     return inFlight.get() > 0 ? 0 : Math.max(0, System.nanoTime() - lastEndNanos);

@@ -3,6 +3,7 @@ package dev.sandboxsdk.container.internal;
 import com.github.dockerjava.api.command.CreateContainerCmd;
 import com.github.dockerjava.api.command.InspectContainerResponse;
 import com.github.dockerjava.api.exception.ConflictException;
+import com.github.dockerjava.api.exception.DockerException;
 import com.github.dockerjava.api.exception.NotFoundException;
 import com.github.dockerjava.api.model.Capability;
 import com.github.dockerjava.api.model.ExposedPort;
@@ -165,17 +166,18 @@ public final class Launch {
             .withHostConfig(host)
             .exec()
             .getId();
-      } catch (ConflictException e) {
-        if (spec.name() == null) {
-          throw e;
-        }
-        throw new SandboxException("a container sandbox named '" + spec.name() + "' exists already (container " + name
-            + "): ContainerProvider.get(\"" + spec.name() + "\") returns it, destroy() removes it", e);
       } catch (NotFoundException e) {
         // The engine answers the create itself with 404 when the image is missing: no lookup first.
         throw new SandboxException("image '" + spec.image() + "' not found on the container engine at " + engine.host()
             + ": build it (docker build -t " + spec.image() + " container-agent, see the README's \"Container image\")"
             + " or pull it first", e);
+      } catch (DockerException e) {
+        // Docker: 409; Podman 4: 500 "that name is already in use".
+        if (spec.name() == null || !(e instanceof ConflictException || String.valueOf(e.getMessage()).contains("already in use"))) {
+          throw e;
+        }
+        throw new SandboxException("a container sandbox named '" + spec.name() + "' exists already (container " + name
+            + "): ContainerProvider.get(\"" + spec.name() + "\") returns it, destroy() removes it", e);
       }
     });
   }

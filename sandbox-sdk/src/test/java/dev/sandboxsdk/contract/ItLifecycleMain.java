@@ -1,5 +1,8 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.contract;
 
+import dev.sandboxsdk.LocalProvider;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxProvider;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
