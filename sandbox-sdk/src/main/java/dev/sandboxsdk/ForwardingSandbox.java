@@ -107,6 +107,26 @@ public abstract class ForwardingSandbox implements Sandbox {
   }
 
   @Override
+  public Checkpoint checkpoint(String name) {
+    return delegate().checkpoint(name);
+  }
+
+  @Override
+  public List<Checkpoint> listCheckpoints() {
+    return delegate().listCheckpoints();
+  }
+
+  @Override
+  public void restore(String checkpointId, boolean force) {
+    delegate().restore(checkpointId, force);
+  }
+
+  @Override
+  public void deleteCheckpoint(String checkpointId) {
+    delegate().deleteCheckpoint(checkpointId);
+  }
+
+  @Override
   public ExposedPort exposePort(int port, String name) {
     return delegate().exposePort(port, name);
   }

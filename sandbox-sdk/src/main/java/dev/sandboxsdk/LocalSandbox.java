@@ -102,6 +102,9 @@ public final class LocalSandbox extends ForwardingSandbox {
     if (b.isolation != Isolation.NONE) {
       agentArgs.addAll(List.of("--isolation-network", b.network ? "on" : "off"));
     }
+    if (b.checkpointDirectory != null) {
+      agentArgs.addAll(List.of("--checkpoint-dir", b.checkpointDirectory.toAbsolutePath().normalize().toString()));
+    }
     agentArgs.addAll(b.agentArguments);
     if (!b.inheritEnv.isEmpty()) {
       agentArgs.addAll(List.of("--inherit-env", String.join(",", b.inheritEnv)));
@@ -299,6 +302,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     private Path agentJar;
     private Path javaExecutable;
     private Path workspace;
+    private Path checkpointDirectory;
     private Duration idleTimeout = Duration.ofMinutes(10);
     private boolean keepAlive;
     private Duration startupTimeout = Duration.ofSeconds(30);
@@ -387,6 +391,17 @@ public final class LocalSandbox extends ForwardingSandbox {
      */
     public Builder workspace(Path workspace) {
       this.workspace = Objects.requireNonNull(workspace, "workspace == null");
+      return this;
+    }
+
+    /**
+     * Where the agent keeps this sandbox's checkpoints (created 0700; must be outside the
+     * workspace). They outlive the agent there, so a later sandbox on the same workspace and
+     * directory lists and restores them. Default: a temporary directory the agent deletes when it
+     * stops, so checkpoints last as long as the sandbox.
+     */
+    public Builder checkpointDirectory(Path directory) {
+      this.checkpointDirectory = Objects.requireNonNull(directory, "directory == null");
       return this;
     }
 

@@ -27,6 +27,8 @@ import java.util.Objects;
  * @param proxyTimeoutMs how long a server behind {@code /proxy/{port}/} may stay silent: until
  *     its response headers, and between two reads of its response body
  * @param spawn how commands are started: one of {@link #SPAWN_MODES}
+ * @param checkpointDir where checkpoints of the workspace are kept (outside the workspace, only
+ *     the agent's), or null for a temporary directory the agent deletes when it stops
  */
 public record AgentConfig(
     String bind,
@@ -52,7 +54,8 @@ public record AgentConfig(
     String isolation,
     boolean isolationNetwork,
     long proxyTimeoutMs,
-    String spawn) {
+    String spawn,
+    Path checkpointDir) {
 
   /**
    * The values of {@code --spawn}: {@code auto} (the default) starts commands with the native
@@ -107,6 +110,11 @@ public record AgentConfig(
     }
     if (token != null && token.isEmpty()) {
       throw new IllegalArgumentException("token is empty");
+    }
+    if (checkpointDir != null && (checkpointDir.startsWith(workspace) || workspace.startsWith(checkpointDir))) {
+      // Commands could read or change checkpoints there, and a checkpoint would contain itself.
+      throw new IllegalArgumentException("the checkpoint directory " + checkpointDir
+          + " must be outside the workspace " + workspace + " (and not contain it)");
     }
     if (maxProcesses < 0) {
       throw new IllegalArgumentException("maxProcesses must be >= 0 (0 derives it): " + maxProcesses);
@@ -261,6 +269,7 @@ public record AgentConfig(
         + ", inheritEnv=" + inheritEnv + ", commandUser=" + commandUser + ", idleTimeoutMs=" + idleTimeoutMs
         + ", isolation=" + isolation + (isolation.equals("none") ? "" : ", network=" + (isolationNetwork ? "on" : "off"))
         + ", proxyTimeoutMs=" + proxyTimeoutMs + ", spawn=" + spawn
+        + ", checkpointDir=" + (checkpointDir != null ? checkpointDir : "temporary")
         + ", outputBudgetBytes=" + (outputBudgetBytes > 0 ? outputBudgetBytes : "auto(" + outputBudget() + ")") + "]";
   }
 
@@ -290,6 +299,7 @@ public record AgentConfig(
     private boolean isolationNetwork;
     private long proxyTimeoutMs = DEFAULT_PROXY_TIMEOUT_MS;
     private String spawn = "auto";
+    private Path checkpointDir;
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -325,6 +335,8 @@ public record AgentConfig(
     public Builder proxyTimeoutMs(long ms) { this.proxyTimeoutMs = ms; return this; }
     /** {@code auto} (the default), {@code native} or {@code jdk}; see {@link AgentConfig#SPAWN_MODES}. */
     public Builder spawn(String spawn) { this.spawn = spawn; return this; }
+    /** Where checkpoints are kept; null (the default) for a temporary directory removed on stop. */
+    public Builder checkpointDir(Path dir) { this.checkpointDir = dir; return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
@@ -332,7 +344,7 @@ public record AgentConfig(
           maxConnections, requestTimeoutSeconds,
           java.util.List.copyOf(inheritEnv),
           outputBudgetBytes, commandUser, idleTimeoutMs, freshWorkspace, isolation, isolationNetwork,
-          proxyTimeoutMs, spawn);
+          proxyTimeoutMs, spawn, checkpointDir);
     }
   }
 }

@@ -33,6 +33,8 @@ public enum ErrorCode {
    */
   GIT_AUTH_FAILED(403),
   NOT_FOUND(404),
+  /** Checkpoints: no checkpoint with that id (ours). */
+  CHECKPOINT_NOT_FOUND(404),
   /** Ports: the port is not exposed, so it is not proxied either (Cloudflare's code). */
   PORT_NOT_EXPOSED(404),
   /** Ports: the port is exposed already (Cloudflare's code). */
@@ -48,6 +50,10 @@ public enum ErrorCode {
   METHOD_NOT_ALLOWED(405),
   PROCESS_ALREADY_EXISTS(409),
   PROCESS_NOT_RUNNING(409),
+  /** Checkpoints: a restore needs no process to run; kill them, or restore with force (ours). */
+  PROCESSES_RUNNING(409),
+  /** Checkpoints: another checkpoint, restore or delete is in progress (ours). */
+  CHECKPOINT_BUSY(409),
   /** File routes: the target already exists (Cloudflare's code). */
   FILE_EXISTS(409),
   PAYLOAD_TOO_LARGE(413),

@@ -88,6 +88,11 @@ class HostileClientsIT {
       new Route("POST", "/api/expose-port", "{\"port\":9,\"name\":\"hostile\"}"),
       new Route("GET", "/api/exposed-ports", null),
       new Route("DELETE", "/api/exposed-ports/9", null),
+      new Route("POST", "/api/checkpoints", "{\"name\":\"hostile\"}"),
+      new Route("GET", "/api/checkpoints", null),
+      // Never made: the agent answers 404 before any tar runs (CheckpointIT covers restore and delete).
+      new Route("POST", "/api/checkpoints/ckpt_0000000000000000/restore", "{\"force\":false}"),
+      new Route("DELETE", "/api/checkpoints/ckpt_0000000000000000", null),
       // Port 2 is never exposed: the proxy answers before it connects anywhere (ProxyIT covers forwarding).
       new Route("GET", "/proxy/2/hostile?q=1", null));
 

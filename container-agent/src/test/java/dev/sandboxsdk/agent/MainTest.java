@@ -157,6 +157,15 @@ class MainTest {
   }
 
   @Test
+  void checkpointDirIsAbsoluteAndMustBeOutsideTheWorkspace() {
+    assertThat(parse(new String[0], TOKEN, out).checkpointDir()).isNull();
+    AgentConfig config = parse(args("--workspace", "/srv/ws", "--checkpoint-dir", "c/./d"), TOKEN, out);
+    assertThat(config.checkpointDir()).isEqualTo(Path.of("c/d").toAbsolutePath());
+    assertThatThrownBy(() -> parse(args("--workspace", "/srv/ws", "--checkpoint-dir", "/srv/ws/.ckpt"), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class).hasMessageContaining("outside the workspace");
+  }
+
+  @Test
   void tokenFromEnvironmentIsStripped() {
     AgentConfig config = parse(new String[0], "  " + TOKEN + "\n", out);
 

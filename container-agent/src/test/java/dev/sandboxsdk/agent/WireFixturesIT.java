@@ -212,6 +212,31 @@ class WireFixturesIT {
   }
 
   @Test
+  void checkpointAnswersHaveTheFixturesFields() throws Exception {
+    TestAgent.Response created = agent.post("/api/checkpoints", obj("name", "before-build"));
+    JsonNode golden = fixture("checkpoint-create-response.json");
+    assertThat(created.status()).isEqualTo(201);
+    assertThat(shape(created.body())).isEqualTo(shape(golden));
+    String id = created.body().get("checkpoint").get("id").asText();
+    assertThat(shape(agent.get("/api/checkpoints").body())).isEqualTo(shape(fixture("checkpoint-list-response.json")));
+    agent.post("/api/process/start", obj("command", "sleep 60", "processId", "fixture-busy"));
+    TestAgent.Response refused = agent.post("/api/checkpoints/" + id + "/restore", "{}");
+    JsonNode conflict = fixture("checkpoint-restore-error-response.json");
+    assertThat(shape(refused.body())).isEqualTo(shape(conflict));
+    assertThat(refused.body().get("code")).isEqualTo(conflict.get("code"));
+    assertThat(refused.status()).isEqualTo(conflict.get("httpStatus").asInt());
+    assertThat(shape(agent.post("/api/checkpoints/" + id + "/restore", "{\"force\":true}").body()))
+        .isEqualTo(shape(fixture("checkpoint-restore-response.json")));
+    assertThat(shape(agent.delete("/api/checkpoints/" + id).body()))
+        .isEqualTo(shape(fixture("checkpoint-delete-response.json")));
+    TestAgent.Response gone = agent.delete("/api/checkpoints/" + id);
+    JsonNode error = fixture("checkpoint-error-response.json");
+    assertThat(shape(gone.body())).isEqualTo(shape(error));
+    assertThat(gone.body().get("code")).isEqualTo(error.get("code"));
+    assertThat(gone.status()).isEqualTo(error.get("httpStatus").asInt());
+  }
+
+  @Test
   void gitCheckoutAnswersHaveTheFixturesFields() throws Exception {
     Path repo = agent.workspace.resolve("fixture-origin");
     GitCheckoutIT.repository(repo);

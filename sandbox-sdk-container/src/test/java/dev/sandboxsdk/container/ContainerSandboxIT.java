@@ -107,10 +107,12 @@ class ContainerSandboxIT {
     try (DockerClient docker = ContainerEngine.client()) {
       InspectContainerResponse c = docker.inspectContainerCmd(s.id()).exec();
       List<String> volumes = c.getMounts().stream()
-          .filter(m -> List.of("/workspace", "/home/sandbox").contains(m.getDestination().getPath()))
+          .filter(m -> List.of("/workspace", "/home/sandbox", "/var/lib/sandbox-agent/checkpoints")
+              .contains(m.getDestination().getPath()))
           .map(InspectContainerResponse.Mount::getName).toList();
-      assertThat(volumes).hasSize(2).allSatisfy(v -> assertThat(v).isNotBlank());
+      assertThat(volumes).hasSize(3).allSatisfy(v -> assertThat(v).isNotBlank());
       s.exec("head -c 1000000 /dev/zero > big; touch ~/.profile-of-mine");
+      s.checkpoint("kept-in-a-volume");
 
       s.destroy();
 

@@ -36,6 +36,22 @@ public final class Checks {
     return PROCESS_ID.matcher(id).matches() && !RESERVED_IDS.contains(id);
   }
 
+  /** Checkpoint names (docs/protocol.md, checkpoints). */
+  private static final Pattern CHECKPOINT_NAME = Pattern.compile("[A-Za-z0-9._-]{1,64}");
+
+  /** Whether the agent accepts this checkpoint name. */
+  public static boolean isCheckpointName(String name) {
+    return CHECKPOINT_NAME.matcher(name).matches();
+  }
+
+  /**
+   * Whether this id is safe in a URL path (one segment, not {@code .} or {@code ..}); the agent
+   * says whether a checkpoint has it.
+   */
+  public static boolean isCheckpointId(String id) {
+    return PROCESS_ID.matcher(id).matches();
+  }
+
   /**
    * Returns {@code d} if it is positive.
    *

@@ -3,6 +3,7 @@ package dev.sandboxsdk.internal;
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sandboxsdk.ProcessNotFoundException;
 import dev.sandboxsdk.SandboxAuthException;
+import dev.sandboxsdk.SandboxConflictException;
 import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxFileNotFoundException;
@@ -89,6 +90,9 @@ public final class ErrorMapper {
     }
     if (status == 429 || status >= 500) {
       return new SandboxServerException(message, null, code, status, context);
+    }
+    if (status == 409) {
+      return new SandboxConflictException(message, null, code, status, context);
     }
     if (status >= 400) {
       return new SandboxInvalidRequestException(message, null, code, status, context);

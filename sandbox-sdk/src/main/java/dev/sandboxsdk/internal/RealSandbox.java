@@ -97,6 +97,7 @@ public final class RealSandbox implements Sandbox {
   private volatile String firstBootId;
   private final RealFiles files = new RealFiles(this);
   private final RealGit git = new RealGit(this);
+  private final RealCheckpoints checkpoints = new RealCheckpoints(this);
   private final RealPorts ports = new RealPorts(this);
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
@@ -623,6 +624,26 @@ public final class RealSandbox implements Sandbox {
   @Override
   public dev.sandboxsdk.GitCheckout gitCheckout(String repoUrl, dev.sandboxsdk.GitCheckoutOptions options) {
     return git.checkout(repoUrl, options);
+  }
+
+  @Override
+  public dev.sandboxsdk.Checkpoint checkpoint(String name) {
+    return checkpoints.create(name);
+  }
+
+  @Override
+  public List<dev.sandboxsdk.Checkpoint> listCheckpoints() {
+    return checkpoints.list();
+  }
+
+  @Override
+  public void restore(String checkpointId, boolean force) {
+    checkpoints.restore(checkpointId, force);
+  }
+
+  @Override
+  public void deleteCheckpoint(String checkpointId) {
+    checkpoints.delete(checkpointId);
   }
 
 

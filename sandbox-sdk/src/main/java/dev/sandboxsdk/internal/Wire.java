@@ -284,7 +284,7 @@ public final class Wire {
     return s == null || !s.isTextual() ? null : Signal.parse(s.asText()).orElse(null);
   }
 
-  private static Instant instant(JsonNode n, String field) {
+  static Instant instant(JsonNode n, String field) {
     try {
       return Instant.parse(text(n, field));
     } catch (DateTimeParseException e) {

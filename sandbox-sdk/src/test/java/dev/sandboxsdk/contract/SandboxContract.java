@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sandboxsdk.Checkpoint;
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.CommandFailedException;
 import dev.sandboxsdk.ExecEvent;
@@ -29,6 +30,7 @@ import dev.sandboxsdk.ProcessOptions;
 import dev.sandboxsdk.ProcessStatus;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxAuthException;
+import dev.sandboxsdk.SandboxConflictException;
 import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxFileNotFoundException;
@@ -1229,6 +1231,101 @@ public abstract class SandboxContract {
         .isInstanceOf(SandboxException.class)
         .satisfies(e -> assertThat(e.getMessage()).doesNotContain("s3cret-pw"))
         .satisfies(e -> assertThat(String.valueOf(((SandboxException) e).context())).doesNotContain("s3cret-pw"));
+  }
+
+  // ---- checkpoints
+
+  /**
+   * The workspace as {@code find} sees it: type, mode, name and link target of every entry, and
+   * a digest of every regular file, in a fixed order.
+   */
+  private String workspaceListing() {
+    ExecResult r = sandbox.exec("find . -printf '%y %m %P -> %l\\n' | LC_ALL=C sort"
+        + " && find . -type f -exec sha256sum -- {} + | LC_ALL=C sort -k 2");
+    r.requireSuccess();
+    return r.stdout();
+  }
+
+  @Test
+  void restoreBringsBackTheWholeWorkspaceAndRemovesWhatCameAfter() {
+    sandbox.killAllProcesses();
+    String tag = unique("ckpt");
+    sandbox.exec(Command.of("sh", "-c", "set -e; mkdir -p \"$1/src/deep\" \"$1/empty/inner\"; cd \"$1\";"
+        + " printf 'hello\\n' > src/a.txt; head -c 70000 /dev/urandom > src/deep/blob; chmod 751 src/deep/blob;"
+        + " chmod 600 src/a.txt; ln -s a.txt src/link; ln -s /nowhere dangling; printf x > ./-dash;"
+        + " printf y > \"$(printf 'new\\nline')\"; chmod 700 empty", "sh", tag)).requireSuccess();
+    String before = workspaceListing();
+    assertThat(before).contains(tag + "/src/link -> a.txt", tag + "/empty/inner", tag + "/-dash");
+
+    Checkpoint c = sandbox.checkpoint("base");
+    assertThat(c.id()).isNotBlank();
+    assertThat(c.name()).isEqualTo("base");
+    assertThat(c.sizeBytes()).isGreaterThan(70_000);
+    assertThat(sandbox.listCheckpoints()).contains(c);
+
+    sandbox.exec(Command.of("sh", "-c", "set -e; cd \"$1\"; printf changed > src/a.txt; chmod 644 src/deep/blob;"
+        + " rm -rf empty src/link; ln -s elsewhere src/link2; mkdir later; echo new > later/file; rm -- -dash;"
+        + " cd ..; echo top > \"$1-after.txt\"", "sh", tag)).requireSuccess();
+    assertThat(workspaceListing()).isNotEqualTo(before);
+
+    sandbox.restore(c.id());
+
+    assertThat(workspaceListing()).isEqualTo(before);
+    assertThat(sandbox.files().exists(tag + "-after.txt")).isFalse();
+    assertThat(sandbox.files().readString(tag + "/src/a.txt")).isEqualTo("hello\n");
+    // Commands can still change the restored files.
+    sandbox.exec(Command.of("sh", "-c", "echo more >> \"$1/src/a.txt\" && rm -r \"$1/empty\"", "sh", tag)).requireSuccess();
+    sandbox.deleteCheckpoint(c.id());
+    assertThat(sandbox.listCheckpoints()).doesNotContain(c);
+  }
+
+  @Test
+  void checkpointsAreListedOldestFirstAndUnknownIdsAreNotFound() {
+    Checkpoint a = sandbox.checkpoint("first");
+    Checkpoint b = sandbox.checkpoint("second");
+    Checkpoint c = sandbox.checkpoint("third");
+    List<Checkpoint> ours = sandbox.listCheckpoints().stream().filter(x -> List.of(a, b, c).contains(x))
+        .collect(Collectors.toList());
+    assertThat(ours).containsExactly(a, b, c);
+    assertThat(a.createdAt()).isBeforeOrEqualTo(b.createdAt());
+
+    sandbox.deleteCheckpoint(b.id());
+    assertThat(sandbox.listCheckpoints()).contains(a, c).doesNotContain(b);
+    for (Runnable call : List.<Runnable>of(() -> sandbox.deleteCheckpoint(b.id()), () -> sandbox.restore(b.id()),
+        () -> sandbox.restore("ckpt_0000000000000000", true), () -> sandbox.deleteCheckpoint("no-such-checkpoint"))) {
+      assertThatThrownBy(call::run).isInstanceOf(SandboxNotFoundException.class)
+          .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("CHECKPOINT_NOT_FOUND"));
+    }
+    assertThatThrownBy(() -> sandbox.checkpoint("not a name")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> sandbox.checkpoint("")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> sandbox.restore("../x")).isInstanceOf(IllegalArgumentException.class);
+    sandbox.deleteCheckpoint(a.id());
+    sandbox.deleteCheckpoint(c.id());
+  }
+
+  @Test
+  void restoreIsRefusedWhileAProcessRunsAndForceKillsItFirst() throws Exception {
+    sandbox.killAllProcesses();
+    String tag = unique("ckpt-running");
+    sandbox.exec(Command.of("sh", "-c", "echo original > \"$1\"", "sh", tag)).requireSuccess();
+    Checkpoint c = sandbox.checkpoint("before-process");
+    sandbox.exec(Command.of("sh", "-c", "echo changed > \"$1\"", "sh", tag)).requireSuccess();
+    SandboxProcess p = sandbox.startProcess("sleep 600");
+    long pid = p.pid();
+
+    assertThatThrownBy(() -> sandbox.restore(c.id()))
+        .isInstanceOf(SandboxConflictException.class)
+        .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("PROCESSES_RUNNING"))
+        .hasMessageContaining("force");
+    assertThat(sandbox.files().readString(tag)).isEqualTo("changed\n");
+    assertThat(probe.alive(pid)).isTrue();
+
+    sandbox.restore(c.id(), true);
+
+    assertThat(sandbox.files().readString(tag)).isEqualTo("original\n");
+    assertThat(await(WAIT, () -> !probe.alive(pid))).as("the process was killed").isTrue();
+    assertThat(sandbox.getProcess(p.id()).map(ProcessInfo::status).orElseThrow()).isNotEqualTo(ProcessStatus.RUNNING);
+    sandbox.deleteCheckpoint(c.id());
   }
 
   // ---- clients of their own: wrong token, no agent, close and destroy

@@ -48,6 +48,7 @@ public final class ApiHandler implements HttpHandler {
   private final GitEndpoints git;
   private final WatchEndpoints watches;
   private final ProxyEndpoints proxy;
+  private final CheckpointEndpoints checkpoints;
   /** Random per agent run; not a secret (unauthenticated answers carry it too). */
   private final String bootId = java.util.UUID.randomUUID().toString();
   private final String keepAliveText;
@@ -64,6 +65,7 @@ public final class ApiHandler implements HttpHandler {
     this.ports = new PortEndpoints(processes);
     this.git = new GitEndpoints(processes);
     this.watches = new WatchEndpoints(processes);
+    this.checkpoints = new CheckpointEndpoints(processes);
     this.proxy = new ProxyEndpoints(processes, tokenDigest != null, this::hasValidBearer, bootId.substring(0, 8), agentPort);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
@@ -442,6 +444,14 @@ public final class ApiHandler implements HttpHandler {
         allow(method, "POST");
         git.checkout(exchange);
         return;
+      case "/api/checkpoints":
+        if (method.equals("POST")) {
+          checkpoints.create(exchange);
+        } else {
+          allow(method, "GET", "POST");
+          checkpoints.list(exchange);
+        }
+        return;
       case "/api/files/raw":
         if (method.equals("PUT")) {
           files.upload(exchange);
@@ -466,6 +476,20 @@ public final class ApiHandler implements HttpHandler {
       allow(method, "DELETE");
       proxy.unexpose(exchange, path.substring("/api/exposed-ports/".length()));
       return;
+    }
+    if (path.startsWith("/api/checkpoints/")) {
+      String[] parts = path.substring("/api/checkpoints/".length()).split("/", -1);
+      String id = decode(parts[0]);
+      if (parts.length == 1 && !id.isEmpty()) {
+        allow(method, "DELETE");
+        checkpoints.delete(exchange, id);
+        return;
+      }
+      if (parts.length == 2 && !id.isEmpty() && parts[1].equals("restore")) {
+        allow(method, "POST");
+        checkpoints.restore(exchange, id);
+        return;
+      }
     }
     if (path.startsWith("/api/process/")) {
       String[] parts = path.substring("/api/process/".length()).split("/", -1);
@@ -531,6 +555,7 @@ public final class ApiHandler implements HttpHandler {
   /** Releases what the routes hold beyond their requests (the proxy's timeout thread); the server has stopped. */
   public void close() {
     proxy.close();
+    checkpoints.close();
   }
 
   /** Whether the request carries the agent's bearer token (always true without a token). */

@@ -505,6 +505,11 @@ public final class ProcessManager implements AutoCloseable {
       if (shuttingDown) {
         throw new AgentException(ErrorCode.SHUTTING_DOWN, "the agent is shutting down");
       }
+      String paused = spawnsPaused;
+      if (paused != null) {
+        throw new AgentException(ErrorCode.CHECKPOINT_BUSY, "no command can start now: " + paused
+            + "; try again when it is done");
+      }
       return spawnUnderGate(id, spec, kind);
     } finally {
       spawnGate.readLock().unlock();
@@ -1056,6 +1061,54 @@ public final class ProcessManager implements AutoCloseable {
       }
     }
     return n;
+  }
+
+  /** Why no command may start now (a restore replaces the workspace), or null. */
+  private volatile String spawnsPaused;
+
+  /**
+   * Refuses every new command with CHECKPOINT_BUSY, saying {@code why}, until {@link
+   * #resumeSpawns()}. When this returns, no spawn is half-way: every process started before is in
+   * {@link #runningCount()}.
+   */
+  public void pauseSpawns(String why) {
+    spawnGate.writeLock().lock();
+    try {
+      spawnsPaused = why;
+    } finally {
+      spawnGate.writeLock().unlock();
+    }
+  }
+
+  public void resumeSpawns() {
+    spawnsPaused = null;
+  }
+
+  /** Processes the agent started that still run: execs, background processes and its own (git). */
+  public int runningCount() {
+    int n = 0;
+    for (ManagedProcess p : live) {
+      if (!p.isFinished()) {
+        n++;
+      }
+    }
+    return n;
+  }
+
+  /**
+   * Kills every process the agent started, running execs included (whose calls then end as
+   * killed), and what they left behind in their groups or outside them (SIGTERM, SIGKILL after
+   * the grace period); waits until they are gone. Returns how many were running.
+   */
+  public int killEverything() {
+    List<ManagedProcess> targets = new ArrayList<>();
+    for (ManagedProcess p : live) {
+      if (!p.isFinished()) {
+        targets.add(p);
+      }
+    }
+    terminateAll(targets, finishedGroups(), mark -> true, ManagedProcess.KillReason.REQUEST);
+    return targets.size();
   }
 
   /** Refuses new work, terminates every process group the agent started and waits for them. */

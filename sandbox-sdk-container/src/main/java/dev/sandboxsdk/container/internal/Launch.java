@@ -38,6 +38,8 @@ public final class Launch {
   public static final int AGENT_PORT = 3000;
   /** Where commands work; an anonymous volume, removed with the container. */
   public static final String WORKSPACE = "/workspace";
+  /** Where the agent keeps checkpoints: outside the workspace, root's only (docs/containers.md). */
+  public static final String CHECKPOINTS = "/var/lib/sandbox-agent/checkpoints";
   /** That user's home directory in the image. */
   public static final String HOME = "/home/sandbox";
   /** The unprivileged user of the image that runs every command. */
@@ -136,7 +138,7 @@ public final class Launch {
     env.add(NETWORK_ENV + "=" + (spec.network() ? "on" : "off"));
     spec.env().forEach((k, v) -> env.add(k + "=" + v));
     List<String> cmd = new ArrayList<>(List.of("--port", String.valueOf(AGENT_PORT), "--bind", "0.0.0.0",
-        "--workspace", WORKSPACE, "--command-user", COMMAND_USER));
+        "--workspace", WORKSPACE, "--command-user", COMMAND_USER, "--checkpoint-dir", CHECKPOINTS));
     if (spec.idleTimeout() != null) {
       cmd.add("--idle-timeout-ms=" + spec.idleTimeout().toMillis());
     }
@@ -161,7 +163,9 @@ public final class Launch {
             // Anonymous volumes, removed with the container; the engine copies the image's
             // ownership (the sandbox user) into each. HOME too: npm, pip and git write there,
             // and the root file system is read-only.
-            .withVolumes(new Volume(WORKSPACE), new Volume(HOME))
+            // The checkpoints' volume: only root (the agent) may enter it (the image makes it 0700),
+            // and it lives as long as the container, like the workspace.
+            .withVolumes(new Volume(WORKSPACE), new Volume(HOME), new Volume(CHECKPOINTS))
             .withStopTimeout(10)
             .withHostConfig(host)
             .exec()
