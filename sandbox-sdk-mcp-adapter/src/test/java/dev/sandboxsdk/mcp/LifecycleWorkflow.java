@@ -198,6 +198,8 @@ abstract class LifecycleWorkflow {
       assertThat(listed(a, id).get("status").asText()).isEqualTo("running");
 
       // lifecycle tools on a sandbox that is not persistent say what it is
+      assertThat(text(a.call("shutdownSandbox", args()))).startsWith("There is no sandbox 'default' yet");
+      ok(a.call("exec", args("command", "true")));
       JsonNode notPersistent = a.call("shutdownSandbox", args());
       assertThat(text(notPersistent)).contains("is not persistent").contains("persistent\": true");
 
