@@ -134,6 +134,9 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
       if (mine != null && mine.sandbox().agentAlive()) {
         return null;
       }
+      if (mine != null && AGENTS.remove(dir, mine)) {
+        stopped(mine); // it exited (idle timeout) and its exit is not recorded yet
+      }
       LocalState.Entry record = provider.state().read(name).orElseThrow(() ->
           new SandboxException("the local sandbox '" + name + "' no longer exists (destroyed)", null));
       Optional<ProcessHandle> other = record.runningAgent();
@@ -158,6 +161,7 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
   private LocalSandbox.Builder builder(LocalState.Entry record) {
     LocalSandbox.Builder b = LocalSandbox.builder()
         .workspace(workspace())
+        .checkpointDirectory(provider.state().checkpoints(name)) // kept across shutdown and wake
         .keepAlive(true) // the agent's own --idle-timeout-ms stops it, keeping the files
         .isolation(provider.isolation)
         .network(record.network)

@@ -87,11 +87,14 @@ class LocalProviderIT {
     assertThat(running.lastActivityAt()).isAfterOrEqualTo(running.createdAt());
     assertThat(running.endpoint()).isNotNull();
 
+    Checkpoint saved = a.checkpoint("before-shutdown");
+    a.files().writeString("notes.txt", "changed after the checkpoint\n");
     long t0 = System.nanoTime();
     a.shutdown();
     long shutdownMs = (System.nanoTime() - t0) / 1_000_000;
     assertThat(commandLineRuns(marker)).as("the sandbox's processes are gone").isFalse();
-    assertThat(Files.readString(provider().workspace("life-a").resolve("notes.txt"))).isEqualTo("kept across a shutdown\n");
+    assertThat(Files.readString(provider().workspace("life-a").resolve("notes.txt"))).isEqualTo("changed after the checkpoint\n");
+    assertThat(Files.list(dir.resolve("checkpoints")).count()).as("the checkpoint is kept, outside the workspace").isPositive();
     SandboxInfo stopped = a.info();
     assertThat(stopped.state()).isEqualTo("stopped");
     assertThat(stopped.isStopped()).isTrue();
@@ -100,6 +103,10 @@ class LocalProviderIT {
     assertThat(stopped.lastActivityAt()).isAfterOrEqualTo(running.lastActivityAt());
     assertThatThrownBy(() -> a.exec("true")).isInstanceOf(SandboxException.class)
         .hasMessageContaining("'life-a' is stopped").hasMessageContaining("wake()");
+    assertThat(only(provider().list())).satisfies(i -> {
+      assertThat(i.state()).isEqualTo("stopped");
+      assertThat(i.lastActivityAt()).isEqualTo(stopped.lastActivityAt());
+    });
     a.shutdown(); // a no-op when stopped
 
     t0 = System.nanoTime();
@@ -107,9 +114,15 @@ class LocalProviderIT {
     long wakeMs = (System.nanoTime() - t0) / 1_000_000;
     System.out.println("LocalProviderIT: shutdown " + shutdownMs + " ms, wake " + wakeMs + " ms"); // for the report
     assertThat(a.exec("cat notes.txt; cat repo/README.md").stdout())
-        .isEqualTo("kept across a shutdown\n" + ItGitRemote.README);
+        .isEqualTo("changed after the checkpoint\n" + ItGitRemote.README);
+    assertThat(a.listCheckpoints()).extracting(Checkpoint::id).containsExactly(saved.id());
+    a.restore(saved.id(), true);
+    assertThat(a.files().readString("notes.txt")).isEqualTo("kept across a shutdown\n");
     assertThat(commandLineRuns(marker)).as("processes do not come back").isFalse();
-    assertThat(a.info().state()).isEqualTo("running");
+    assertThat(only(provider().list())).satisfies(i -> {
+      assertThat(i.state()).isEqualTo("running");
+      assertThat(i.lastActivityAt()).isAfterOrEqualTo(stopped.lastActivityAt());
+    });
     a.wake(); // a no-op when running
     assertThat(provider().get("life-a").orElseThrow().exec("echo shared").stdout()).isEqualTo("shared\n");
 

@@ -60,6 +60,34 @@ class IdleTimeoutIT {
   }
 
   @Test
+  void theVersionReportsTheLastActivityAndAskingForItIsNoActivity() throws Exception {
+    start(1500);
+    agent.ok("GET", "/api/process/list", null);
+    java.time.Instant last = java.time.Instant.parse(agent.ok("GET", "/api/version", null).get("lastActivityAt").asText());
+    long until = System.nanoTime() + 600_000_000L;
+    while (System.nanoTime() < until) {
+      JsonNode v = agent.ok("GET", "/api/version", null);
+      assertThat(java.time.Instant.parse(v.get("lastActivityAt").asText())).as("unchanged by version requests")
+          .isBetween(last.minusMillis(5), last.plusMillis(5));
+      Thread.sleep(100);
+    }
+    agent.ok("GET", "/api/process/list", null);
+    JsonNode after = agent.ok("GET", "/api/version", null);
+    assertThat(java.time.Instant.parse(after.get("lastActivityAt").asText())).isAfter(last.plusMillis(500));
+    // version requests every 100 ms do not keep it alive
+    long deadline = System.nanoTime() + 20_000_000_000L;
+    while (agent.process.isAlive() && System.nanoTime() < deadline) {
+      try {
+        agent.call("GET", "/api/version", null);
+      } catch (java.io.UncheckedIOException stopping) {
+        // the agent went away mid-request
+      }
+      Thread.sleep(100);
+    }
+    assertThat(agent.awaitExit(5_000)).isZero();
+  }
+
+  @Test
   void anOpenEventStreamKeepsTheAgentAliveUntilItEnds() throws Exception {
     start(700);
     try (SseReader sse = agent.stream("/api/execute/stream", obj("command", "sleep 2.5; echo done"))) {

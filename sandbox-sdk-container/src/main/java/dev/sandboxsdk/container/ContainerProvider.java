@@ -164,9 +164,9 @@ public final class ContainerProvider implements SandboxProvider {
     return engine.removeExited();
   }
 
-  /** Stops a sandbox container, keeping it and its volumes. */
-  void stop(String id) {
-    engine.stop(id, STOP_TIMEOUT_SECONDS);
+  /** Stops a sandbox container, keeping it and its volumes; false if it is gone. */
+  boolean stop(String id) {
+    return engine.stop(id, STOP_TIMEOUT_SECONDS);
   }
 
   /** Starts a stopped sandbox container again; returns its agent's new address. */

@@ -35,6 +35,9 @@ import org.slf4j.LoggerFactory;
  * gets it back with {@link ContainerProvider#get(String)}, and it removes itself after its idle
  * timeout (default 10 minutes without a request; {@link Builder#keepAlive()} turns that off).
  * A handle from {@code get} never removes the sandbox on close; {@code destroy()} does.
+ * A {@link Builder#name(String) named} sandbox is never removed but by {@code destroy()}:
+ * {@link #shutdown()} stops its container and keeps it and its volumes, {@link #wake()} starts it
+ * again, and its idle timeout stops it the same way.
  *
  * <p>Thread-safe, like every {@link Sandbox}.
  */
@@ -129,7 +132,9 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
       if (c != null) {
         c.close();
       }
-      provider.stop(id);
+      if (!provider.stop(id)) {
+        throw new SandboxException("the sandbox container " + label() + " no longer exists", null);
+      }
     }
   }
 
@@ -299,6 +304,21 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
       return this;
     }
 
+    /**
+     * Names the sandbox: the container {@code sandbox-<name>} persists until {@code destroy()}
+     * (neither {@code close()} nor this JVM's exit removes it); see {@link SandboxSpec.Builder#name}.
+     */
+    public Builder name(String name) {
+      spec.name(name);
+      return this;
+    }
+
+    /** A repository to clone into the workspace at start; see {@link SandboxSpec.Builder#gitRepository(String)}. */
+    public Builder gitRepository(String url) {
+      spec.gitRepository(url);
+      return this;
+    }
+
     /** All of a spec's settings at once (replacing the ones set so far on this builder that it sets). */
     public Builder spec(SandboxSpec s) {
       Objects.requireNonNull(s, "spec == null");
@@ -306,6 +326,12 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
           .network(s.network()).env(s.env()).startupTimeout(s.startupTimeout());
       s.labels().forEach(spec::label);
       s.agentArguments().forEach(spec::agentArgument);
+      if (s.name() != null) {
+        spec.name(s.name());
+      }
+      if (s.gitRepository() != null) {
+        spec.gitRepository(s.gitRepository(), s.gitCheckoutOptions());
+      }
       if (s.idleTimeout() == null) {
         spec.keepAlive();
       } else {

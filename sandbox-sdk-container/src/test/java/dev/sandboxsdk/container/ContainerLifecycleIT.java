@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import com.github.dockerjava.api.DockerClient;
 import com.github.dockerjava.api.command.InspectContainerResponse;
 import com.github.dockerjava.api.exception.NotFoundException;
+import dev.sandboxsdk.Checkpoint;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
@@ -84,6 +85,7 @@ class ContainerLifecycleIT {
     assertThat(running.labels()).containsEntry("team", "core");
     assertThat(running.createdAt()).isBetween(before, Instant.now());
     assertThat(running.endpoint()).isNotNull();
+    assertThat(running.lastActivityAt()).as("the agent's own word").isNotNull().isAfterOrEqualTo(running.createdAt());
     List<String> volumes;
     try (DockerClient docker = ContainerEngine.client()) {
       InspectContainerResponse c = docker.inspectContainerCmd(s.id()).exec();
@@ -93,6 +95,7 @@ class ContainerLifecycleIT {
       assertThat(volumes).isNotEmpty();
     }
 
+    Checkpoint saved = s.checkpoint("before-shutdown");
     long t0 = System.nanoTime();
     s.shutdown();
     long shutdownMs = (System.nanoTime() - t0) / 1_000_000;
@@ -111,7 +114,10 @@ class ContainerLifecycleIT {
     System.out.println("ContainerLifecycleIT: shutdown " + shutdownMs + " ms, wake " + wakeMs + " ms"); // for the report
     assertThat(s.exec("cat notes.txt; cat repo/README.md; pgrep -fx 'sleep 4242' || echo no-sleep").stdout())
         .isEqualTo("kept across a shutdown\n" + ItGitRemote.README + "no-sleep\n");
-    assertThat(s.info().state()).isEqualTo("running");
+    SandboxInfo woken = s.info();
+    assertThat(woken.state()).isEqualTo("running");
+    assertThat(woken.lastActivityAt()).isAfterOrEqualTo(stopped.lastActivityAt());
+    assertThat(s.listCheckpoints()).extracting(Checkpoint::id).as("checkpoints survive a stop").containsExactly(saved.id());
 
     s.shutdown();
     s.close(); // a named container outlives its handle

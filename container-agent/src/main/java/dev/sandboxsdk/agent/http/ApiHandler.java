@@ -313,6 +313,12 @@ public final class ApiHandler implements HttpHandler {
       throw notFound(path);
     }
     authenticate(exchange);
+    // Asking for the version (which reports the last activity, read by a provider's list) is not
+    // using the sandbox: it neither keeps an idle agent alive nor moves lastActivityAt.
+    if (path.equals("/api/version")) {
+      routeAuthenticated(exchange, method, path);
+      return;
+    }
     lastActivityNanos = System.nanoTime();
     activeCalls.incrementAndGet();
     try {
@@ -321,6 +327,11 @@ public final class ApiHandler implements HttpHandler {
       lastActivityNanos = System.nanoTime();
       activeCalls.decrementAndGet();
     }
+  }
+
+  /** When the agent last served a request that counts as activity: now while one is in progress. */
+  private java.time.Instant lastActivityAt() {
+    return java.time.Instant.now().minusNanos(idleNanos());
   }
 
   private void routeAuthenticated(HttpExchange exchange, String method, String path) throws IOException {
@@ -332,6 +343,7 @@ public final class ApiHandler implements HttpHandler {
         body.put("version", version);
         body.put("protocol", PROTOCOL_VERSION);
         body.put("bootId", bootId);
+        body.put("lastActivityAt", lastActivityAt().toString());
         // Limits a client calibrates against, e.g. how long a stream may stay silent before it
         // is dead (two keep-alive intervals), or how far back a reader can resume.
         ObjectNode limits = body.putObject("limits");

@@ -284,6 +284,41 @@ public final class Engine implements AutoCloseable {
     }
   }
 
+  private static final java.util.regex.Pattern LAST_ACTIVITY =
+      java.util.regex.Pattern.compile("\"lastActivityAt\"\\s*:\\s*\"([^\"]{1,64})\"");
+
+  /** The running agent's own last activity, or null if it does not answer quickly or says none. */
+  private Instant agentLastActivity(String id, URI endpoint) {
+    String token;
+    try {
+      token = find(id).map(Found::token).orElse(null);
+    } catch (SandboxException e) {
+      return null;
+    }
+    if (token == null) {
+      return null;
+    }
+    try {
+      java.net.HttpURLConnection h = (java.net.HttpURLConnection) endpoint.resolve("/api/version").toURL().openConnection();
+      h.setConnectTimeout(500);
+      h.setReadTimeout(1000);
+      h.setRequestProperty("Authorization", "Bearer " + token);
+      try {
+        if (h.getResponseCode() != 200) {
+          return null;
+        }
+        try (java.io.InputStream in = h.getInputStream()) {
+          java.util.regex.Matcher m = LAST_ACTIVITY.matcher(new String(in.readNBytes(64 * 1024), StandardCharsets.UTF_8));
+          return m.find() ? parseTime(m.group(1)) : null;
+        }
+      } finally {
+        h.disconnect();
+      }
+    } catch (IOException | RuntimeException e) {
+      return null; // stopping, or an agent from before lastActivityAt
+    }
+  }
+
   static Instant parseTime(String t) {
     try {
       Instant i = java.time.OffsetDateTime.parse(t).toInstant();
@@ -318,9 +353,10 @@ public final class Engine implements AutoCloseable {
     String name = labels.containsKey(NAME_LABEL) ? labels.get(NAME_LABEL)
         : c.getNames() != null && c.getNames().length > 0 ? c.getNames()[0].replaceFirst("^/", "") : c.getId();
     String state = state(c.getState());
-    // A running agent's last request is its own business (it stops itself when idle); a stopped
-    // one's is when it stopped.
-    Instant last = SandboxInfo.STOPPED.equals(state) ? finishedAt(c.getId()) : null;
+    // A stopped sandbox was last active when it stopped; a running agent says when (GET /api/version,
+    // which does not count as activity itself).
+    Instant last = SandboxInfo.STOPPED.equals(state) ? finishedAt(c.getId())
+        : endpoint != null ? agentLastActivity(c.getId(), endpoint) : null;
     return new SandboxInfo(c.getId(), provider, name, c.getImage() == null ? "" : c.getImage(), state, created,
         endpoint, user, last);
   }
