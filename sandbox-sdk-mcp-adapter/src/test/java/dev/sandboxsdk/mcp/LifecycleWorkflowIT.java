@@ -58,4 +58,24 @@ class LifecycleWorkflowIT extends LifecycleWorkflow {
   void theWorkflowOverHttpThenASecondServerOverStdio() throws Exception {
     workflow(true);
   }
+
+  /** Hibernate when idle: a persistent sandbox idle for its timeout stops with its files, and says to wake it. */
+  @Test
+  void anIdlePersistentSandboxStopsKeepingItsFiles() throws Exception {
+    try (JarClient c = JarClient.start(false, tmp, serverArgs(), java.util.Map.of())) {
+      ok(c.call("getSandbox", args("sandboxId", "sleepy", "persistent", true, "idleTimeoutSeconds", 10)));
+      ok(c.call("writeFile", args("sandboxId", "sleepy", "path", "kept.txt", "content", "still here")));
+      // listing is not activity; the class's @Timeout bounds the wait
+      while (!listed(c, "sleepy").get("status").asText().equals("stopped")) {
+        Thread.sleep(500);
+      }
+      JsonNode onStopped = c.call("readFile", args("sandboxId", "sleepy", "path", "kept.txt"));
+      assertThat(text(onStopped)).startsWith("sandbox 'sleepy' is stopped: call wakeSandbox");
+      assertThat(sc(ok(c.call("getSandbox", args("sandboxId", "sleepy")))).get("note").asText()).contains("wakeSandbox");
+      ok(c.call("wakeSandbox", args("sandboxId", "sleepy")));
+      assertThat(sc(ok(c.call("readFile", args("sandboxId", "sleepy", "path", "kept.txt")))).get("content").asText())
+          .isEqualTo("still here");
+      ok(c.call("destroy", args("sandboxId", "sleepy")));
+    }
+  }
 }
