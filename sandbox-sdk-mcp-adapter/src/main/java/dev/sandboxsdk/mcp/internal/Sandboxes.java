@@ -533,6 +533,12 @@ public final class Sandboxes implements AutoCloseable {
       throw new ToolException("This server drives one remote sandbox agent (" + config.agentUrl()
           + "), whose sandbox id is \"default\"; it cannot create sandbox '" + id + "'. Leave sandboxId out.");
     }
+    if (how.persistent() && id.equals(DEFAULT_ID) && !byId.containsKey(id)) {
+      // it would be taken up by every later server on the same state directory or engine
+      throw new ToolException("The default sandbox cannot be persistent: it is made on first use by any call without"
+          + " a sandboxId. Give the persistent sandbox an id of its own, e.g. getSandbox {\"sandboxId\": \"proj\","
+          + " \"persistent\": true}.");
+    }
     if (how.persistent() && config.mode() == SandboxMode.REMOTE) {
       throw new ToolException("This server drives one remote sandbox agent (--agent-url); it cannot create"
           + " persistent sandboxes. Leave persistent out.");

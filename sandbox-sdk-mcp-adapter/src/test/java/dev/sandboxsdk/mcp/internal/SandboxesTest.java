@@ -198,6 +198,16 @@ class SandboxesTest {
   }
 
   @Test
+  void theDefaultSandboxCannotBePersistent() {
+    try (Sandboxes sandboxes = new Sandboxes(containers(), provider)) {
+      assertThatThrownBy(() -> sandboxes.getOrCreate(Sandboxes.DEFAULT_ID, new Sandboxes.Settings(null, null, true)))
+          .isInstanceOf(ToolException.class).hasMessageStartingWith("The default sandbox cannot be persistent")
+          .hasMessageContaining("\"sandboxId\": \"proj\"");
+      assertThat(provider.specs).isEmpty();
+    }
+  }
+
+  @Test
   void aProviderIsNeededExactlyForContainers() {
     assertThatThrownBy(() -> new Sandboxes(AdapterConfig.defaults(), provider))
         .isInstanceOf(IllegalArgumentException.class);
