@@ -225,7 +225,8 @@ abstract class LifecycleWorkflow {
       ok(b.call("restoreCheckpoint", args("sandboxId", id, "checkpointId", checkpointId)));
       assertThat(fingerprint(b, dir)).isEqualTo(fingerprint);
 
-      JsonNode destroyed = ok(b.call("destroy", args("sandboxId", id)));
+      ok(b.call("shutdownSandbox", args("sandboxId", id)));
+      JsonNode destroyed = ok(b.call("destroy", args("sandboxId", id))); // a stopped one too
       assertThat(sc(destroyed).get("destroyed").asBoolean()).isTrue();
       assertThat(ids(b)).doesNotContain(id);
       checkGone(id);
