@@ -129,6 +129,10 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
 
   @Override
   public void wake() {
+    if (closed) {
+      throw new SandboxException("this handle on the local sandbox '" + name + "' is closed: get(\"" + name
+          + "\") returns a new one", null);
+    }
     provider.state().locked(name, () -> {
       Running mine = AGENTS.get(dir);
       if (mine != null && mine.sandbox().agentAlive()) {

@@ -130,6 +130,7 @@ class LocalProviderIT {
     b.files().writeString("b.txt", "from the first JVM\n");
     b.shutdown();
     a.close(); // releases the handle; a named sandbox stays
+    assertThatThrownBy(a::wake).hasMessageContaining("is closed");
     assertThat(provider().get("life-a").orElseThrow().info().state()).isEqualTo("running");
 
     // A second JVM: lists both, cannot use life-a (it runs here), wakes life-b and uses it.

@@ -145,6 +145,10 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
   @Override
   public void wake() {
     synchronized (lifecycle) {
+      if (closed) {
+        throw new SandboxException("this handle on the sandbox container " + label() + " is closed: get(id) returns a"
+            + " new one", null);
+      }
       Engine.Found f = provider.find(id).orElseThrow(() ->
           new SandboxException("the sandbox container " + label() + " no longer exists", null));
       URI now = f.running() && f.hostPort() > 0 ? provider.endpoint(f.hostPort())
