@@ -346,7 +346,7 @@ class RealFilesTest extends MockAgentTest {
       "400, VALIDATION_FAILED, dev.sandboxsdk.SandboxInvalidRequestException",
       "403, PERMISSION_DENIED, dev.sandboxsdk.SandboxPermissionException",
       "403, READ_ONLY, dev.sandboxsdk.SandboxPermissionException",
-      "409, FILE_EXISTS, dev.sandboxsdk.SandboxInvalidRequestException",
+      "409, FILE_EXISTS, dev.sandboxsdk.SandboxConflictException",
       "413, FILE_TOO_LARGE, dev.sandboxsdk.SandboxInvalidRequestException",
       "413, PAYLOAD_TOO_LARGE, dev.sandboxsdk.SandboxInvalidRequestException",
       "507, NO_SPACE, dev.sandboxsdk.SandboxServerException",

@@ -497,7 +497,7 @@ class RealSandboxTest extends MockAgentTest {
             Map.of("cwd", "/ws/nope", "field", "cwd"), SandboxInvalidRequestException.class),
         arguments(400, "INVALID_COMMAND", "{}", Map.of(), SandboxInvalidRequestException.class),
         arguments(409, "PROCESS_ALREADY_EXISTS", "{\"processId\":\"s1\"}", Map.of("processId", "s1"),
-            SandboxInvalidRequestException.class),
+            SandboxConflictException.class),
         arguments(413, "PAYLOAD_TOO_LARGE", "{\"limit\":1024}", Map.of("limit", 1024L),
             SandboxInvalidRequestException.class),
         arguments(429, "TOO_MANY_PROCESSES", "{\"limit\":2}", Map.of("limit", 2L), SandboxServerException.class),

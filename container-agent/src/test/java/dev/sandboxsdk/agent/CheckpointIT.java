@@ -336,6 +336,48 @@ class CheckpointIT {
     }
   }
 
+  /**
+   * A client that hangs up right after sending the request: the checkpoint it asked for is made
+   * whole or not at all; nothing half-written is ever listed or left behind.
+   */
+  @Test
+  void aClientThatHangsUpGetsAWholeCheckpointOrNone() throws Exception {
+    Path dir = tmp.resolve("hangup");
+    TestAgent own = TestAgent.start(b -> b.checkpointDir(dir));
+    try {
+      assertThat(own.post("/api/execute", obj("command", "head -c 200000000 /dev/urandom > big && mkdir d"
+          + " && for i in $(seq 1 500); do echo $i > d/$i; done")).body().get("exitCode").asInt()).isZero();
+      String body = obj("name", "abandoned");
+      try (java.net.Socket socket = new java.net.Socket(own.server.uri().getHost(), own.server.uri().getPort())) {
+        socket.getOutputStream().write(("POST /api/checkpoints HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "
+            + TestAgent.TOKEN + "\r\nContent-Type: application/json\r\nContent-Length: " + body.length()
+            + "\r\n\r\n" + body).getBytes(StandardCharsets.UTF_8));
+        socket.getOutputStream().flush();
+      }
+      // Until it is done every listing is empty; then it is there, whole.
+      List<JsonNode> listed = new ArrayList<>();
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+      while (listed.isEmpty() && System.nanoTime() < deadline) {
+        own.get("/api/checkpoints").body().get("checkpoints").forEach(listed::add);
+        Thread.sleep(50);
+      }
+      assertThat(listed).hasSize(1);
+      String id = listed.get(0).get("id").asText();
+      Path archive = dir.resolve(id + ".tar");
+      assertThat(Files.size(archive)).isEqualTo(listed.get(0).get("sizeBytes").asLong()).isGreaterThan(200_000_000);
+      try (Stream<Path> files = Files.list(dir)) {
+        assertThat(files.map(p -> p.getFileName().toString())).containsExactlyInAnyOrder(id + ".tar", id + ".json");
+      }
+      // And it restores.
+      own.post("/api/execute", obj("command", "rm -rf big d && touch other"));
+      assertThat(own.post("/api/checkpoints/" + id + "/restore", "{}").status()).isEqualTo(200);
+      assertThat(Files.size(own.workspace.resolve("big"))).isEqualTo(200_000_000);
+      assertThat(Files.exists(own.workspace.resolve("other"))).isFalse();
+    } finally {
+      own.close();
+    }
+  }
+
   @Test
   void theCheckpointDirectoryMustBeOutsideTheWorkspace() {
     assertThatThrownBy(() -> AgentConfig.builder().workspace(tmp).checkpointDir(tmp.resolve("c")).insecureNoAuth(true)

@@ -491,7 +491,7 @@ public final class ApiHandler implements HttpHandler {
     }
     if (path.startsWith("/api/checkpoints/")) {
       String[] parts = path.substring("/api/checkpoints/".length()).split("/", -1);
-      String id = decode(parts[0]);
+      String id = decode(parts[0], "checkpointId");
       if (parts.length == 1 && !id.isEmpty()) {
         allow(method, "DELETE");
         checkpoints.delete(exchange, id);
@@ -539,10 +539,15 @@ public final class ApiHandler implements HttpHandler {
   }
 
   private static String decode(String segment) {
+    return decode(segment, "processId");
+  }
+
+  private static String decode(String segment, String field) {
     try {
       return java.net.URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
     } catch (IllegalArgumentException e) {
-      throw AgentException.invalid("processId", "malformed process id in path");
+      throw AgentException.invalid(field, "malformed " + (field.equals("processId") ? "process" : "checkpoint")
+          + " id in path");
     }
   }
 

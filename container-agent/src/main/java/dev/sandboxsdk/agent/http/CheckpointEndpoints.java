@@ -420,7 +420,8 @@ final class CheckpointEndpoints {
   private void requireAvailable() {
     if (unavailable != null) {
       throw new AgentException(ErrorCode.FILESYSTEM_ERROR, "checkpoints are unavailable: " + unavailable
-          + " (start the agent with --checkpoint-dir pointing at a writable directory outside the workspace)");
+          + " (mount a writable volume there, or start the agent with --checkpoint-dir pointing at a writable"
+          + " directory outside the workspace)");
     }
   }
 
