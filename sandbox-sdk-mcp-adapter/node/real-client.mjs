@@ -27,6 +27,7 @@ const EXPECTED_TOOLS = [
   'getProcessLogs', 'streamProcessLogs', 'cleanupCompletedProcesses', 'getSandbox',
   'listSandboxes', 'destroy', 'runCode', 'readFile', 'writeFile', 'listFiles', 'mkdir', 'deleteFile',
   'moveFile', 'renameFile', 'fileExists', 'statFile', 'waitForPort', 'gitCheckout', 'watchFiles', 'exposePort', 'unexposePort', 'listExposedPorts',
+  'shutdownSandbox', 'wakeSandbox', 'createCheckpoint', 'listCheckpoints', 'restoreCheckpoint', 'deleteCheckpoint',
 ];
 const REQUEST_TIMEOUT_MS = 60_000;      // first call starts a sandbox
 const READY_TIMEOUT_MS = 30_000;        // wait for SANDBOX_MCP_READY
@@ -34,6 +35,8 @@ const CANCEL_GONE_TIMEOUT_MS = 15_000;  // cancelled process must be gone within
 const OVERALL_TIMEOUT_MS = 10 * 60_000; // watchdog for the whole run
 
 const JAVA = process.env.JAVA_BIN || 'java';
+// Where the servers keep persistent sandboxes (checkLifecycle): a directory of this run, not the user's.
+const STATE_DIR = mkdtempSync(join(tmpdir(), 'sandbox-mcp-rc-state-'));
 // The heap flags docs/mcp.md recommends for every launch, so the client meets the server as users run it.
 const JAVA_OPTS = ['-Xms16m', '-Xmx256m', '-XX:+UseG1GC', '-XX:G1PeriodicGCInterval=5000'];
 
@@ -253,10 +256,49 @@ async function checkFiles(t, client) {
   });
 }
 
+// A persistent sandbox through its lifecycle; the servers keep persistent sandboxes in STATE_DIR.
+async function checkLifecycle(t, client) {
+  const call = (name, args) => client.callTool({ name, arguments: args }, undefined, reqOpts());
+  await check(t, 'persistent sandbox: checkpoint, restore byte-exact, shutdown, a call says to wake, wake, destroy', async () => {
+    const id = `rc-life-${t}`;
+    const g = await call('getSandbox', { sandboxId: id, persistent: true });
+    assert(!g.isError && g.structuredContent?.sandbox?.persistent === true && g.structuredContent.sandbox.status === 'running',
+      `getSandbox: ${short(g)}`);
+    const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => i));
+    const w = await call('writeFile', { sandboxId: id, path: 'data.bin', content: bytes.toString('base64'), encoding: 'base64' });
+    assert(!w.isError, `writeFile: ${short(w)}`);
+    const c = await call('createCheckpoint', { sandboxId: id, name: 'before' });
+    assert(!c.isError && c.structuredContent?.checkpoint?.name === 'before', `createCheckpoint: ${short(c)}`);
+    assert(c.content.length === 2 && /restoreCheckpoint/.test(c.content[0].text), `a readable text first: ${short(c.content)}`);
+    await call('writeFile', { sandboxId: id, path: 'data.bin', content: 'broken' });
+    const r = await call('restoreCheckpoint', { sandboxId: id, checkpointId: 'before' });
+    assert(!r.isError && r.structuredContent?.restored === true, `restoreCheckpoint: ${short(r)}`);
+    const read = async () => {
+      const rb = await call('readFile', { sandboxId: id, path: 'data.bin' });
+      assert(!rb.isError && Buffer.from(rb.structuredContent.content, 'base64').equals(bytes), `readFile: ${short(rb)}`);
+    };
+    await read();
+    const down = await call('shutdownSandbox', { sandboxId: id });
+    assert(!down.isError && down.structuredContent?.sandbox?.status === 'stopped', `shutdownSandbox: ${short(down)}`);
+    const e = await execTool(client, { sandboxId: id, command: 'true' });
+    assert(e.isError === true && e.content[0].text.startsWith(`sandbox '${id}' is stopped: call wakeSandbox`),
+      `exec on the stopped sandbox: ${short(e)}`);
+    const l = await call('listSandboxes', {});
+    assert(l.structuredContent?.sandboxes?.find((s) => s.sandboxId === id)?.status === 'stopped', `listSandboxes: ${short(l)}`);
+    const up = await call('wakeSandbox', { sandboxId: id });
+    assert(!up.isError && up.structuredContent?.sandbox?.status === 'running', `wakeSandbox: ${short(up)}`);
+    await read();
+    const d = await call('destroy', { sandboxId: id });
+    assert(!d.isError && d.structuredContent?.destroyed === true, `destroy: ${short(d)}`);
+    return `wake in ${up.structuredContent.durationMs} ms`;
+  });
+}
+
 async function runCommonChecks(t, client) {
   await checkListTools(t, client);
   await checkExecEcho(t, client);
   await checkFiles(t, client);
+  await checkLifecycle(t, client);
   await checkProgress(t, client);
   await checkCancel(t, client);
 }
@@ -271,7 +313,7 @@ async function runStdio(jar) {
   const t = 'stdio';
   const transport = new StdioClientTransport({
     command: JAVA,
-    args: [...JAVA_OPTS, '-jar', jar, '--stdio'],
+    args: [...JAVA_OPTS, '-jar', jar, '--stdio', '--state-dir', STATE_DIR],
     env: { ...process.env },
     stderr: 'pipe',
   });
@@ -295,7 +337,7 @@ async function runStdio(jar) {
 
 function startHttpServer(jar, tokenFile) {
   // The fixture tool test_reconnection (see checkResumption) exists only with this property.
-  const child = spawn(JAVA, [...JAVA_OPTS, '-Dsandbox.mcp.conformanceFixtures=true', '-jar', jar, '--http', '--port', '0', '--bind', '127.0.0.1', '--token-file', tokenFile], {
+  const child = spawn(JAVA, [...JAVA_OPTS, '-Dsandbox.mcp.conformanceFixtures=true', '-jar', jar, '--http', '--port', '0', '--bind', '127.0.0.1', '--token-file', tokenFile, '--state-dir', STATE_DIR], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   child.stdout.on('data', (d) => logServer('http stdout', d));
@@ -558,6 +600,7 @@ function finish() {
     console.log('--- end of server stderr ---');
   }
   console.log(`real-client: ${passed} passed, ${failed} failed`);
+  rmSync(STATE_DIR, { recursive: true, force: true });
   process.exit(failed > 0 ? 1 : 0);
 }
 

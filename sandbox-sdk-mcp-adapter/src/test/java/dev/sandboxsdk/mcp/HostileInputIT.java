@@ -64,7 +64,8 @@ class HostileInputIT {
     String java = ProcessHandle.current().info().command()
         .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
     Path log = tmp.resolve("server.log");
-    ProcessBuilder pb = new ProcessBuilder(java, "-Xmx256m", "-Dsun.net.httpserver.maxReqTime=4", "-jar", jar, "--http", "--port", "0")
+    ProcessBuilder pb = new ProcessBuilder(java, "-Xmx256m", "-Dsun.net.httpserver.maxReqTime=4", "-jar", jar, "--http", "--port", "0",
+        "--state-dir", tmp.resolve("state").toString()) // getSandbox persistent: true keeps sandboxes there
         .directory(tmp.toFile()).redirectErrorStream(true).redirectOutput(log.toFile());
     pb.environment().put("SANDBOX_MCP_TOKEN", TOKEN);
     pb.environment().remove("SANDBOX_AGENT_TOKEN");

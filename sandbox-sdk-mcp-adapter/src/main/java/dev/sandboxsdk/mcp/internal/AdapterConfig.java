@@ -42,6 +42,8 @@ import java.util.regex.Pattern;
  * @param maxConcurrentCalls tool calls running at once across all sessions
  * @param localIsolation with {@link SandboxMode#LOCAL}, how each local sandbox is isolated ({@code --isolation})
  * @param localNetwork with {@link SandboxMode#LOCAL}, whether isolated commands may use the network
+ * @param stateDir with {@link SandboxMode#LOCAL}, where persistent sandboxes keep their workspaces and
+ *     checkpoints ({@code --state-dir}); null for the SDK's default (LocalProvider's)
  */
 public record AdapterConfig(
     boolean http,
@@ -62,14 +64,15 @@ public record AdapterConfig(
     int maxConnections,
     int maxConcurrentCalls,
     Isolation localIsolation,
-    boolean localNetwork) {
+    boolean localNetwork,
+    Path stateDir) {
 
   public static final String USAGE = String.join("\n",
       "usage: java -jar sandbox-mcp.jar [--stdio | --http [--port 8080] [--bind 127.0.0.1]]",
       "           [--token-file F | --no-auth]",
       "           [[--provider local] | --provider container [--image NAME] [--memory SIZE] [--cpus N]",
       "                                 [--pids-limit N]] [--network on|off]",
-      "           [--isolation isolated|none|required]  (local)",
+      "           [--isolation isolated|none|required] [--state-dir DIR]  (local)",
       "            | --agent-url URL --agent-token-file F]",
       "           [--pass-env NAME ...] [--max-output-bytes N] [--max-sandboxes N]",
       "           [--allow-host HOST] [--allow-origin ORIGIN] [--keep-alive-seconds N]",
@@ -93,6 +96,9 @@ public record AdapterConfig(
       "  --isolation I        local: isolated (the default: commands run in bubblewrap where bwrap works,",
       "                       else not isolated with one warning), required (fail if bwrap cannot be",
       "                       used) or none (commands see this machine as this OS user does)",
+      "  --state-dir DIR      local: where persistent sandboxes (getSandbox persistent: true) keep their",
+      "                       files and checkpoints (default $XDG_STATE_HOME/sandbox-sdk or",
+      "                       ~/.local/state/sandbox-sdk); servers given the same directory share them",
       "  --agent-url URL      drive this remote container agent instead of a provider",
       "  --agent-token-file F the remote agent's token (or env SANDBOX_AGENT_TOKEN)",
       "  --pass-env NAME ...  inject these variables of the adapter's environment into every",
@@ -145,6 +151,7 @@ public record AdapterConfig(
     List<String> containerOnly = new ArrayList<>();
     Boolean network = null;
     Isolation isolation = null;
+    String stateDir = null;
     Map<String, String> passEnv = new LinkedHashMap<>();
     int maxOutput = 16_384;
     int maxSandboxes = 8;
@@ -204,6 +211,7 @@ public record AdapterConfig(
             default -> throw new UsageException("--isolation must be isolated, none or required, got '" + v + "'");
           };
         }
+        case "--state-dir" -> stateDir = value(args, ++i, a);
         case "--max-output-bytes" -> maxOutput = intValue(a, value(args, ++i, a), 256, 16 * 1024 * 1024);
         case "--max-sandboxes" -> maxSandboxes = intValue(a, value(args, ++i, a), 1, 1_000);
         case "--keep-alive-seconds" -> keepAliveSeconds = intValue(a, value(args, ++i, a), 1, 3_600);
@@ -268,6 +276,21 @@ public record AdapterConfig(
     if (mode != SandboxMode.LOCAL && isolation != null) {
       throw new UsageException("--isolation applies to --provider local only (a container is isolated by its engine)");
     }
+    if (mode != SandboxMode.LOCAL && stateDir != null) {
+      throw new UsageException("--state-dir applies to --provider local only (a container provider's persistent"
+          + " sandboxes are containers on its engine)");
+    }
+    Path state = null;
+    if (stateDir != null) {
+      try {
+        state = Path.of(stateDir).toAbsolutePath().normalize();
+      } catch (java.nio.file.InvalidPathException e) {
+        throw new UsageException("--state-dir is not a path: " + e.getMessage());
+      }
+      if (Files.exists(state) && !Files.isDirectory(state)) {
+        throw new UsageException("--state-dir " + stateDir + " exists and is not a directory");
+      }
+    }
     if (mode == SandboxMode.LOCAL && isolation == Isolation.NONE && network != null) {
       throw new UsageException("--network applies to isolated local sandboxes (--isolation isolated or required);"
           + " with --isolation none commands always have this machine's network");
@@ -306,7 +329,7 @@ public record AdapterConfig(
     return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agent, agentToken,
         Map.copyOf(passEnv),
         maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds),
-        maxConnections, maxCalls, isolation != null ? isolation : Isolation.ISOLATED, network != null && network);
+        maxConnections, maxCalls, isolation != null ? isolation : Isolation.ISOLATED, network != null && network, state);
   }
 
   /** Settings for an in-process server in tests: stdio, local sandboxes, defaults elsewhere. */
@@ -317,7 +340,7 @@ public record AdapterConfig(
   public AdapterConfig withMaxOutputBytes(int bytes) {
     return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agentUrl, agentToken, passEnv,
         bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive, maxConnections, maxConcurrentCalls,
-        localIsolation, localNetwork);
+        localIsolation, localNetwork, stateDir);
   }
 
   @Override

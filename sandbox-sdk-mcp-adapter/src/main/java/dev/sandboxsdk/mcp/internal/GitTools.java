@@ -68,7 +68,7 @@ final class GitTools implements ToolGroup {
         .put("targetDir", co.targetDir()).put("sandboxId", sb.id()));
   }
 
-  private static String hint(String code) {
+  static String hint(String code) {
     switch (code) {
       case "GIT_REPOSITORY_NOT_FOUND":
         return ". Check the URL; a private repository also answers 'not found' without credentials (passwordEnv).";

@@ -184,7 +184,10 @@ public final class McpServer implements AutoCloseable {
     result.put("instructions", "Run commands and code in sandboxes. " + where + " exec runs a command and waits;"
         + " runCode runs a snippet; startProcess starts a background process whose output you read with"
         + " getProcessLogs or streamProcessLogs. Tools act on the sandbox \"default\" unless you pass sandboxId;"
-        + " create others with getSandbox and remove them with destroy.");
+        + " create others with getSandbox and remove them with destroy. For work that lasts: getSandbox with"
+        + " persistent: true keeps a sandbox's files and checkpoints (createCheckpoint, restoreCheckpoint) when it is"
+        + " idle or shut down (shutdownSandbox) and for later servers; listSandboxes shows them, wakeSandbox starts one"
+        + " again.");
     log.info("session {} initialized: protocol {}, client {}", session.id() == null ? "stdio" : session.id(),
         version, params.path("clientInfo").path("name").asText("?"));
     return result;

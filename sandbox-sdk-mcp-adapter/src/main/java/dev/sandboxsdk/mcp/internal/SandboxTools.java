@@ -91,12 +91,10 @@ public final class SandboxTools implements AutoCloseable {
     tools.put("getProcessLogs", ToolHandler.blocking(this::getProcessLogs));
     tools.put("streamProcessLogs", this::streamProcessLogs);
     tools.put("cleanupCompletedProcesses", ToolHandler.blocking(this::cleanupCompletedProcesses));
-    tools.put("getSandbox", ToolHandler.blocking(this::getSandbox));
-    tools.put("listSandboxes", ToolHandler.blocking(this::listSandboxes));
-    tools.put("destroy", ToolHandler.blocking(this::destroy));
     // Further capabilities are groups of their own; a new one is one more entry here.
-    List.<ToolGroup>of(new FileTools(config, sandboxes, redactor), new PortTools(sandboxes),
-        new GitTools(sandboxes, config.passEnv()), new WatchTools(sandboxes, timer)).forEach(g -> g.register(tools));
+    List.<ToolGroup>of(new LifecycleTools(sandboxes, config.passEnv()), new CheckpointTools(sandboxes),
+        new FileTools(config, sandboxes, redactor), new PortTools(sandboxes), new GitTools(sandboxes, config.passEnv()),
+        new WatchTools(sandboxes, timer)).forEach(g -> g.register(tools));
   }
 
   @Override
@@ -136,7 +134,8 @@ public final class SandboxTools implements AutoCloseable {
     }
     // Calls in flight are counted per sandbox (destroy refuses while any run); a cancelled call never completes.
     AtomicBoolean inUse = new AtomicBoolean(!name.equals("listSandboxes"));
-    boolean reachesAgent = inUse.get() && !name.equals("getSandbox");
+    // shutdownSandbox leaves the sandbox stopped: it must not count as seen running
+    boolean reachesAgent = inUse.get() && !name.equals("getSandbox") && !name.equals("shutdownSandbox");
     String sandboxId = sandboxId(args);
     Runnable release = () -> {
       if (inUse.compareAndSet(true, false)) {
@@ -158,7 +157,7 @@ public final class SandboxTools implements AutoCloseable {
       return f.exceptionally(e -> {
         Throwable cause = e instanceof java.util.concurrent.CompletionException ? e.getCause() : e;
         sandboxes.failed(sandboxId, cause); // e.g. the SDK's "sandbox was closed", an agent gone
-        ToolOutcome o = describe(cause);
+        ToolOutcome o = describe(stoppedInstead(sandboxId, cause));
         if (o == null) {
           throw e instanceof RuntimeException re ? re : new java.util.concurrent.CompletionException(e);
         }
@@ -167,12 +166,26 @@ public final class SandboxTools implements AutoCloseable {
     } catch (RuntimeException e) {
       release.run();
       sandboxes.failed(sandboxId, e);
-      ToolOutcome o = describe(e);
+      ToolOutcome o = describe(stoppedInstead(sandboxId, e));
       if (o == null) {
         throw e;
       }
       return CompletableFuture.completedFuture(o);
     }
+  }
+
+  /**
+   * A call that could not reach a persistent sandbox because it has stopped (its idle timeout,
+   * or another server shut it down) fails with the error that says to wake it.
+   */
+  private Throwable stoppedInstead(String sandboxId, Throwable cause) {
+    if (cause instanceof SandboxException || cause instanceof IllegalStateException) {
+      ToolException stopped = sandboxes.stoppedError(sandboxId);
+      if (stopped != null) {
+        return stopped;
+      }
+    }
+    return cause;
   }
 
   /**
@@ -749,66 +762,6 @@ public final class SandboxTools implements AutoCloseable {
     }
   }
 
-  // ---- sandboxes
-
-  private ToolOutcome getSandbox(ObjectNode args, CallContext ctx) {
-    String id = sandboxId(args) == null ? Sandboxes.DEFAULT_ID : sandboxId(args);
-    Boolean keepAlive = args.hasNonNull("keepAlive") ? args.get("keepAlive").asBoolean() : null;
-    Integer idle = args.hasNonNull("idleTimeoutSeconds") ? args.get("idleTimeoutSeconds").asInt() : null;
-    long t0 = System.nanoTime();
-    Sandboxes.Got got = sandboxes.getOrCreate(id, keepAlive, idle);
-    if (got.created()) {
-      ctx.log("info", "created " + got.entry().mode().wireName() + " sandbox '" + id + "' in "
-          + (System.nanoTime() - t0) / 1_000_000 + " ms");
-    }
-    ObjectNode r = Json.object();
-    r.set("sandbox", sandboxJson(got.entry()));
-    r.put("created", got.created());
-    return ToolOutcome.ok(r);
-  }
-
-  private ToolOutcome listSandboxes(ObjectNode args) {
-    ObjectNode r = Json.object();
-    ArrayNode arr = r.putArray("sandboxes");
-    List<Sandboxes.Entry> list = sandboxes.list();
-    list.forEach(e -> arr.add(sandboxJson(e)));
-    r.put("count", list.size());
-    return ToolOutcome.ok(r);
-  }
-
-  private ToolOutcome destroy(ObjectNode args, CallContext ctx) {
-    String id = sandboxId(args) == null ? Sandboxes.DEFAULT_ID : sandboxId(args);
-    if (sandboxes.list().stream().noneMatch(e -> e.id().equals(id))) {
-      throw new ToolException("There is no sandbox '" + id + "' (listSandboxes shows the existing ones);"
-          + " nothing was destroyed.");
-    }
-    Sandboxes.Entry sb = sandboxes.require(id);
-    boolean force = args.path("force").asBoolean(false);
-    List<ProcessInfo> running = sb.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning).toList();
-    int calls = sandboxes.callsInFlight(id) - 1; // not counting this call
-    if ((!running.isEmpty() || calls > 0) && !force) {
-      List<String> what = new ArrayList<>();
-      running.forEach(p -> what.add("process " + p.id() + " (" + p.command() + ")"));
-      if (calls > 0) {
-        what.add(calls + " tool call(s) still running there (exec, runCode, streamProcessLogs or a file tool)");
-      }
-      throw new ToolException("Sandbox '" + id + "' is in use: " + String.join(", ", what) + ". Stop them (killProcess,"
-          + " killAllProcesses, or cancel the calls), or call destroy with force: true to kill everything.");
-    }
-    int killed = 0;
-    if (sb.mode() != SandboxMode.REMOTE) { // a local agent with its workspace, or a container with its volume
-      killed = running.size();
-      sb.sandbox().destroy();
-    } else {
-      killed = sb.sandbox().killAllProcesses();
-      sb.sandbox().cleanupCompletedProcesses();
-      sb.sandbox().close();
-    }
-    sandboxes.remove(sb);
-    ctx.log("info", "destroyed sandbox '" + id + "'" + (killed > 0 ? ", killing " + killed + " process(es)" : ""));
-    return ToolOutcome.ok(Json.object().put("sandboxId", id).put("destroyed", true).put("killedProcesses", killed));
-  }
-
   // ---- argument and result helpers
 
   private static ToolException noProcess(Sandboxes.Entry sb, String id) {
@@ -883,28 +836,5 @@ public final class SandboxTools implements AutoCloseable {
     o.put("exitCode", p.exitCode());
     o.put("signal", p.signal() == null ? null : p.signal().name());
     return o.put("timedOut", p.timedOut()).put("stdoutBytes", p.stdoutBytes()).put("stderrBytes", p.stderrBytes());
-  }
-
-  private static ObjectNode sandboxJson(Sandboxes.Entry e) {
-    ObjectNode o = Json.object().put("sandboxId", e.id()).put("mode", e.mode().wireName())
-        .put("keepAlive", e.keepAlive());
-    o.put("idleTimeoutSeconds", e.idleTimeout() == null ? null : e.idleTimeout().toSeconds());
-    o.put("createdAt", e.createdAt().toString());
-    o.put("workspace", e.workspace());
-    o.put("providerId", e.providerId());
-    return o.put("isolation", isolation(e));
-  }
-
-  /** What keeps the sandbox's commands from this machine, as listSandboxes reports it; null when unknown. */
-  private static String isolation(Sandboxes.Entry e) {
-    switch (e.mode()) {
-      case LOCAL:
-        return e.sandbox() instanceof dev.sandboxsdk.LocalSandbox
-            && ((dev.sandboxsdk.LocalSandbox) e.sandbox()).isolation() != dev.sandboxsdk.Isolation.NONE ? "bwrap" : "none";
-      case CONTAINER:
-        return "container";
-      default:
-        return null;
-    }
   }
 }

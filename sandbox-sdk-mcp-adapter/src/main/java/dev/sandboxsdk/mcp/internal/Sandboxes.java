@@ -1,5 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
+import dev.sandboxsdk.LocalProvider;
 import dev.sandboxsdk.LocalSandbox;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.Sandbox;
@@ -49,6 +50,8 @@ public final class Sandboxes implements AutoCloseable {
   /** Labels on every provider sandbox: the MCP sandbox id, and the server process that made it. */
   static final String ID_LABEL = "mcp.sandbox-id";
   static final String SERVER_LABEL = "mcp.server-pid";
+  /** Label of a persistent sandbox the server made (container provider): listSandboxes finds it from any server. */
+  static final String PERSISTENT_LABEL = "mcp.persistent";
   private static final Duration CLOSE_WAIT = Duration.ofSeconds(30);
   private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
   private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
@@ -61,10 +64,35 @@ public final class Sandboxes implements AutoCloseable {
    * @param providerId the provider's id of the sandbox (a container id); null unless {@link SandboxMode#CONTAINER}
    * @param dead set once the sandbox is known to be gone; it is then forgotten
    * @param seenAt {@link System#nanoTime()} when a call last reached it or its provider last listed it running
+   * @param persistent a named sandbox of the provider (getSandbox {@code persistent: true}, or one an
+   *     earlier server left): it outlives this server, and is stopped rather than forgotten when idle
+   * @param keepAlive null when not known (a persistent sandbox this server did not create)
    */
-  public record Entry(String id, Sandbox sandbox, SandboxMode mode, boolean keepAlive, Duration idleTimeout,
+  public record Entry(String id, Sandbox sandbox, SandboxMode mode, Boolean keepAlive, Duration idleTimeout,
       Instant createdAt, String workspace, long agentPid, String providerId, AtomicBoolean dead,
-      AtomicLong seenAt) {
+      AtomicLong seenAt, boolean persistent) {
+
+    /** The provider's handle of a persistent sandbox. */
+    ManagedSandbox managed() {
+      return (ManagedSandbox) sandbox;
+    }
+  }
+
+  /**
+   * What a getSandbox call asks for when it creates a sandbox.
+   *
+   * @param keepAlive null for the default (false)
+   * @param idleTimeoutSeconds null for {@link #DEFAULT_IDLE}
+   * @param persistent create a named sandbox of the provider, which outlives this server
+   */
+  public record Settings(Boolean keepAlive, Integer idleTimeoutSeconds, boolean persistent) {
+  }
+
+  /**
+   * A sandbox as listSandboxes shows it: one this server holds ({@code entry}), one its provider
+   * lists that this server has not used yet ({@code info} only), or both.
+   */
+  public record Listed(String id, Entry entry, SandboxInfo info, String workspace) {
   }
 
   /** The outcome of {@link #getOrCreate}. */
@@ -75,6 +103,8 @@ public final class Sandboxes implements AutoCloseable {
   /** Makes the provider on first use: its engine client (docker-java) takes a third of a second to load. */
   private final Supplier<SandboxProvider> providerFactory;
   private volatile SandboxProvider provider;
+  /** With {@link SandboxMode#LOCAL}: the provider of persistent sandboxes, made on first use. */
+  private volatile SandboxProvider localProvider;
   private final Map<String, CompletableFuture<Entry>> byId = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
   private final Object providerCheck = new Object();
@@ -116,6 +146,63 @@ public final class Sandboxes implements AutoCloseable {
       }
     }
     return p;
+  }
+
+  /**
+   * The provider of persistent (named) sandboxes: the container provider, or locally a
+   * {@link LocalProvider} on the state directory; null for a remote agent.
+   */
+  private SandboxProvider persistentProvider() {
+    if (config.mode() == SandboxMode.CONTAINER) {
+      return provider();
+    }
+    if (config.mode() != SandboxMode.LOCAL) {
+      return null;
+    }
+    SandboxProvider p = localProvider;
+    if (p == null) {
+      synchronized (this) {
+        p = localProvider;
+        if (p == null) {
+          LocalProvider.Builder b = LocalProvider.builder().isolation(config.localIsolation());
+          if (config.stateDir() != null) {
+            b.stateDirectory(config.stateDir());
+          }
+          p = b.build();
+          localProvider = p;
+        }
+      }
+    }
+    return p;
+  }
+
+  /**
+   * The MCP sandbox id of a sandbox its provider lists, or null if it is not a persistent
+   * sandbox that a server made (its labels say; other programs' sandboxes of the same provider
+   * are left alone).
+   */
+  private static String persistentId(SandboxInfo info) {
+    return "true".equals(info.labels().get(PERSISTENT_LABEL)) ? info.labels().get(ID_LABEL) : null;
+  }
+
+  /** The provider's persistent sandboxes by MCP id; empty (and logged) if the provider cannot be asked. */
+  private Map<String, SandboxInfo> persistentInProvider() {
+    SandboxProvider p = persistentProvider();
+    Map<String, SandboxInfo> out = new java.util.LinkedHashMap<>();
+    if (p == null) {
+      return out;
+    }
+    try {
+      for (SandboxInfo i : p.list()) {
+        String id = persistentId(i);
+        if (id != null && ID.matcher(id).matches()) {
+          out.putIfAbsent(id, i);
+        }
+      }
+    } catch (RuntimeException e) {
+      log.warn("cannot list the persistent sandboxes: {}", e.toString());
+    }
+    return out;
   }
 
   /**
@@ -205,7 +292,9 @@ public final class Sandboxes implements AutoCloseable {
     if (e == null) {
       return;
     }
-    if (e.mode() == SandboxMode.LOCAL && cause instanceof IllegalStateException) {
+    if (e.persistent()) {
+      e.seenAt().set(System.nanoTime() - 2 * SEEN_FOR.toNanos()); // the next call asks the provider first
+    } else if (e.mode() == SandboxMode.LOCAL && cause instanceof IllegalStateException) {
       e.dead().set(true);
     } else if (e.mode() == SandboxMode.CONTAINER
         && (cause instanceof IllegalStateException || cause instanceof SandboxConnectionException)) {
@@ -232,6 +321,9 @@ public final class Sandboxes implements AutoCloseable {
     List<Entry> toCheck = new ArrayList<>();
     long now = System.nanoTime();
     for (Entry e : list0()) {
+      if (e.persistent()) {
+        continue; // stopped ones stay (listSandboxes shows them, wakeSandbox starts them); destroy removes them
+      }
       switch (e.mode()) {
         case LOCAL -> {
           if (e.dead().get() || !ProcessHandle.of(e.agentPid()).map(ProcessHandle::isAlive).orElse(false)) {
@@ -305,20 +397,158 @@ public final class Sandboxes implements AutoCloseable {
    * on demand. Callers {@link #begin} first, which forgets stopped sandboxes.
    */
   public Entry require(String id) {
+    Entry e = find(id);
+    requireRunning(e);
+    return e;
+  }
+
+  /**
+   * {@link #require} without the check that a persistent sandbox runs: for the tools that act on
+   * stopped ones too (destroy, wakeSandbox, shutdownSandbox). A persistent sandbox of the
+   * provider that this server has not used yet (an earlier server's) is taken up here.
+   */
+  public Entry find(String id) {
+    return find(id, true);
+  }
+
+  /** {@link #find(String)}; with {@code createDefault} false, a missing default sandbox is an error too. */
+  public Entry find(String id, boolean createDefault) {
     String sid = id == null ? DEFAULT_ID : id;
     CompletableFuture<Entry> f = byId.get(sid);
     if (f == null) {
+      Entry adopted = adopt(sid);
+      if (adopted != null) {
+        return adopted;
+      }
+      if (sid.equals(DEFAULT_ID) && !createDefault) {
+        throw new ToolException("There is no sandbox 'default' yet (it is made on first use, and is not persistent)."
+            + " Give the sandboxId of a persistent sandbox: listSandboxes shows them.");
+      }
       if (!sid.equals(DEFAULT_ID)) {
         throw new ToolException("There is no sandbox '" + sid + "'. Create it with getSandbox {\"sandboxId\": \""
             + sid + "\"}, or leave sandboxId out to use the default sandbox. listSandboxes shows the existing ones.");
       }
-      return getOrCreate(sid, null, null).entry();
+      return getOrCreate(sid, null).entry();
     }
     return await(sid, f);
   }
 
+  /** The persistent sandbox {@code id} of the provider as an entry of this server, or null if there is none. */
+  private Entry adopt(String id) {
+    if (config.mode() == SandboxMode.REMOTE || closed) {
+      return null;
+    }
+    SandboxInfo info = persistentInProvider().get(id);
+    if (info == null) {
+      return null;
+    }
+    ManagedSandbox handle = persistentProvider().get(info.id()).orElse(null);
+    if (handle == null) {
+      return null; // removed since it was listed
+    }
+    Entry e = entry(id, handle, null, null);
+    CompletableFuture<Entry> mine = CompletableFuture.completedFuture(e);
+    CompletableFuture<Entry> existing = byId.putIfAbsent(id, mine);
+    if (existing != null) { // another call took it up (or created it) first
+      handle.close();
+      return await(id, existing);
+    }
+    log.info("sandbox {}: found persistent {} sandbox {} ({})", id, persistentProvider().name(), info.id(),
+        info.state());
+    return e;
+  }
+
+  /** Where persistent sandbox {@code id}'s commands start: a directory of the state directory, or /workspace. */
+  private String workspaceOf(String id) {
+    return config.mode() == SandboxMode.CONTAINER ? CONTAINER_WORKSPACE
+        : persistentProvider() instanceof LocalProvider l ? l.workspace(id).toString() : null;
+  }
+
+  /** An entry for a persistent sandbox's handle. */
+  private Entry entry(String id, ManagedSandbox handle, Boolean keepAlive, Duration idle) {
+    SandboxMode mode = config.mode();
+    SandboxInfo info = handle.info();
+    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), workspaceOf(handle.id()), -1,
+        mode == SandboxMode.CONTAINER ? handle.id() : null, new AtomicBoolean(),
+        new AtomicLong(info.isRunning() ? System.nanoTime() : System.nanoTime() - 2 * SEEN_FOR.toNanos()), true);
+  }
+
+  /**
+   * Throws the error a call on a stopped persistent sandbox gets, which says to wake it. Asks the
+   * provider only when the sandbox has not answered for {@link #SEEN_FOR}.
+   */
+  public void requireRunning(Entry e) {
+    if (!e.persistent() || System.nanoTime() - e.seenAt().get() <= SEEN_FOR.toNanos()) {
+      return;
+    }
+    SandboxInfo info;
+    try {
+      info = e.managed().info();
+    } catch (SandboxException ex) {
+      throw new ToolException("Cannot tell whether sandbox '" + e.id() + "' runs: " + ex.getMessage());
+    }
+    if (!info.isRunning()) {
+      throw stopped(e.id());
+    }
+    e.seenAt().set(System.nanoTime());
+  }
+
+  /** The error for a call on stopped sandbox {@code id}: what to call next. */
+  static ToolException stopped(String id) {
+    return new ToolException("sandbox '" + id + "' is stopped: call wakeSandbox {\"sandboxId\":\"" + id
+        + "\"} to start it again (its files and checkpoints are kept; processes that ran before it stopped do not"
+        + " come back).");
+  }
+
+  /**
+   * After a call on {@code id} failed: if it is a persistent sandbox that has stopped (idle
+   * timeout, shut down by another server), the error that says to wake it; else null.
+   */
+  public ToolException stoppedError(String id) {
+    Entry e = done(id);
+    if (e == null || !e.persistent()) {
+      return null;
+    }
+    try {
+      return e.managed().info().isRunning() ? null : stopped(e.id());
+    } catch (RuntimeException ex) {
+      return null;
+    }
+  }
+
+  /** What the provider says about persistent sandbox {@code e} now; null for other sandboxes or when it cannot say. */
+  public SandboxInfo status(Entry e) {
+    if (!e.persistent()) {
+      return null;
+    }
+    try {
+      SandboxInfo info = e.managed().info();
+      if (info.isRunning()) {
+        e.seenAt().set(System.nanoTime());
+      }
+      return info;
+    } catch (RuntimeException ex) {
+      log.debug("sandbox {}: info failed: {}", e.id(), ex.toString());
+      return null;
+    }
+  }
+
+  /** A persistent sandbox was shut down or woken: its state is asked again before the next call. */
+  public void stateChanged(Entry e, boolean running) {
+    e.seenAt().set(running ? System.nanoTime() : System.nanoTime() - 2 * SEEN_FOR.toNanos());
+  }
+
   /** Gets the sandbox {@code id}, creating it with these settings if it does not exist; after {@link #begin}. */
   public Got getOrCreate(String id, Boolean keepAlive, Integer idleTimeoutSeconds) {
+    return getOrCreate(id, new Settings(keepAlive, idleTimeoutSeconds, false));
+  }
+
+  /**
+   * Gets the sandbox {@code id}: one this server holds, else a persistent one its provider has
+   * (an earlier server's), else a new one with {@code settings} (null: the defaults); after {@link #begin}.
+   */
+  public Got getOrCreate(String id, Settings settings) {
+    Settings how = settings != null ? settings : new Settings(null, null, false);
     if (!ID.matcher(id).matches()) {
       throw new ToolException("sandboxId must match " + ID.pattern() + ", got '" + id + "'");
     }
@@ -328,6 +558,22 @@ public final class Sandboxes implements AutoCloseable {
     if (config.agentUrl() != null && !id.equals(DEFAULT_ID)) {
       throw new ToolException("This server drives one remote sandbox agent (" + config.agentUrl()
           + "), whose sandbox id is \"default\"; it cannot create sandbox '" + id + "'. Leave sandboxId out.");
+    }
+    if (how.persistent() && id.equals(DEFAULT_ID) && !byId.containsKey(id)) {
+      // it would be taken up by every later server on the same state directory or engine
+      throw new ToolException("The default sandbox cannot be persistent: it is made on first use by any call without"
+          + " a sandboxId. Give the persistent sandbox an id of its own, e.g. getSandbox {\"sandboxId\": \"proj\","
+          + " \"persistent\": true}.");
+    }
+    if (how.persistent() && config.mode() == SandboxMode.REMOTE) {
+      throw new ToolException("This server drives one remote sandbox agent (--agent-url); it cannot create"
+          + " persistent sandboxes. Leave persistent out.");
+    }
+    if (!byId.containsKey(id)) {
+      Entry adopted = adopt(id);
+      if (adopted != null) {
+        return new Got(adopted, false);
+      }
     }
     CompletableFuture<Entry> mine = new CompletableFuture<>();
     CompletableFuture<Entry> existing;
@@ -346,7 +592,7 @@ public final class Sandboxes implements AutoCloseable {
     }
     Entry e;
     try {
-      e = create(id, keepAlive != null && keepAlive, idleTimeoutSeconds);
+      e = create(id, how);
     } catch (RuntimeException ex) {
       byId.remove(id, mine);
       mine.completeExceptionally(ex);
@@ -361,16 +607,36 @@ public final class Sandboxes implements AutoCloseable {
     return new Got(e, true);
   }
 
-  private Entry create(String id, boolean keepAlive, Integer idleSeconds) {
+  private Entry create(String id, Settings how) {
     long t0 = System.nanoTime();
     if (config.agentUrl() != null) {
       Sandbox s = Sandbox.connect(config.agentUrl(), config.agentToken());
       log.info("sandbox {}: connected to remote agent {}", id, config.agentUrl());
       return new Entry(id, s, SandboxMode.REMOTE, true, null, Instant.now(), null, -1, null, new AtomicBoolean(),
-          new AtomicLong(t0));
+          new AtomicLong(t0), false);
     }
-    Duration idle = idleSeconds != null ? Duration.ofSeconds(idleSeconds) : DEFAULT_IDLE;
+    boolean keepAlive = how.keepAlive() != null && how.keepAlive();
+    Duration idle = how.idleTimeoutSeconds() != null ? Duration.ofSeconds(how.idleTimeoutSeconds()) : DEFAULT_IDLE;
     try {
+      if (how.persistent()) {
+        SandboxProvider provider = persistentProvider();
+        SandboxSpec.Builder spec = (config.mode() == SandboxMode.CONTAINER
+            ? config.containerSpec().toBuilder().env(config.passEnv())
+            : SandboxSpec.builder().network(config.localNetwork()))
+            .name(id)
+            .label(ID_LABEL, id)
+            .label(PERSISTENT_LABEL, "true")
+            .label(SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
+        if (keepAlive) {
+          spec.keepAlive();
+        } else {
+          spec.idleTimeout(idle);
+        }
+        ManagedSandbox s = provider.create(spec.build());
+        log.info("sandbox {}: created persistent {} sandbox {} in {} ms", id, provider.name(), s.id(),
+            (System.nanoTime() - t0) / 1_000_000);
+        return entry(id, s, keepAlive, keepAlive ? null : idle);
+      }
       if (providerFactory != null) {
         SandboxProvider provider = provider();
         SandboxSpec.Builder spec = config.containerSpec().toBuilder()
@@ -386,14 +652,14 @@ public final class Sandboxes implements AutoCloseable {
         log.info("sandbox {}: created {} sandbox {} in {} ms", id, provider.name(), s.id(),
             (System.nanoTime() - t0) / 1_000_000);
         return new Entry(id, s, SandboxMode.CONTAINER, keepAlive, keepAlive ? null : idle, Instant.now(),
-            CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()));
+            CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
       }
       LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
           .isolation(config.localIsolation()).network(config.localNetwork()).start();
       log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
           (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
       return new Entry(id, s, SandboxMode.LOCAL, keepAlive, keepAlive ? null : idle, Instant.now(),
-          s.workspace().toString(), s.agentPid(), null, new AtomicBoolean(), new AtomicLong(System.nanoTime()));
+          s.workspace().toString(), s.agentPid(), null, new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
     } catch (SandboxException e) {
       throw new ToolException("Could not start sandbox '" + id + "': " + e.getMessage());
     }
@@ -414,6 +680,32 @@ public final class Sandboxes implements AutoCloseable {
   public List<Entry> list() {
     expire(true);
     return list0();
+  }
+
+  /**
+   * What listSandboxes shows: the sandboxes this server holds and the persistent sandboxes its
+   * provider has (also stopped ones, also ones other servers made), oldest first. Asks the
+   * provider; if it cannot be asked, only the held ones.
+   */
+  public List<Listed> listAll() {
+    List<Entry> held = list();
+    Map<String, SandboxInfo> persistent = closed ? Map.of() : persistentInProvider();
+    Map<String, Listed> out = new java.util.LinkedHashMap<>();
+    for (Entry e : held) {
+      SandboxInfo info = e.persistent() ? persistent.get(e.id()) : null;
+      if (e.persistent() && info == null) {
+        info = status(e);
+      }
+      out.put(e.id(), new Listed(e.id(), e, info, e.workspace()));
+    }
+    persistent.forEach((id, info) -> out.putIfAbsent(id, new Listed(id, null, info, workspaceOf(id))));
+    List<Listed> all = new ArrayList<>(out.values());
+    all.sort((a, b) -> createdAt(a).compareTo(createdAt(b)));
+    return all;
+  }
+
+  private static Instant createdAt(Listed l) {
+    return l.entry() != null ? l.entry().createdAt() : l.info().createdAt();
   }
 
   private List<Entry> list0() {
@@ -466,12 +758,27 @@ public final class Sandboxes implements AutoCloseable {
     if (p != null) {
       p.close();
     }
+    SandboxProvider l = localProvider;
+    if (l != null) {
+      l.close();
+    }
   }
 
-  /** Ends a sandbox the server no longer keeps: removes a provider's sandbox, stops a local one, leaves a remote agent. */
+  /**
+   * Ends a sandbox the server no longer keeps: shuts a persistent one down (its files and
+   * checkpoints stay for the next server), removes a provider's sandbox, stops a local one,
+   * leaves a remote agent.
+   */
   private void dispose(Entry e) {
     try {
-      if (e.mode() == SandboxMode.CONTAINER) {
+      if (e.persistent()) {
+        try {
+          e.managed().shutdown();
+          log.info("sandbox {}: shut down; its files and checkpoints are kept", e.id());
+        } finally {
+          e.sandbox().close();
+        }
+      } else if (e.mode() == SandboxMode.CONTAINER) {
         e.sandbox().destroy();
       } else {
         e.sandbox().close();

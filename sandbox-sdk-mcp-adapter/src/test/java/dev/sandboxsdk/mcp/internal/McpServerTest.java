@@ -113,7 +113,7 @@ class McpServerTest {
   }
 
   @Test
-  void toolsListHasThirteenToolsWithSchemasAndAnnotations() {
+  void toolsListHasEveryToolWithSchemasAndAnnotations() {
     initialize("2025-11-25");
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
     List<String> names = new ArrayList<>();
@@ -131,7 +131,8 @@ class McpServerTest {
         "killProcess", "killAllProcesses", "getProcessLogs", "streamProcessLogs", "cleanupCompletedProcesses",
         "getSandbox", "listSandboxes", "destroy", "readFile", "writeFile", "listFiles", "mkdir", "deleteFile",
         "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout", "watchFiles", "exposePort", "unexposePort",
-        "listExposedPorts");
+        "listExposedPorts", "shutdownSandbox", "wakeSandbox", "createCheckpoint", "listCheckpoints", "restoreCheckpoint",
+        "deleteCheckpoint");
     Set<String> implemented = new HashSet<>();
     try (SandboxTools impl = new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults()))) {
       impl.names().forEach(implemented::add);
@@ -171,7 +172,13 @@ class McpServerTest {
         java.util.Map.entry("exposePort", List.of(false, false, false)),
         java.util.Map.entry("unexposePort", List.of(false, true, true)),
         java.util.Map.entry("listExposedPorts", List.of(true, false, true)),
-        java.util.Map.entry("gitCheckout", List.of(false, false, false)));
+        java.util.Map.entry("gitCheckout", List.of(false, false, false)),
+        java.util.Map.entry("shutdownSandbox", List.of(false, true, true)),
+        java.util.Map.entry("wakeSandbox", List.of(false, false, true)),
+        java.util.Map.entry("createCheckpoint", List.of(false, false, false)),
+        java.util.Map.entry("listCheckpoints", List.of(true, false, true)),
+        java.util.Map.entry("restoreCheckpoint", List.of(false, true, true)),
+        java.util.Map.entry("deleteCheckpoint", List.of(false, true, true)));
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
     assertThat(tools).hasSize(expected.size());
     for (JsonNode t : tools) {

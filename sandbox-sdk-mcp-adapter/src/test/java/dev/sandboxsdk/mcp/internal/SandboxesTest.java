@@ -143,6 +143,71 @@ class SandboxesTest {
   }
 
   @Test
+  void aPersistentSandboxIsNamedStopsInsteadOfGoingAwayAndIsShutDownWhenTheServerCloses() {
+    Sandboxes sandboxes = new Sandboxes(containers(), provider);
+    Sandboxes.Entry e = sandboxes.getOrCreate("proj", new Sandboxes.Settings(null, 60, true)).entry();
+    sandboxes.getOrCreate("plain", null, null);
+
+    SandboxSpec spec = provider.specs.get(0);
+    assertThat(spec.name()).isEqualTo("proj");
+    assertThat(spec.labels()).containsEntry(Sandboxes.ID_LABEL, "proj").containsEntry(Sandboxes.PERSISTENT_LABEL, "true");
+    assertThat(spec.idleTimeout()).isEqualTo(Duration.ofSeconds(60));
+    assertThat(e.persistent()).isTrue();
+    assertThat(provider.specs.get(1).name()).isNull();
+
+    provider.state.put("c1", SandboxInfo.STOPPED); // idle: its agent stopped, the container stays
+    sandboxes.failed("proj", new SandboxException("stopped", null));
+    assertThat(sandboxes.list()).extracting(Sandboxes.Entry::id).as("not forgotten").contains("proj");
+    assertThat(provider.sandboxes.get(0).destroyed).isFalse();
+    assertThatThrownBy(() -> sandboxes.require("proj")).isInstanceOf(ToolException.class)
+        .hasMessageStartingWith("sandbox 'proj' is stopped: call wakeSandbox {\"sandboxId\":\"proj\"}");
+    assertThat(sandboxes.listAll()).extracting(l -> l.id() + " " + (l.info() == null ? "-" : l.info().state()))
+        .containsExactly("proj stopped", "plain -");
+
+    sandboxes.close();
+    assertThat(provider.sandboxes.get(0).destroyed).as("a persistent sandbox is kept").isFalse();
+    assertThat(provider.state).containsEntry("c1", SandboxInfo.STOPPED);
+    assertThat(provider.sandboxes.get(1).destroyed).isTrue();
+  }
+
+  @Test
+  void aPersistentSandboxAnEarlierServerLeftIsListedAndTakenUpByItsId() {
+    FakeProvider shared = provider;
+    try (Sandboxes first = new Sandboxes(containers(), shared)) {
+      first.getOrCreate("proj", new Sandboxes.Settings(true, null, true));
+    }
+    shared.closed = false;
+    try (Sandboxes second = new Sandboxes(containers(), shared)) {
+      List<Sandboxes.Listed> all = second.listAll();
+      assertThat(all).hasSize(1);
+      assertThat(all.get(0).id()).isEqualTo("proj");
+      assertThat(all.get(0).entry()).as("listed, not yet used").isNull();
+      assertThat(all.get(0).info().isStopped()).isTrue();
+
+      Sandboxes.Entry e = second.find("proj");
+      assertThat(e.persistent()).isTrue();
+      assertThat(e.keepAlive()).as("not known to this server").isNull();
+      assertThat(e.providerId()).isEqualTo("c1");
+      e.managed().wake();
+      second.stateChanged(e, true);
+      assertThat(second.require("proj")).isSameAs(e);
+      Sandboxes.Got again = second.getOrCreate("proj", new Sandboxes.Settings(null, null, true));
+      assertThat(again.created()).isFalse();
+      assertThat(shared.specs).hasSize(1);
+    }
+  }
+
+  @Test
+  void theDefaultSandboxCannotBePersistent() {
+    try (Sandboxes sandboxes = new Sandboxes(containers(), provider)) {
+      assertThatThrownBy(() -> sandboxes.getOrCreate(Sandboxes.DEFAULT_ID, new Sandboxes.Settings(null, null, true)))
+          .isInstanceOf(ToolException.class).hasMessageStartingWith("The default sandbox cannot be persistent")
+          .hasMessageContaining("\"sandboxId\": \"proj\"");
+      assertThat(provider.specs).isEmpty();
+    }
+  }
+
+  @Test
   void aProviderIsNeededExactlyForContainers() {
     assertThatThrownBy(() -> new Sandboxes(AdapterConfig.defaults(), provider))
         .isInstanceOf(IllegalArgumentException.class);
@@ -154,6 +219,7 @@ class SandboxesTest {
     final List<SandboxSpec> specs = new CopyOnWriteArrayList<>();
     final List<FakeSandbox> sandboxes = new CopyOnWriteArrayList<>();
     final Map<String, String> state = new java.util.concurrent.ConcurrentHashMap<>();
+    final Map<String, Map<String, String>> labels = new java.util.concurrent.ConcurrentHashMap<>();
     final AtomicInteger lists = new AtomicInteger();
     volatile RuntimeException failCreate;
     volatile RuntimeException failList;
@@ -173,12 +239,13 @@ class SandboxesTest {
       FakeSandbox s = new FakeSandbox("c" + (sandboxes.size() + 1), this);
       sandboxes.add(s);
       state.put(s.id(), "running");
+      labels.put(s.id(), spec.labels());
       return s;
     }
 
     @Override
-    public Optional<ManagedSandbox> get(String id) {
-      return sandboxes.stream().filter(s -> s.id().equals(id) && "running".equals(state.get(id)))
+    public Optional<ManagedSandbox> get(String id) { // running or stopped, as the SDK's providers do
+      return sandboxes.stream().filter(s -> s.id().equals(id) && state.containsKey(id))
           .map(s -> (ManagedSandbox) s).findFirst();
     }
 
@@ -190,7 +257,7 @@ class SandboxesTest {
       }
       List<SandboxInfo> out = new ArrayList<>();
       state.forEach((id, st) -> out.add(new SandboxInfo(id, name(), "sandbox-" + id, "my-agent", st, Instant.EPOCH,
-          URI.create("http://127.0.0.1:1"), Map.of())));
+          URI.create("http://127.0.0.1:1"), labels.getOrDefault(id, Map.of()), Instant.EPOCH.plusSeconds(60))));
       return out;
     }
 
@@ -228,19 +295,19 @@ class SandboxesTest {
     }
 
     @Override
+    public void destroy() {
+      destroyed = true;
+      provider.state.remove(id);
+    }
+
+    @Override
     public void shutdown() {
-      provider.state.put(id, "stopped");
+      provider.state.put(id, SandboxInfo.STOPPED);
     }
 
     @Override
     public void wake() {
-      provider.state.put(id, "running");
-    }
-
-    @Override
-    public void destroy() {
-      destroyed = true;
-      provider.state.remove(id);
+      provider.state.put(id, SandboxInfo.RUNNING);
     }
 
     @Override

@@ -1,0 +1,153 @@
+package dev.sandboxsdk.mcp.internal;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sandboxsdk.Checkpoint;
+import dev.sandboxsdk.ProcessInfo;
+import dev.sandboxsdk.SandboxException;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
+
+/**
+ * The checkpoint tool group: {@code createCheckpoint}, {@code listCheckpoints},
+ * {@code restoreCheckpoint}, {@code deleteCheckpoint}. A checkpoint is a copy of the sandbox's
+ * whole workspace kept by its agent outside the workspace; restoring one makes the workspace
+ * that copy again, byte for byte. A checkpoint is named by the id createCheckpoint returned,
+ * or by its name (the newest of that name). Thread-safe.
+ */
+final class CheckpointTools implements ToolGroup {
+  private final Sandboxes sandboxes;
+
+  CheckpointTools(Sandboxes sandboxes) {
+    this.sandboxes = sandboxes;
+  }
+
+  @Override
+  public void register(Map<String, ToolHandler> tools) {
+    tools.put("createCheckpoint", ToolHandler.blocking(this::createCheckpoint));
+    tools.put("listCheckpoints", ToolHandler.blocking(this::listCheckpoints));
+    tools.put("restoreCheckpoint", ToolHandler.blocking(this::restoreCheckpoint));
+    tools.put("deleteCheckpoint", ToolHandler.blocking(this::deleteCheckpoint));
+  }
+
+  ToolOutcome createCheckpoint(ObjectNode args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+    String name = args.get("name").asText();
+    long t0 = System.nanoTime();
+    Checkpoint c;
+    try {
+      c = sb.sandbox().checkpoint(name);
+    } catch (SandboxException e) {
+      throw explained(e, sb);
+    }
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    ctx.log("info", "checkpoint '" + name + "' of sandbox '" + sb.id() + "': " + c.sizeBytes() + " bytes in " + ms
+        + " ms");
+    ObjectNode r = Json.object();
+    r.set("checkpoint", json(c));
+    r.put("durationMs", ms);
+    return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Checkpoint '" + c.name() + "' (id " + c.id()
+        + ", " + size(c.sizeBytes()) + ") of sandbox '" + sb.id() + "' holds its workspace as it is now."
+        + " restoreCheckpoint {\"sandboxId\":\"" + sb.id() + "\",\"checkpointId\":\"" + c.id()
+        + "\"} brings these files back.", false);
+  }
+
+  ToolOutcome listCheckpoints(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+    List<Checkpoint> all = sb.sandbox().listCheckpoints();
+    ObjectNode r = Json.object();
+    ArrayNode arr = r.putArray("checkpoints");
+    all.forEach(c -> arr.add(json(c)));
+    r.put("count", all.size());
+    String text = all.isEmpty()
+        ? "Sandbox '" + sb.id() + "' has no checkpoints; createCheckpoint makes one."
+        : "Sandbox '" + sb.id() + "' has " + all.size() + " checkpoint(s), oldest first: "
+            + String.join(", ", all.stream().map(c -> "'" + c.name() + "' (" + c.id() + ")").toList()) + ".";
+    return new ToolOutcome(SandboxTools.withSandbox(r, sb), text, false);
+  }
+
+  ToolOutcome restoreCheckpoint(ObjectNode args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+    Checkpoint c = resolve(sb, args.get("checkpointId").asText());
+    boolean force = args.path("force").asBoolean(false);
+    int running = force ? (int) sb.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning).count() : 0;
+    long t0 = System.nanoTime();
+    try {
+      sb.sandbox().restore(c.id(), force);
+    } catch (SandboxException e) {
+      if ("PROCESSES_RUNNING".equals(e.code())) {
+        List<String> what = sb.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning)
+            .map(p -> p.id() + " (" + p.command() + ")").toList();
+        throw new ToolException("Sandbox '" + sb.id() + "' has running processes" + (what.isEmpty() ? ""
+            : ": " + String.join(", ", what)) + ". Restoring replaces the files under them: stop them (killProcess,"
+            + " killAllProcesses) or call restoreCheckpoint with force: true, which kills them first. Nothing was"
+            + " changed.");
+      }
+      throw explained(e, sb);
+    }
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    ctx.log("info", "restored checkpoint '" + c.name() + "' of sandbox '" + sb.id() + "' in " + ms + " ms");
+    ObjectNode r = Json.object();
+    r.set("checkpoint", json(c));
+    r.put("restored", true).put("killedProcesses", running).put("durationMs", ms);
+    return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Sandbox '" + sb.id() + "' has its workspace as at"
+        + " checkpoint '" + c.name() + "' (" + c.createdAt() + ") again; files made since are gone"
+        + (running > 0 ? ", and " + running + " running process(es) were killed first" : "") + ".", false);
+  }
+
+  ToolOutcome deleteCheckpoint(ObjectNode args) {
+    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+    Checkpoint c = resolve(sb, args.get("checkpointId").asText());
+    try {
+      sb.sandbox().deleteCheckpoint(c.id());
+    } catch (SandboxException e) {
+      throw explained(e, sb);
+    }
+    ObjectNode r = Json.object().put("checkpointId", c.id()).put("name", c.name()).put("deleted", true);
+    return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Deleted checkpoint '" + c.name() + "' (" + c.id()
+        + ") of sandbox '" + sb.id() + "'.", false);
+  }
+
+  /** The checkpoint errors a model can act on, with what to do; others as they are. */
+  private static RuntimeException explained(SandboxException e, Sandboxes.Entry sb) {
+    if ("CHECKPOINT_BUSY".equals(e.code())) {
+      return new ToolException("Another checkpoint, restore or delete is running in sandbox '" + sb.id() + "': "
+          + e.getMessage() + ". Try again when it has finished.");
+    }
+    if ("CHECKPOINT_NOT_FOUND".equals(e.code())) {
+      return new ToolException(e.getMessage() + ". It was deleted meanwhile; listCheckpoints shows the checkpoints"
+          + " that exist.");
+    }
+    return e;
+  }
+
+  /** The checkpoint with this id, else the newest with this name; an error that lists them if none. */
+  private static Checkpoint resolve(Sandboxes.Entry sb, String idOrName) {
+    List<Checkpoint> all = sb.sandbox().listCheckpoints();
+    Optional<Checkpoint> byId = all.stream().filter(c -> c.id().equals(idOrName)).findFirst();
+    if (byId.isPresent()) {
+      return byId.get();
+    }
+    return all.stream().filter(c -> c.name().equals(idOrName)).max(Comparator.comparing(Checkpoint::createdAt))
+        .orElseThrow(() -> new ToolException("There is no checkpoint '" + idOrName + "' in sandbox '" + sb.id() + "'"
+            + (all.isEmpty() ? ": it has none (createCheckpoint makes one)."
+                : ". Its checkpoints: " + String.join(", ", all.stream().map(c -> "'" + c.name() + "' (id " + c.id()
+                    + ")").toList()) + "; give an id or a name.")));
+  }
+
+  static ObjectNode json(Checkpoint c) {
+    return Json.object().put("id", c.id()).put("name", c.name()).put("sizeBytes", c.sizeBytes())
+        .put("createdAt", c.createdAt().toString());
+  }
+
+  private static String size(long bytes) {
+    if (bytes < 1024) {
+      return bytes + " bytes";
+    }
+    double kib = bytes / 1024.0;
+    return kib < 1024 ? String.format(Locale.ROOT, "%.1f KiB", kib) : String.format(Locale.ROOT, "%.1f MiB", kib / 1024);
+  }
+}

@@ -1,0 +1,294 @@
+package dev.sandboxsdk.mcp.internal;
+
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sandboxsdk.GitCheckout;
+import dev.sandboxsdk.GitCheckoutOptions;
+import dev.sandboxsdk.Isolation;
+import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.ProcessInfo;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInfo;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The lifecycle tool group: {@code getSandbox} (which can make a persistent sandbox and clone a
+ * repository into it), {@code listSandboxes} (with each sandbox's status and times, also the
+ * persistent ones other servers left), {@code shutdownSandbox}, {@code wakeSandbox} and
+ * {@code destroy}. A persistent sandbox is a named sandbox of the provider: its files and
+ * checkpoints outlive this server; shutting it down ends its processes and keeps its files.
+ * Thread-safe.
+ */
+final class LifecycleTools implements ToolGroup {
+  private final Sandboxes sandboxes;
+  private final Map<String, String> passEnv;
+
+  LifecycleTools(Sandboxes sandboxes, Map<String, String> passEnv) {
+    this.sandboxes = sandboxes;
+    this.passEnv = passEnv;
+  }
+
+  @Override
+  public void register(Map<String, ToolHandler> tools) {
+    tools.put("getSandbox", ToolHandler.blocking(this::getSandbox));
+    tools.put("listSandboxes", ToolHandler.blocking(this::listSandboxes));
+    tools.put("shutdownSandbox", ToolHandler.blocking(this::shutdownSandbox));
+    tools.put("wakeSandbox", ToolHandler.blocking(this::wakeSandbox));
+    tools.put("destroy", ToolHandler.blocking(this::destroy));
+  }
+
+  ToolOutcome getSandbox(ObjectNode args, CallContext ctx) {
+    String id = idOf(args);
+    Boolean keepAlive = args.hasNonNull("keepAlive") ? args.get("keepAlive").asBoolean() : null;
+    Integer idle = args.hasNonNull("idleTimeoutSeconds") ? args.get("idleTimeoutSeconds").asInt() : null;
+    boolean persistent = args.path("persistent").asBoolean(false);
+    String repository = args.hasNonNull("repository") ? args.get("repository").asText() : null;
+    if (args.hasNonNull("branch") && repository == null) {
+      throw new ToolException("branch needs repository: the URL of the git repository to clone into the new sandbox.");
+    }
+    long t0 = System.nanoTime();
+    Sandboxes.Got got = sandboxes.getOrCreate(id, new Sandboxes.Settings(keepAlive, idle, persistent));
+    Sandboxes.Entry e = got.entry();
+    ObjectNode r = Json.object();
+    GitCheckout cloned = null;
+    if (got.created() && repository != null) {
+      cloned = cloneInto(e, repository, args.hasNonNull("branch") ? args.get("branch").asText() : null);
+    }
+    if (got.created()) {
+      ctx.log("info", "created " + (e.persistent() ? "persistent " : "") + e.mode().wireName() + " sandbox '" + id
+          + "' in " + (System.nanoTime() - t0) / 1_000_000 + " ms");
+    }
+    SandboxInfo info = sandboxes.status(e);
+    r.set("sandbox", sandboxJson(id, e, info));
+    r.put("created", got.created());
+    if (cloned != null) {
+      r.putObject("repository").put("repoUrl", cloned.repoUrl()).put("branch", cloned.branch())
+          .put("targetDir", cloned.targetDir());
+    }
+    List<String> text = new ArrayList<>();
+    if (got.created()) {
+      text.add("Created " + (e.persistent() ? "persistent " : "") + "sandbox '" + id + "'"
+          + (cloned != null ? " with " + cloned.repoUrl() + " (branch " + cloned.branch() + ") cloned into "
+              + cloned.targetDir() : "") + ".");
+      if (e.persistent()) {
+        text.add("Its files and checkpoints outlive this server; shutdownSandbox stops it, wakeSandbox starts it"
+            + " again, destroy removes it.");
+      }
+    } else {
+      text.add("Sandbox '" + id + "' exists already" + (e.persistent() ? " (persistent)" : "")
+          + "; settings given now do not change it.");
+      if (repository != null) {
+        text.add("Nothing was cloned: repository applies when a sandbox is created (gitCheckout clones into an"
+            + " existing one).");
+      }
+    }
+    if (info != null && !info.isRunning()) {
+      text.add("It is stopped: call wakeSandbox {\"sandboxId\":\"" + id + "\"} to start it again.");
+      r.put("note", "The sandbox is stopped: call wakeSandbox before using it.");
+    }
+    return new ToolOutcome(r, String.join(" ", text), false);
+  }
+
+  /**
+   * Clones {@code url} into the sandbox just created; if that fails, the sandbox is destroyed
+   * again, so that the same getSandbox call can be repeated.
+   */
+  private GitCheckout cloneInto(Sandboxes.Entry e, String url, String branch) {
+    GitCheckoutOptions.Builder options = GitCheckoutOptions.builder().timeout(GitTools.DEFAULT_TIMEOUT);
+    if (branch != null) {
+      options.branch(branch);
+    }
+    try {
+      return e.sandbox().gitCheckout(url, options.build());
+    } catch (RuntimeException ex) {
+      try {
+        e.sandbox().destroy();
+      } catch (RuntimeException ignored) {
+        // the clone's failure is what the model needs to see
+      }
+      sandboxes.remove(e);
+      String why = ex instanceof SandboxException se && se.code() != null
+          ? "git clone failed (" + se.code() + "): " + ex.getMessage() + GitTools.hint(se.code())
+          : "git clone failed: " + ex.getMessage();
+      throw new ToolException(why + " Sandbox '" + e.id() + "' was not kept; call getSandbox again with a"
+          + " repository it can clone" + (passEnv.isEmpty() ? "" : ", or create it without one and clone with"
+          + " gitCheckout (which takes credentials)") + ".");
+    }
+  }
+
+  ToolOutcome listSandboxes(ObjectNode args) {
+    ObjectNode r = Json.object();
+    ArrayNode arr = r.putArray("sandboxes");
+    List<Sandboxes.Listed> list = sandboxes.listAll();
+    int running = 0;
+    for (Sandboxes.Listed l : list) {
+      ObjectNode o = sandboxJson(l.id(), l.entry(), l.info());
+      if (l.entry() == null) {
+        o.put("workspace", l.workspace());
+      }
+      if ("running".equals(o.get("status").asText())) {
+        running++;
+      }
+      arr.add(o);
+    }
+    r.put("count", list.size());
+    int stopped = list.size() - running;
+    String text = list.isEmpty() ? "No sandboxes. getSandbox creates one."
+        : list.size() + " sandbox(es): " + running + " running, " + stopped + " stopped"
+            + (stopped > 0 ? " (wakeSandbox starts a stopped one)." : ".");
+    return new ToolOutcome(r, text, false);
+  }
+
+  ToolOutcome shutdownSandbox(ObjectNode args, CallContext ctx) {
+    String id = idOf(args);
+    Sandboxes.Entry e = persistentEntry(id, "shut down");
+    SandboxInfo before = sandboxes.status(e);
+    int calls = sandboxes.callsInFlight(id) - 1; // not counting this call
+    if (calls > 0 && !args.path("force").asBoolean(false)) {
+      throw new ToolException("Sandbox '" + id + "' is in use: " + calls + " tool call(s) still running there."
+          + " Wait for them or cancel them, or call shutdownSandbox with force: true.");
+    }
+    boolean wasRunning = before == null || before.isRunning();
+    int processes = 0;
+    if (wasRunning) {
+      try {
+        processes = (int) e.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning).count();
+      } catch (RuntimeException ex) {
+        processes = 0; // it may be stopping on its own; shutdown below says what it finds
+      }
+      e.managed().shutdown();
+    }
+    sandboxes.stateChanged(e, false);
+    SandboxInfo info = sandboxes.status(e);
+    ctx.log("info", "shut down sandbox '" + id + "'");
+    ObjectNode r = Json.object();
+    r.set("sandbox", sandboxJson(id, e, info));
+    r.put("wasRunning", wasRunning).put("stoppedProcesses", processes);
+    String text = (wasRunning ? "Sandbox '" + id + "' is shut down" + (processes > 0 ? " (" + processes
+        + " running process(es) ended)" : "") : "Sandbox '" + id + "' was stopped already")
+        + ": its files and checkpoints are kept. wakeSandbox {\"sandboxId\":\"" + id + "\"} starts it again.";
+    return new ToolOutcome(r, text, false);
+  }
+
+  ToolOutcome wakeSandbox(ObjectNode args, CallContext ctx) {
+    String id = idOf(args);
+    Sandboxes.Entry e = persistentEntry(id, "woken");
+    SandboxInfo before = sandboxes.status(e);
+    boolean wasRunning = before != null && before.isRunning();
+    long t0 = System.nanoTime();
+    if (!wasRunning) {
+      e.managed().wake();
+    }
+    sandboxes.stateChanged(e, true);
+    SandboxInfo info = sandboxes.status(e);
+    long ms = (System.nanoTime() - t0) / 1_000_000;
+    if (!wasRunning) {
+      ctx.log("info", "woke sandbox '" + id + "' in " + ms + " ms");
+    }
+    ObjectNode r = Json.object();
+    r.set("sandbox", sandboxJson(id, e, info));
+    r.put("wasRunning", wasRunning).put("durationMs", ms);
+    String text = wasRunning ? "Sandbox '" + id + "' is running already."
+        : "Sandbox '" + id + "' is running again with its files and checkpoints; processes that ran before it"
+            + " stopped are gone (start them again).";
+    return new ToolOutcome(r, text, false);
+  }
+
+  /** The persistent sandbox {@code id}, running or not; for shutdown and wake, which only persistent ones have. */
+  private Sandboxes.Entry persistentEntry(String id, String verb) {
+    Sandboxes.Entry e = sandboxes.find(id, false); // a default sandbox made only to refuse would be a waste
+    if (!e.persistent()) {
+      throw new ToolException("Sandbox '" + id + "' is not persistent, so it cannot be " + verb + ": only sandboxes"
+          + " created with getSandbox {\"sandboxId\": \"...\", \"persistent\": true} keep their files while stopped."
+          + (e.mode() == SandboxMode.REMOTE ? " This server drives a remote agent, which it does not start or stop."
+              : " destroy removes this one; its files can be kept only by copying them out first."));
+    }
+    return e;
+  }
+
+  ToolOutcome destroy(ObjectNode args, CallContext ctx) {
+    String id = idOf(args);
+    if (sandboxes.listAll().stream().noneMatch(l -> l.id().equals(id))) {
+      throw new ToolException("There is no sandbox '" + id + "' (listSandboxes shows the existing ones);"
+          + " nothing was destroyed.");
+    }
+    Sandboxes.Entry sb = sandboxes.find(id);
+    boolean force = args.path("force").asBoolean(false);
+    SandboxInfo info = sandboxes.status(sb);
+    boolean running = info == null || info.isRunning();
+    List<ProcessInfo> processes = running
+        ? sb.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning).toList() : List.of();
+    int calls = sandboxes.callsInFlight(id) - 1; // not counting this call
+    if ((!processes.isEmpty() || calls > 0) && !force) {
+      List<String> what = new ArrayList<>();
+      processes.forEach(p -> what.add("process " + p.id() + " (" + p.command() + ")"));
+      if (calls > 0) {
+        what.add(calls + " tool call(s) still running there (exec, runCode, streamProcessLogs or a file tool)");
+      }
+      throw new ToolException("Sandbox '" + id + "' is in use: " + String.join(", ", what) + ". Stop them (killProcess,"
+          + " killAllProcesses, or cancel the calls), or call destroy with force: true to kill everything.");
+    }
+    int killed = 0;
+    if (sb.mode() != SandboxMode.REMOTE) { // a local agent with its workspace, or a container with its volume
+      killed = processes.size();
+      sb.sandbox().destroy();
+    } else {
+      killed = sb.sandbox().killAllProcesses();
+      sb.sandbox().cleanupCompletedProcesses();
+      sb.sandbox().close();
+    }
+    sandboxes.remove(sb);
+    ctx.log("info", "destroyed sandbox '" + id + "'" + (killed > 0 ? ", killing " + killed + " process(es)" : ""));
+    ObjectNode r = Json.object().put("sandboxId", id).put("destroyed", true).put("killedProcesses", killed);
+    return new ToolOutcome(r, "Destroyed sandbox '" + id + "'" + (sb.persistent() ? " with its files and checkpoints"
+        : "") + (killed > 0 ? ", killing " + killed + " process(es)" : "") + ".", false);
+  }
+
+  private static String idOf(ObjectNode args) {
+    String id = SandboxTools.sandboxId(args);
+    return id == null ? Sandboxes.DEFAULT_ID : id;
+  }
+
+  /**
+   * A sandbox record: from the entry this server holds and, for a persistent sandbox, what its
+   * provider says now ({@code info}; null when unknown). Either may be missing, not both.
+   */
+  static ObjectNode sandboxJson(String id, Sandboxes.Entry e, SandboxInfo info) {
+    ObjectNode o = Json.object().put("sandboxId", id);
+    SandboxMode mode = e != null ? e.mode() : "container".equals(info.provider()) ? SandboxMode.CONTAINER
+        : SandboxMode.LOCAL;
+    o.put("mode", mode.wireName());
+    boolean persistent = e == null || e.persistent();
+    o.put("persistent", persistent);
+    String status = info != null ? (info.isRunning() ? "running" : "stopped") : e.persistent() ? "unknown" : "running";
+    o.put("status", status);
+    if (e != null && e.keepAlive() != null) {
+      o.put("keepAlive", e.keepAlive());
+    } else {
+      o.putNull("keepAlive");
+    }
+    o.put("idleTimeoutSeconds", e == null || e.idleTimeout() == null ? null : e.idleTimeout().toSeconds());
+    o.put("createdAt", (e != null ? e.createdAt() : info.createdAt()).toString());
+    o.put("lastActivityAt", info != null && info.lastActivityAt() != null ? info.lastActivityAt().toString() : null);
+    o.put("workspace", e != null ? e.workspace() : mode == SandboxMode.CONTAINER ? Sandboxes.CONTAINER_WORKSPACE : null);
+    o.put("providerId", e != null ? e.providerId() : mode == SandboxMode.CONTAINER ? info.id() : null);
+    return o.put("isolation", isolation(e, mode));
+  }
+
+  /** What keeps the sandbox's commands from this machine, as listSandboxes reports it; null when unknown. */
+  private static String isolation(Sandboxes.Entry e, SandboxMode mode) {
+    switch (mode) {
+      case LOCAL:
+        if (e == null || !(e.sandbox() instanceof LocalSandbox l)) {
+          return null;
+        }
+        return l.isolation() != Isolation.NONE ? "bwrap" : "none";
+      case CONTAINER:
+        return "container";
+      default:
+        return null;
+    }
+  }
+}
