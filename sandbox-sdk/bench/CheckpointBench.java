@@ -17,8 +17,6 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
 import java.util.Random;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.stream.Stream;
 
 /**
@@ -84,8 +82,8 @@ public class CheckpointBench {
           double floorS = (System.nanoTime() - t0) / 1e9;
           run("rm", "-rf", copy.toString());
 
-          long rssBefore = rss(pid);
-          Sampler sampler = new Sampler(pid);
+          long rssBefore = RssSampler.rss(pid);
+          RssSampler sampler = new RssSampler(pid);
           t0 = System.nanoTime();
           Checkpoint c = sandbox.checkpoint("bench-" + run);
           double ckptS = (System.nanoTime() - t0) / 1e9;
@@ -95,8 +93,8 @@ public class CheckpointBench {
           change(ws);
           String changed = digest(ws);
 
-          long rssMid = rss(pid);
-          sampler = new Sampler(pid);
+          long rssMid = RssSampler.rss(pid);
+          sampler = new RssSampler(pid);
           t0 = System.nanoTime();
           sandbox.restore(c.id());
           double restoreS = (System.nanoTime() - t0) / 1e9;
@@ -193,68 +191,5 @@ public class CheckpointBench {
       throw new IllegalStateException(String.join(" ", argv) + " failed: " + out);
     }
     return out;
-  }
-
-  /** Resident set size of a process, from /proc/PID/status (VmRSS), in bytes; 0 if it is gone. */
-  static long rss(long pid) {
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
-        if (line.startsWith("VmRSS:")) {
-          return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      // gone
-    }
-    return 0;
-  }
-
-  /** Samples the agent's RSS, and the largest of its children's (tar), every 20 ms until stopped. */
-  static final class Sampler {
-    final AtomicBoolean running = new AtomicBoolean(true);
-    final AtomicLong peak = new AtomicLong();
-    final AtomicLong childPeak = new AtomicLong();
-    final Thread thread;
-
-    Sampler(long pid) {
-      thread = new Thread(() -> {
-        while (running.get()) {
-          peak.accumulateAndGet(rss(pid), Math::max);
-          for (long child : children(pid)) {
-            childPeak.accumulateAndGet(rss(child), Math::max);
-          }
-          try {
-            Thread.sleep(20);
-          } catch (InterruptedException e) {
-            return;
-          }
-        }
-      }, "rss-sampler");
-      thread.setDaemon(true);
-      thread.start();
-    }
-
-    long[] stop() throws InterruptedException {
-      running.set(false);
-      thread.join();
-      return new long[] {peak.get(), childPeak.get()};
-    }
-  }
-
-  static List<Long> children(long pid) {
-    List<Long> pids = new ArrayList<>();
-    try (Stream<Path> tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
-      for (Path t : (Iterable<Path>) tasks::iterator) {
-        String text = Files.readString(t.resolve("children")).trim();
-        if (!text.isEmpty()) {
-          for (String s : text.split("\\s+")) {
-            pids.add(Long.parseLong(s));
-          }
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      // the agent or a task went away
-    }
-    return pids;
   }
 }

@@ -15,8 +15,6 @@ import java.security.MessageDigest;
 import java.util.HexFormat;
 import java.util.Locale;
 import java.util.Random;
-import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * File transfer benchmark (see docs/performance.md, "Files"): one file of {@code --mib} MiB
@@ -83,22 +81,22 @@ public class FilesBench {
           Files.delete(floorCopy);
 
           long heapBefore = usedHeap();
-          long rssBefore = rss(pid);
-          Sampler up = new Sampler(pid);
+          long rssBefore = RssSampler.rss(pid);
+          RssSampler up = new RssSampler(pid);
           t0 = System.nanoTime();
           sandbox.files().upload(source, "big.bin");
           double upS = (System.nanoTime() - t0) / 1e9;
-          long upPeak = up.stop();
+          long upPeak = up.stop()[0];
           ExecResult sum = sandbox.exec(Command.of("sha256sum", "big.bin"));
           String sandboxSha = sum.stdout().split(" ")[0];
 
           Path back = dir.resolve("back.bin");
-          long rssMid = rss(pid);
-          Sampler down = new Sampler(pid);
+          long rssMid = RssSampler.rss(pid);
+          RssSampler down = new RssSampler(pid);
           t0 = System.nanoTime();
           sandbox.files().download("big.bin", back);
           double downS = (System.nanoTime() - t0) / 1e9;
-          long downPeak = down.stop();
+          long downPeak = down.stop()[0];
           String backSha = sha256(back);
           long heapAfter = usedHeap();
           boolean exact = sourceSha.equals(sandboxSha) && sourceSha.equals(backSha)
@@ -190,43 +188,5 @@ public class FilesBench {
     System.gc();
     Runtime r = Runtime.getRuntime();
     return r.totalMemory() - r.freeMemory();
-  }
-
-  /** Resident set size of a process, from /proc/PID/status (VmRSS), in bytes. */
-  static long rss(long pid) throws IOException {
-    for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
-      if (line.startsWith("VmRSS:")) {
-        return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-      }
-    }
-    throw new IOException("no VmRSS for " + pid);
-  }
-
-  /** Samples a process's RSS every 20 ms on a thread of its own; stop() returns the peak. */
-  static final class Sampler {
-    private final AtomicLong peak = new AtomicLong();
-    private final AtomicBoolean running = new AtomicBoolean(true);
-    private final Thread thread;
-
-    Sampler(long pid) {
-      thread = new Thread(() -> {
-        while (running.get()) {
-          try {
-            peak.accumulateAndGet(rss(pid), Math::max);
-            Thread.sleep(20);
-          } catch (IOException | InterruptedException e) {
-            return;
-          }
-        }
-      }, "rss-sampler");
-      thread.setDaemon(true);
-      thread.start();
-    }
-
-    long stop() throws InterruptedException {
-      running.set(false);
-      thread.join();
-      return peak.get();
-    }
   }
 }

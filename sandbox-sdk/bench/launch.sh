@@ -1,6 +1,6 @@
 # Shared by run.sh, cancel.sh and files.sh: runs one benchmark source file against the samples
 # jar (SDK + agent + dependencies), building the jar first if it is missing. The benchmark is
-# compiled together with the plot writer bench/Svg.java into a temporary directory.
+# compiled together with the plot writer bench/Svg.java and bench/RssSampler.java into a temporary directory.
 #   source "$here/launch.sh"; launch <Bench>.java [java options...] -- [bench arguments...]
 # SAMPLES_JAR=path runs the benchmark against another build's samples jar (a before/after run).
 launch() {
@@ -28,7 +28,7 @@ launch() {
   fi
   launch_classes="$(mktemp -d)"
   trap 'rm -rf "$launch_classes"' EXIT
-  "$javac_bin" -nowarn -cp "$jar" -d "$launch_classes" "$here/$main" "$root/bench/Svg.java"
+  "$javac_bin" -nowarn -cp "$jar" -d "$launch_classes" "$here/$main" "$root/bench/Svg.java" "$root/bench/RssSampler.java"
   cd "$root"
   "$java_bin" ${java_opts[@]+"${java_opts[@]}"} -cp "$launch_classes:$jar" -Dorg.slf4j.simpleLogger.defaultLogLevel=warn \
     "${main%.java}" "$@"
