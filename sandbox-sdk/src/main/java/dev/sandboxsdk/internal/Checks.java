@@ -95,6 +95,14 @@ public final class Checks {
     return Collections.unmodifiableMap(copy);
   }
 
+  /** A terminal size: {@code cols} and {@code rows} 1 to {@code max}. */
+  public static void terminalSize(int cols, int rows, int max) {
+    if (cols < 1 || cols > max || rows < 1 || rows > max) {
+      throw new IllegalArgumentException("a terminal's cols and rows must be 1 to " + max + ", got " + cols + " x "
+          + rows);
+    }
+  }
+
   /** Whether every char is printable ASCII other than a space (0x21 to 0x7e): a URL path, a git ref. */
   public static boolean isVisibleAscii(String s) {
     return s.chars().allMatch(c -> c > 0x20 && c < 0x7f);
