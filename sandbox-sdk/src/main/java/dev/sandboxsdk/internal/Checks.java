@@ -19,11 +19,16 @@ public final class Checks {
   /** Checks a sandbox name: 1 to 63 of {@code [A-Za-z0-9._-]}, starting with a letter or digit. */
   public static String sandboxName(String name) {
     Objects.requireNonNull(name, "name == null");
-    if (!SANDBOX_NAME.matcher(name).matches()) {
+    if (!isSandboxName(name)) {
       throw new IllegalArgumentException("a sandbox name is 1 to 63 of [A-Za-z0-9._-], starting with a letter or digit: '"
           + name + "'");
     }
     return name;
+  }
+
+  /** Whether {@code name} is a valid sandbox name (see {@link #sandboxName(String)}). */
+  public static boolean isSandboxName(String name) {
+    return SANDBOX_NAME.matcher(name).matches();
   }
 
   /** What a valid process id looks like, for messages. */
