@@ -159,9 +159,7 @@ public final class LocalProvider implements SandboxProvider {
   @Override
   public Optional<ManagedSandbox> get(String id) {
     Objects.requireNonNull(id, "id == null");
-    try {
-      Checks.sandboxName(id);
-    } catch (IllegalArgumentException e) {
+    if (!Checks.isSandboxName(id)) {
       return Optional.empty();
     }
     return state.read(id).map(r -> new LocalProviderSandbox(this, id, false));

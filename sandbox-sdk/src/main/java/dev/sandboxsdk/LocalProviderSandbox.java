@@ -44,6 +44,15 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
   /** An agent this JVM runs, and the task that records its activity. */
   private record Running(LocalSandbox sandbox, ScheduledFuture<?> activityWriter) {}
 
+  /** The last activity this JVM wrote (or found) in a record, so that an idle agent costs no lock or read. */
+  private static final class Recorded {
+    volatile Instant at;
+
+    Recorded(Instant at) {
+      this.at = at;
+    }
+  }
+
   LocalProviderSandbox(LocalProvider provider, String name, boolean removeOnClose) {
     this.provider = provider;
     this.name = name;
@@ -149,11 +158,12 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
       }
       long t0 = System.nanoTime();
       LocalSandbox s = builder(record).start();
-      ScheduledFuture<?> writer = STATE_WRITER.scheduleWithFixedDelay(() -> recordActivity(s), ACTIVITY_PERIOD_MS,
-          ACTIVITY_PERIOD_MS, TimeUnit.MILLISECONDS);
-      AGENTS.put(dir, new Running(s, writer));
       record.agent(s.agentHandle());
       record.lastActivityAt = Instant.now();
+      Recorded recorded = new Recorded(record.lastActivityAt);
+      ScheduledFuture<?> writer = STATE_WRITER.scheduleWithFixedDelay(() -> recordActivity(s, recorded),
+          ACTIVITY_PERIOD_MS, ACTIVITY_PERIOD_MS, TimeUnit.MILLISECONDS);
+      AGENTS.put(dir, new Running(s, writer));
       record.stoppedAt = null;
       provider.state().write(name, record);
       s.agentHandle().onExit().thenRunAsync(() -> agentExited(s), STATE_WRITER);
@@ -190,25 +200,32 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
   }
 
   /** Writes the last activity of an agent this JVM runs into the record, if it moved on. */
-  private void recordActivity(LocalSandbox s) {
+  private void recordActivity(LocalSandbox s, Recorded recorded) {
     try {
       if (!s.agentAlive()) {
         return;
       }
       Instant last = lastActivity(s);
+      if (!movedOn(recorded.at, last)) {
+        return; // idle since the last write: no need to lock and read the record
+      }
       provider.state().locked(name, () -> {
         provider.state().read(name).ifPresent(record -> {
-          Instant written = record.lastActivityAt;
-          if (written == null || Duration.between(written, last).toMillis() >= 1_000) {
+          if (movedOn(record.lastActivityAt, last)) {
             record.lastActivityAt = last;
             provider.state().write(name, record);
           }
+          recorded.at = record.lastActivityAt;
         });
         return null;
       });
     } catch (RuntimeException e) {
       log.debug("could not record the activity of the local sandbox '{}': {}", name, e.toString());
     }
+  }
+
+  private static boolean movedOn(Instant written, Instant last) {
+    return written == null || Duration.between(written, last).toMillis() >= 1_000;
   }
 
   /** The agent this JVM ran stopped (shutdown, idle timeout, killed): the record says stopped. */

@@ -40,7 +40,7 @@ public record TerminalOptions(
     Objects.requireNonNull(command, "command == null");
     Objects.requireNonNull(term, "term == null");
     Objects.requireNonNull(env, "env == null");
-    checkSize(cols, rows);
+    Checks.terminalSize(cols, rows, MAX_SIZE);
     if (!TERM.matcher(term).matches()) {
       throw new IllegalArgumentException("term must be a terminal type name such as xterm-256color: '" + term + "'");
     }
@@ -72,14 +72,6 @@ public record TerminalOptions(
     b.cwd = cwd;
     b.processId = processId;
     return b;
-  }
-
-  /** Throws {@link IllegalArgumentException} unless both are 1 to {@link #MAX_SIZE}. */
-  static void checkSize(int cols, int rows) {
-    if (cols < 1 || cols > MAX_SIZE || rows < 1 || rows > MAX_SIZE) {
-      throw new IllegalArgumentException("a terminal's cols and rows must be 1 to " + MAX_SIZE + ", got " + cols + " x "
-          + rows);
-    }
   }
 
   /** Environment values are never printed. */

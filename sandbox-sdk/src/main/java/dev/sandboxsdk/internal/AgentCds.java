@@ -52,8 +52,8 @@ final class AgentCds {
 
     /** Moves a finished dump into place; called after the agent exited with {@code exitCode}. */
     void agentExited(int exitCode) {
-      if (dump == null) {
-        return;
+      if (dump == null || Files.notExists(dump)) {
+        return; // no dump, or the other of stop() and the exit callback handled it
       }
       try {
         // 0: stdin closed; 143: SIGTERM (the JVM dumps on that exit path too); anything else may be a cut dump.

@@ -19,11 +19,16 @@ public final class Checks {
   /** Checks a sandbox name: 1 to 63 of {@code [A-Za-z0-9._-]}, starting with a letter or digit. */
   public static String sandboxName(String name) {
     Objects.requireNonNull(name, "name == null");
-    if (!SANDBOX_NAME.matcher(name).matches()) {
+    if (!isSandboxName(name)) {
       throw new IllegalArgumentException("a sandbox name is 1 to 63 of [A-Za-z0-9._-], starting with a letter or digit: '"
           + name + "'");
     }
     return name;
+  }
+
+  /** Whether {@code name} is a valid sandbox name (see {@link #sandboxName(String)}). */
+  public static boolean isSandboxName(String name) {
+    return SANDBOX_NAME.matcher(name).matches();
   }
 
   /** What a valid process id looks like, for messages. */
@@ -93,6 +98,14 @@ public final class Checks {
       copy.put(k, v);
     });
     return Collections.unmodifiableMap(copy);
+  }
+
+  /** A terminal size: {@code cols} and {@code rows} 1 to {@code max}. */
+  public static void terminalSize(int cols, int rows, int max) {
+    if (cols < 1 || cols > max || rows < 1 || rows > max) {
+      throw new IllegalArgumentException("a terminal's cols and rows must be 1 to " + max + ", got " + cols + " x "
+          + rows);
+    }
   }
 
   /** Whether every char is printable ASCII other than a space (0x21 to 0x7e): a URL path, a git ref. */

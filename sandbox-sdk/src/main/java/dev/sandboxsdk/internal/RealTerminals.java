@@ -85,10 +85,7 @@ final class RealTerminals {
 
     @Override
     public void resize(int cols, int rows) {
-      if (cols < 1 || cols > TerminalOptions.MAX_SIZE || rows < 1 || rows > TerminalOptions.MAX_SIZE) {
-        throw new IllegalArgumentException("a terminal's cols and rows must be 1 to " + TerminalOptions.MAX_SIZE
-            + ", got " + cols + " x " + rows);
-      }
+      Checks.terminalSize(cols, rows, TerminalOptions.MAX_SIZE);
       ObjectNode body = Wire.MAPPER.createObjectNode().put("cols", cols).put("rows", rows);
       sandbox.call(sandbox.post(sandbox.processUrl(id).newBuilder().addPathSegment("resize").build(), body),
           "resize terminal " + id);
