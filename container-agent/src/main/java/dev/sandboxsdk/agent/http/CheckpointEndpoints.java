@@ -13,6 +13,7 @@ import java.io.File;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -264,7 +265,7 @@ final class CheckpointEndpoints {
       meta.put("workspace", workspace.toString());
       try (FileChannel ch = FileChannel.open(metaTemp, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE),
           PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")))) {
-        ch.write(java.nio.ByteBuffer.wrap(Json.MAPPER.writeValueAsBytes(meta)));
+        ch.write(ByteBuffer.wrap(Json.MAPPER.writeValueAsBytes(meta)));
         ch.force(true);
       }
       // The archive under its name first, then the metadata that makes it a checkpoint.
@@ -459,12 +460,18 @@ final class CheckpointEndpoints {
   }
 
   private Checkpoint find(String id) {
-    Path meta = dir.resolve(id + META);
-    Checkpoint c = read(meta);
-    if (c == null || !Files.isRegularFile(dir.resolve(id + ARCHIVE), LinkOption.NOFOLLOW_LINKS)) {
+    Checkpoint c = complete(id);
+    if (c == null) {
       throw notFound(id);
     }
     return c;
+  }
+
+  /** The checkpoint {@code id} if its metadata names it and its archive is there, else null. */
+  private Checkpoint complete(String id) {
+    Checkpoint c = read(dir.resolve(id + META));
+    return c != null && c.id().equals(id) && Files.isRegularFile(dir.resolve(id + ARCHIVE), LinkOption.NOFOLLOW_LINKS)
+        ? c : null;
   }
 
   private static AgentException notFound(String id) {
@@ -479,8 +486,8 @@ final class CheckpointEndpoints {
       for (Path meta : entries) {
         String file = meta.getFileName().toString();
         String id = file.substring(0, file.length() - META.length());
-        Checkpoint c = ID.matcher(id).matches() ? read(meta) : null;
-        if (c != null && c.id().equals(id) && Files.isRegularFile(dir.resolve(id + ARCHIVE), LinkOption.NOFOLLOW_LINKS)) {
+        Checkpoint c = ID.matcher(id).matches() ? complete(id) : null;
+        if (c != null) {
           found.add(c);
         }
       }

@@ -126,24 +126,24 @@ final class Pty {
   }
 
   /**
-   * Writes {@code data} as typed input, in order with other writes.
+   * Writes {@code len} bytes of {@code data} from {@code off} as typed input, in order with other writes.
    *
    * @throws IOException if the terminal has no reader any more (EIO) or the program has not made
    *     room for the input within 10 s
    * @throws IllegalStateException if the terminal has closed
    */
-  void write(byte[] data) throws IOException {
-    if (data.length == 0) {
+  void write(byte[] data, int off, int len) throws IOException {
+    if (len == 0) {
       return;
     }
     acquire();
     writeLock.lock();
-    try (Memory buf = new Memory(data.length)) {
-      buf.write(0, data, 0, data.length);
+    try (Memory buf = new Memory(len)) {
+      buf.write(0, data, off, len);
       int done = 0;
       long stalledSince = 0;
-      while (done < data.length) {
-        long w = Libc.write(master, buf.share(done), data.length - done);
+      while (done < len) {
+        long w = Libc.write(master, buf.share(done), len - done);
         if (w >= 0) {
           done += (int) w;
           stalledSince = 0;
@@ -161,7 +161,7 @@ final class Pty {
           stalledSince = now;
         } else if (now - stalledSince > WRITE_STALL_NANOS) {
           throw new IOException("the terminal's input queue stayed full for 10 s (the program does not read its"
-              + " input); " + done + " of " + data.length + " bytes were written");
+              + " input); " + done + " of " + len + " bytes were written");
         }
         awaitWritable();
       }
@@ -191,7 +191,7 @@ final class Pty {
       @Override
       public void write(byte[] b, int off, int len) throws IOException {
         try {
-          Pty.this.write(java.util.Arrays.copyOfRange(b, off, off + len));
+          Pty.this.write(b, off, len);
         } catch (IllegalStateException e) {
           throw new IOException(e.getMessage(), e);
         }
