@@ -90,6 +90,23 @@ class TerminalIT {
   }
 
   @Test
+  void inputLargerThanTheAgentsWriteChunkArrivesWholeAndInOrder() throws Exception {
+    // 300,001 bytes: several 64 KiB chunks of native memory and a short last one.
+    byte[] input = new byte[300_001];
+    for (int i = 0; i < input.length; i++) {
+      input[i] = (byte) ('a' + i % 26);
+    }
+    startTerminal(agent, "big-input", 80, 24, Map.of(), "sh", "-c",
+        "stty raw -echo; echo ready; head -c 300001 | sha256sum");
+    assertThat(awaitOutput(agent, "big-input", s -> s.contains("ready"))).contains("ready");
+    TestAgent.Response r = agent.post("/api/process/big-input/stdin", obj("data",
+        Base64.getEncoder().encodeToString(input), "encoding", "base64"));
+    assertThat(r.status()).as(String.valueOf(r.body())).isEqualTo(200);
+    String sha = java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(input));
+    assertThat(awaitOutput(agent, "big-input", s -> s.contains(sha))).contains(sha);
+  }
+
+  @Test
   void theProgramHasAControllingTerminalOfTheRequestedSizeAndTerm() throws Exception {
     startTerminal(agent, "tty", 100, 30, Map.of(), "sh", "-c",
         "tty; stty size; echo TERM=$TERM; test -t 0 && test -t 1 && test -t 2 && echo all-ttys; echo ctty: $(ps -o tty= -p $$);"

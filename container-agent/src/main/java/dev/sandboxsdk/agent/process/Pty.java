@@ -22,6 +22,8 @@ import java.util.concurrent.locks.ReentrantLock;
 final class Pty {
   /** How long a write waits for the program to make room in the terminal's input queue. */
   private static final long WRITE_STALL_NANOS = TimeUnit.SECONDS.toNanos(10);
+  /** Input is copied to native memory this much at a time. */
+  private static final int WRITE_CHUNK = 64 * 1024;
 
   private final int master;
   private final String slave;
@@ -138,12 +140,19 @@ final class Pty {
     }
     acquire();
     writeLock.lock();
-    try (Memory buf = new Memory(len)) {
-      buf.write(0, data, off, len);
+    // Native memory of at most one chunk, however large the input (the stdin route allows MiBs).
+    try (Memory buf = new Memory(Math.min(len, WRITE_CHUNK))) {
       int done = 0;
+      int chunkStart = 0;
+      int chunkEnd = 0;
       long stalledSince = 0;
       while (done < len) {
-        long w = Libc.write(master, buf.share(done), len - done);
+        if (done == chunkEnd) {
+          chunkStart = done;
+          chunkEnd = Math.min(len, done + WRITE_CHUNK);
+          buf.write(0, data, off + chunkStart, chunkEnd - chunkStart);
+        }
+        long w = Libc.write(master, buf.share(done - chunkStart), chunkEnd - done);
         if (w >= 0) {
           done += (int) w;
           stalledSince = 0;
