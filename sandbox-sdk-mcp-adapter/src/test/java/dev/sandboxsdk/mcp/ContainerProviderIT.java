@@ -3,32 +3,20 @@ package dev.sandboxsdk.mcp;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.container.ContainerEngine;
 import dev.sandboxsdk.container.ContainerProvider;
-import java.io.BufferedReader;
-import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.SecureRandom;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.stream.Collectors;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -48,10 +36,8 @@ import org.junit.jupiter.api.io.TempDir;
 @ExtendWith(ContainerEngine.class)
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class ContainerProviderIT {
-  private static final ObjectMapper MAPPER = new ObjectMapper();
   private static final String SECRET_NAME = "MCP_IT_SECRET";
   private static final String SECRET = "s3cr3t-" + HexFormat.of().formatHex(randomBytes(12));
-  private static final Duration CALL_WAIT = Duration.ofSeconds(90);
 
   private static ContainerProvider engine;
 
@@ -72,9 +58,8 @@ class ContainerProviderIT {
 
   @Test
   void sandboxesAreContainersThatGetTheSecretsAndGoAwayWithDestroyAndShutdown() throws Exception {
-    try (StdioServer server = StdioServer.start(tmp, List.of("--stdio", "--provider", "container", "--image",
+    try (JarClient.Stdio server = start(List.of("--provider", "container", "--image",
         ContainerEngine.IMAGE, "--memory", "512m", "--pids-limit", "256", "--pass-env", SECRET_NAME))) {
-      server.initialize();
 
       // getSandbox creates a container and reports it
       JsonNode got = server.call("getSandbox", args("sandboxId", "it", "keepAlive", true));
@@ -132,9 +117,7 @@ class ContainerProviderIT {
       assertThat(second).isNotEqualTo(first);
 
       // the server removes the containers it created when its client goes away
-      server.closeStdin();
-      assertThat(server.process.waitFor(60, TimeUnit.SECONDS)).as("the server exits after stdin closes").isTrue();
-      assertThat(server.process.exitValue()).isZero();
+      server.stop();
       assertThat(listed(second)).as("container %s after the server exited", second).isEmpty();
       assertThat(server.stderr()).doesNotContain(SECRET);
     }
@@ -142,9 +125,8 @@ class ContainerProviderIT {
 
   @Test
   void aSandboxIdleForItsTimeoutStopsAndIsRemoved() throws Exception {
-    try (StdioServer server = StdioServer.start(tmp, List.of("--provider", "container", "--image",
+    try (JarClient.Stdio server = start(List.of("--provider", "container", "--image",
         ContainerEngine.IMAGE))) {
-      server.initialize();
       JsonNode got = server.call("getSandbox", args("sandboxId", "idle", "idleTimeoutSeconds", 10));
       assertThat(isError(got)).as("getSandbox: %s", got).isFalse();
       JsonNode sandbox = got.path("structuredContent").path("sandbox");
@@ -169,9 +151,8 @@ class ContainerProviderIT {
 
   @Test
   void aMissingImageIsAnErrorResultThatSaysSo() throws Exception {
-    try (StdioServer server = StdioServer.start(tmp, List.of("--provider", "container", "--image",
+    try (JarClient.Stdio server = start(List.of("--provider", "container", "--image",
         "sandbox-agent-missing-" + System.nanoTime()))) {
-      server.initialize();
       JsonNode r = server.call("exec", args("command", "true"));
       assertThat(isError(r)).isTrue();
       assertThat(r.path("content").path(0).path("text").asText())
@@ -182,8 +163,15 @@ class ContainerProviderIT {
 
   // ---- helpers
 
+  /** Starts the jar on stdio with the secret in its environment and initializes a session. */
+  private JarClient.Stdio start(List<String> args) throws Exception {
+    JarClient.Stdio server = JarClient.Stdio.start(tmp, args, Map.of(SECRET_NAME, SECRET));
+    assertThat(server.initialize().path("instructions").asText()).contains("its own container");
+    return server;
+  }
+
   /** Runs exec on the default sandbox (creating it) and returns its container id from listSandboxes. */
-  private static String defaultContainer(StdioServer server) throws Exception {
+  private static String defaultContainer(JarClient server) throws Exception {
     JsonNode r = server.call("exec", args("command", "echo up"));
     assertThat(isError(r)).as("exec on default: %s", r).isFalse();
     for (JsonNode s : server.call("listSandboxes", args()).path("structuredContent").path("sandboxes")) {
@@ -208,9 +196,9 @@ class ContainerProviderIT {
   }
 
   private static ObjectNode args(Object... kv) {
-    ObjectNode o = MAPPER.createObjectNode();
+    ObjectNode o = JarClient.MAPPER.createObjectNode();
     for (int i = 0; i < kv.length; i += 2) {
-      o.set((String) kv[i], MAPPER.valueToTree(kv[i + 1]));
+      o.set((String) kv[i], JarClient.MAPPER.valueToTree(kv[i + 1]));
     }
     return o;
   }
@@ -223,111 +211,5 @@ class ContainerProviderIT {
 
   private static String sha256(String s) throws Exception {
     return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
-  }
-
-  /** A child {@code java -jar sandbox-mcp.jar} on stdio, with the secret in its environment. */
-  private static final class StdioServer implements AutoCloseable {
-    final Process process;
-    private final Path stderr;
-    private final OutputStream stdin;
-    private final Map<Integer, CompletableFuture<JsonNode>> pending = new ConcurrentHashMap<>();
-    private final AtomicInteger ids = new AtomicInteger();
-
-    private StdioServer(Process process, Path stderr) {
-      this.process = process;
-      this.stderr = stderr;
-      this.stdin = process.getOutputStream();
-      Thread reader = new Thread(this::read, "mcp-stdout");
-      reader.setDaemon(true);
-      reader.start();
-    }
-
-    static StdioServer start(Path dir, List<String> args) throws IOException {
-      String jar = System.getProperty("mcp.jar");
-      assertThat(jar).as("system property mcp.jar (set by failsafe)").isNotNull();
-      String java = ProcessHandle.current().info().command()
-          .orElse(Path.of(System.getProperty("java.home"), "bin", "java").toString());
-      List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-jar", jar));
-      command.addAll(args);
-      Path err = dir.resolve("stderr-" + System.nanoTime() + ".log");
-      ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile()).redirectError(err.toFile());
-      pb.environment().remove("SANDBOX_MCP_TOKEN");
-      pb.environment().remove("SANDBOX_AGENT_TOKEN");
-      pb.environment().put(SECRET_NAME, SECRET);
-      return new StdioServer(pb.start(), err);
-    }
-
-    private void read() {
-      try (BufferedReader in = new BufferedReader(new InputStreamReader(process.getInputStream(),
-          StandardCharsets.UTF_8))) {
-        for (String line; (line = in.readLine()) != null; ) {
-          JsonNode m = MAPPER.readTree(line);
-          if (m.hasNonNull("id")) {
-            pending.computeIfAbsent(m.get("id").asInt(), k -> new CompletableFuture<>()).complete(m);
-          }
-        }
-      } catch (IOException e) {
-        // the process ended
-      } finally {
-        pending.values().forEach(f -> f.completeExceptionally(new IOException("the server's stdout ended")));
-      }
-    }
-
-    JsonNode request(String method, ObjectNode params) throws Exception {
-      int id = ids.incrementAndGet();
-      CompletableFuture<JsonNode> answer = pending.computeIfAbsent(id, k -> new CompletableFuture<>());
-      ObjectNode m = MAPPER.createObjectNode().put("jsonrpc", "2.0").put("id", id).put("method", method);
-      m.set("params", params);
-      send(m);
-      JsonNode r = answer.get(CALL_WAIT.toSeconds(), TimeUnit.SECONDS);
-      assertThat(r.has("error")).as("%s: %s", method, r).isFalse();
-      return r.get("result");
-    }
-
-    void initialize() throws Exception {
-      ObjectNode p = MAPPER.createObjectNode().put("protocolVersion", "2025-11-25");
-      p.putObject("capabilities");
-      p.putObject("clientInfo").put("name", "ContainerProviderIT").put("version", "1");
-      assertThat(request("initialize", p).path("instructions").asText()).contains("its own container");
-      send(MAPPER.createObjectNode().put("jsonrpc", "2.0").put("method", "notifications/initialized"));
-    }
-
-    JsonNode call(String tool, ObjectNode arguments) throws Exception {
-      ObjectNode p = MAPPER.createObjectNode().put("name", tool);
-      p.set("arguments", arguments);
-      return request("tools/call", p);
-    }
-
-    private synchronized void send(ObjectNode m) throws IOException {
-      stdin.write((MAPPER.writeValueAsString(m) + "\n").getBytes(StandardCharsets.UTF_8));
-      stdin.flush();
-    }
-
-    void closeStdin() throws IOException {
-      stdin.close();
-    }
-
-    String stderr() throws IOException {
-      return Files.readString(stderr, StandardCharsets.UTF_8);
-    }
-
-    @Override
-    public void close() throws IOException {
-      if (process.isAlive()) {
-        stdin.close();
-        try {
-          if (!process.waitFor(60, TimeUnit.SECONDS)) {
-            process.destroyForcibly().waitFor(10, TimeUnit.SECONDS);
-          }
-        } catch (InterruptedException e) {
-          Thread.currentThread().interrupt();
-          process.destroyForcibly();
-          return;
-        }
-      }
-      if (!process.isAlive() && process.exitValue() != 0) {
-        System.err.println("[it] server stderr:\n" + stderr().lines().limit(80).collect(Collectors.joining("\n")));
-      }
-    }
   }
 }

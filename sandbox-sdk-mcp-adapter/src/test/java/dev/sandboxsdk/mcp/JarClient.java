@@ -74,13 +74,15 @@ abstract class JarClient implements AutoCloseable {
   /** Ends the server as its client would: closes stdin, or sends SIGTERM to an HTTP server; waits for it to exit. */
   abstract void stop() throws Exception;
 
-  void initialize() throws Exception {
+  /** Initializes a session and returns the InitializeResult. */
+  JsonNode initialize() throws Exception {
     ObjectNode p = MAPPER.createObjectNode().put("protocolVersion", "2025-11-25");
     p.putObject("capabilities");
     p.putObject("clientInfo").put("name", "LifecycleWorkflowIT").put("version", "1");
     JsonNode r = request("initialize", p);
     assertThat(r.path("protocolVersion").asText()).isEqualTo("2025-11-25");
     notify("notifications/initialized");
+    return r;
   }
 
   /** Calls a tool and returns its CallToolResult. */

@@ -94,7 +94,7 @@ public final class TerminalSocket implements Session.Listener {
   public void onWebSocketOpen(Session session) {
     this.session = session;
     if (problem != null) {
-      fail(BAD_REQUEST, problem);
+      refuse(BAD_REQUEST, problem);
       return;
     }
     try {
@@ -102,13 +102,13 @@ public final class TerminalSocket implements Session.Listener {
           ? sandbox.openTerminal(TerminalOptions.builder().cols(cols).rows(rows).build())
           : sandbox.attachTerminal(id);
     } catch (ProcessNotFoundException e) {
-      fail(NO_SUCH_TERMINAL, "no terminal '" + id + "' in this sandbox (it ended and was removed, or never was)");
+      refuse(NO_SUCH_TERMINAL, "no terminal '" + id + "' in this sandbox (it ended and was removed, or never was)");
       return;
     } catch (IllegalArgumentException | SandboxInvalidRequestException e) {
-      fail(BAD_REQUEST, e.getMessage()); // e.g. an id with a slash, or a process that is not a terminal
+      refuse(BAD_REQUEST, e.getMessage()); // e.g. an id with a slash, or a process that is not a terminal
       return;
     } catch (SandboxException e) {
-      fail(StatusCode.SERVER_ERROR, (id == null ? "opening a terminal" : "attaching to '" + id + "'")
+      refuse(StatusCode.SERVER_ERROR, (id == null ? "opening a terminal" : "attaching to '" + id + "'")
           + " failed: " + e.getMessage());
       return;
     }
@@ -138,7 +138,7 @@ public final class TerminalSocket implements Session.Listener {
     try {
       message = JSON.readTree(text);
     } catch (JsonProcessingException e) {
-      fail(StatusCode.BAD_PAYLOAD, "a control message is a JSON object such as {\"type\":\"resize\",\"cols\":80,\"rows\":24}");
+      refuse(StatusCode.BAD_PAYLOAD, "a control message is a JSON object such as {\"type\":\"resize\",\"cols\":80,\"rows\":24}");
       return;
     }
     String type = message == null ? "" : message.path("type").asText("");
@@ -149,7 +149,7 @@ public final class TerminalSocket implements Session.Listener {
           JsonNode r = message.path("rows");
           if (!c.canConvertToInt() || !r.canConvertToInt() || !c.isIntegralNumber() || !r.isIntegralNumber()
               || c.intValue() < 1 || c.intValue() > MAX_SIZE || r.intValue() < 1 || r.intValue() > MAX_SIZE) {
-            fail(StatusCode.POLICY_VIOLATION, "resize needs whole numbers 'cols' and 'rows' from 1 to " + MAX_SIZE);
+            refuse(StatusCode.POLICY_VIOLATION, "resize needs whole numbers 'cols' and 'rows' from 1 to " + MAX_SIZE);
             return;
           }
           terminal.resize(c.intValue(), r.intValue());
@@ -157,7 +157,7 @@ public final class TerminalSocket implements Session.Listener {
         case "kill" -> terminal.kill();
         case "ping" -> { } // keeps an idle connection open
         default -> {
-          fail(StatusCode.POLICY_VIOLATION, "unknown control message; the types are resize, kill and ping");
+          refuse(StatusCode.POLICY_VIOLATION, "unknown control message; the types are resize, kill and ping");
           return;
         }
       }
@@ -200,6 +200,15 @@ public final class TerminalSocket implements Session.Listener {
     send(Map.of("type", "error", "message", message));
     session.close(code, closeReason(message), Callback.NOOP);
     detach();
+  }
+
+  /**
+   * {@link #fail} from a listener method, which has no read pending: asks for one more frame so
+   * that Jetty reads the page's close reply and lets the connection go now, not at the idle timeout.
+   */
+  private void refuse(int code, String message) {
+    fail(code, message);
+    session.demand();
   }
 
   /** A close frame's reason has at most 123 bytes of UTF-8. */

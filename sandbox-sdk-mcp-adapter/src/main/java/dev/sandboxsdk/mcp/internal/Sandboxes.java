@@ -607,6 +607,19 @@ public final class Sandboxes implements AutoCloseable {
     return new Got(e, true);
   }
 
+  /** Creates sandbox {@code id} of {@code provider}: kept alive, or stopped after {@code idle} without calls. */
+  private static ManagedSandbox create(String id, String kind, SandboxProvider provider, SandboxSpec.Builder spec,
+      boolean keepAlive, Duration idle, long t0) {
+    if (keepAlive) {
+      spec.keepAlive();
+    } else {
+      spec.idleTimeout(idle);
+    }
+    ManagedSandbox s = provider.create(spec.build());
+    log.info("sandbox {}: created {} sandbox {} in {} ms", id, kind, s.id(), (System.nanoTime() - t0) / 1_000_000);
+    return s;
+  }
+
   private Entry create(String id, Settings how) {
     long t0 = System.nanoTime();
     if (config.agentUrl() != null) {
@@ -627,14 +640,7 @@ public final class Sandboxes implements AutoCloseable {
             .label(ID_LABEL, id)
             .label(PERSISTENT_LABEL, "true")
             .label(SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
-        if (keepAlive) {
-          spec.keepAlive();
-        } else {
-          spec.idleTimeout(idle);
-        }
-        ManagedSandbox s = provider.create(spec.build());
-        log.info("sandbox {}: created persistent {} sandbox {} in {} ms", id, provider.name(), s.id(),
-            (System.nanoTime() - t0) / 1_000_000);
+        ManagedSandbox s = create(id, "persistent " + provider.name(), provider, spec, keepAlive, idle, t0);
         return entry(id, s, keepAlive, keepAlive ? null : idle);
       }
       if (providerFactory != null) {
@@ -643,14 +649,7 @@ public final class Sandboxes implements AutoCloseable {
             .env(config.passEnv()) // in the sandbox's own environment, so every command gets them
             .label(ID_LABEL, id)
             .label(SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
-        if (keepAlive) {
-          spec.keepAlive();
-        } else {
-          spec.idleTimeout(idle);
-        }
-        ManagedSandbox s = provider.create(spec.build());
-        log.info("sandbox {}: created {} sandbox {} in {} ms", id, provider.name(), s.id(),
-            (System.nanoTime() - t0) / 1_000_000);
+        ManagedSandbox s = create(id, provider.name(), provider, spec, keepAlive, idle, t0);
         return new Entry(id, s, SandboxMode.CONTAINER, keepAlive, keepAlive ? null : idle, Instant.now(),
             CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
       }
