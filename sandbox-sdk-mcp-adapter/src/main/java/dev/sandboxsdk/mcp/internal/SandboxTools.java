@@ -146,15 +146,16 @@ public final class SandboxTools implements AutoCloseable {
       sandboxes.begin(sandboxId);
     }
     try {
-      CompletableFuture<ToolOutcome> f = t.call(args, ctx);
-      f.whenComplete((r, e) -> {
+      // The outcome is derived from the stage that releases the call, so a client never sees an
+      // answer while its call still counts as running (dependents of one future run in no fixed order).
+      CompletableFuture<ToolOutcome> settled = t.call(args, ctx).whenComplete((r, e) -> {
         release.run();
         if (e == null && reachesAgent) {
           sandboxes.reached(sandboxId);
         }
       });
       ctx.onCancel(release);
-      return f.exceptionally(e -> {
+      return settled.exceptionally(e -> {
         Throwable cause = e instanceof java.util.concurrent.CompletionException ? e.getCause() : e;
         sandboxes.failed(sandboxId, cause); // e.g. the SDK's "sandbox was closed", an agent gone
         ToolOutcome o = describe(stoppedInstead(sandboxId, cause));
