@@ -300,11 +300,25 @@ final class CheckpointEndpoints {
     // with the default 10 KiB such writes, none aligned to a page, extracting 1 GiB took 3 to 20
     // times as long on ext4 as with 1 MiB ones (docs/performance.md, "Checkpoints").
     // --read-full-records: reading in bigger records than the archive was written with is safe.
-    List<String> argv = List.of("tar", "--extract", "--file=-", "--record-size=1M", "--read-full-records",
-        "--numeric-owner", "--preserve-permissions", "--directory=" + workspace);
+    List<String> argv = new ArrayList<>(List.of("tar", "--extract", "--file=-", "--record-size=1M", "--read-full-records",
+        "--numeric-owner", "--preserve-permissions", "--directory=" + workspace));
+    if (user != null && !ownedByUser(workspace)) {
+      // A workspace the user does not own (a pod's emptyDir is root's, mode 0777) keeps its own
+      // mode and times: the user may not change them, so the archive's "./" is skipped (only that
+      // entry: --no-recursion stops the pattern from matching as a leading directory of the rest).
+      argv.addAll(List.of("--no-recursion", "--anchored", "--exclude=."));
+    }
     Outcome o = run(argv, archive.toFile(), null);
     if (o.exit() != 0) {
       throw tarFailure("restore of " + c.id(), o, "the workspace holds part of the checkpoint; restore again");
+    }
+  }
+
+  private boolean ownedByUser(Path p) {
+    try {
+      return ((Number) Files.getAttribute(p, "unix:uid", LinkOption.NOFOLLOW_LINKS)).longValue() == user.uid();
+    } catch (IOException | UnsupportedOperationException e) {
+      return true; // as before: tar says what it could not do
     }
   }
 

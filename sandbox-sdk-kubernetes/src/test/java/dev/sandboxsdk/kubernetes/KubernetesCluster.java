@@ -1,0 +1,68 @@
+package dev.sandboxsdk.kubernetes;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.extension.ConditionEvaluationResult;
+import org.junit.jupiter.api.extension.ExecutionCondition;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+/**
+ * Runs a test class only when a cluster is named: {@code -Dsandbox.kubeconfig=FILE} (the script
+ * {@code sandbox-sdk-kubernetes/it/run.sh} starts a real one-node cluster, loads the agent image
+ * into it and passes its kubeconfig). Without one the class is skipped with one line on stderr, so
+ * {@code ./mvnw verify} passes on a machine without Kubernetes; with one that does not answer, the
+ * run fails. The image ({@code -Dsandbox.k8s.image}) must be on the node: pods use
+ * {@code imagePullPolicy: Never}.
+ */
+public final class KubernetesCluster implements ExecutionCondition {
+  /** The kubeconfig of the cluster under test, or "" for none. */
+  public static final String KUBECONFIG = System.getProperty("sandbox.kubeconfig", "");
+  /** The agent image on the cluster's node. */
+  public static final String IMAGE = System.getProperty("sandbox.k8s.image", "localhost/sandbox-agent:k8s");
+  /** The namespace the tests create sandboxes in (run.sh creates it). */
+  public static final String NAMESPACE = System.getProperty("sandbox.k8s.namespace", "sandbox-it");
+
+  private static boolean announced;
+  private static String failure;
+  private static boolean checked;
+
+  @Override
+  public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
+    if (KUBECONFIG.isEmpty()) {
+      synchronized (KubernetesCluster.class) {
+        if (!announced) {
+          announced = true;
+          System.err.println("[kubernetes tests skipped] no cluster named (-Dsandbox.kubeconfig=FILE;"
+              + " sandbox-sdk-kubernetes/it/run.sh starts one and runs them)");
+        }
+      }
+      return ConditionEvaluationResult.disabled("no -Dsandbox.kubeconfig");
+    }
+    String why = check();
+    if (why != null) {
+      throw new IllegalStateException("-Dsandbox.kubeconfig=" + KUBECONFIG + " names a cluster the tests cannot use: " + why);
+    }
+    return ConditionEvaluationResult.enabled("cluster " + KUBECONFIG);
+  }
+
+  private static synchronized String check() {
+    if (!checked) {
+      checked = true;
+      if (!Files.isReadable(Path.of(KUBECONFIG))) {
+        failure = "no such file";
+      } else {
+        try (KubernetesProvider p = provider().build()) {
+          p.ping();
+        } catch (RuntimeException e) {
+          failure = String.valueOf(e.getMessage());
+        }
+      }
+    }
+    return failure;
+  }
+
+  /** A provider builder for the cluster under test: its kubeconfig, the test namespace, images from the node. */
+  public static KubernetesProvider.Builder provider() {
+    return KubernetesProvider.builder().kubeconfig(Path.of(KUBECONFIG)).namespace(NAMESPACE).imagePullPolicy("Never");
+  }
+}
