@@ -51,6 +51,11 @@ public final class Cluster implements AutoCloseable {
   /** A Secret or policy without its pod for this long is a leftover of a JVM that died mid-creation. */
   private static final Duration ORPHAN_AGE = Duration.ofMinutes(1);
   private static final Duration DELETE_WAIT = Duration.ofSeconds(30);
+  /** SIGTERM to SIGKILL when a sandbox pod is deleted: the agent stops its processes within it. */
+  private static final long STOP_GRACE_SECONDS = 2;
+  /** A DNS-1123 subdomain, what a pod's name must be. */
+  private static final java.util.regex.Pattern POD_NAME =
+      java.util.regex.Pattern.compile("(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*");
 
   private final KubernetesClient client;
   private final String namespace;
@@ -137,7 +142,9 @@ public final class Cluster implements AutoCloseable {
     } catch (RuntimeException e) {
       if (created) {
         try {
-          delete(name, false);
+          // At once and waited for: a failed create leaves nothing, not even a pod being deleted
+          // (a pod whose image never came would otherwise linger, and nothing of it is worth a grace period).
+          delete(name, 0, true);
         } catch (RuntimeException suppressed) {
           e.addSuppressed(suppressed);
         }
@@ -260,6 +267,9 @@ public final class Cluster implements AutoCloseable {
 
   /** The sandbox pod of this name, or empty if there is none. */
   Optional<Pod> find(String pod) {
+    if (!POD_NAME.matcher(pod).matches()) {
+      return Optional.empty(); // the API server would answer 400, or the client refuse the path
+    }
     try {
       return Optional.ofNullable(call("read the pod " + pod, () -> client.pods().inNamespace(namespace).withName(pod).get()))
           .filter(p -> p.getMetadata().getLabels() != null && "1".equals(p.getMetadata().getLabels().get(PodSpecs.SANDBOX_LABEL)));
@@ -310,11 +320,16 @@ public final class Cluster implements AutoCloseable {
 
   /**
    * Deletes the sandbox's pod, Secret and NetworkPolicy; with {@code wait}, returns once the pod is
-   * gone (its agent stopped every process), at most 30 s. Returns whether the pod existed.
+   * gone (its agent stopped every process: SIGTERM, SIGKILL 2 s later), at most 30 s. Returns
+   * whether the pod existed.
    */
   public boolean delete(String pod, boolean wait) {
+    return delete(pod, STOP_GRACE_SECONDS, wait);
+  }
+
+  private boolean delete(String pod, long graceSeconds, boolean wait) {
     boolean existed = !call("delete the pod " + pod, () -> client.pods().inNamespace(namespace).withName(pod)
-        .withGracePeriod(2).delete()).isEmpty();
+        .withGracePeriod(graceSeconds).delete()).isEmpty();
     call("delete the Secret of " + pod, () -> client.secrets().inNamespace(namespace).withName(PodSpecs.secretName(pod))
         .delete());
     call("delete the NetworkPolicy of " + pod, () -> client.network().v1().networkPolicies().inNamespace(namespace)

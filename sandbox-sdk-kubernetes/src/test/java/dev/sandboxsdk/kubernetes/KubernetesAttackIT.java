@@ -1,0 +1,266 @@
+package dev.sandboxsdk.kubernetes;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.sandboxsdk.ExecOptions;
+import dev.sandboxsdk.ExecResult;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxSpec;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketTimeoutException;
+import java.time.Duration;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.ExtendWith;
+
+/**
+ * Attacks from inside a command against a sandbox pod with the default policy: the container
+ * suite's attacks that apply to pods, and the pod's own (the cluster's credentials, the token's
+ * Secret). Each test is one attack; docs/kubernetes.md has the table of attacks and results.
+ */
+@ExtendWith(KubernetesCluster.class)
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class KubernetesAttackIT {
+  private static KubernetesProvider provider;
+  private static KubernetesSandbox sandbox;
+  private static String token;
+  private static dev.sandboxsdk.kubernetes.internal.ClusterAdmin admin;
+
+  @BeforeAll
+  static void start() {
+    provider = KubernetesCluster.provider().build();
+    admin = new dev.sandboxsdk.kubernetes.internal.ClusterAdmin(KubernetesCluster.KUBECONFIG, KubernetesCluster.NAMESPACE);
+    sandbox = provider.create(SandboxSpec.builder().image(KubernetesCluster.IMAGE).memoryBytes(256L << 20).build());
+    token = sandbox.token();
+  }
+
+  @AfterAll
+  static void stop() {
+    try {
+      if (sandbox != null) {
+        sandbox.destroy();
+      }
+    } finally {
+      if (provider != null) {
+        provider.close();
+      }
+      if (admin != null) {
+        admin.close();
+      }
+    }
+  }
+
+  private static ExecResult sh(String command) {
+    return run(command, ExecOptions.builder().timeout(Duration.ofSeconds(30)).build());
+  }
+
+  /** Runs an attack and prints what it got, for the table in docs/kubernetes.md. */
+  private static ExecResult run(String command, ExecOptions options) {
+    ExecResult r = sandbox.exec(command, options);
+    System.out.printf("ATTACK %s%n  -> exit %d%s, stdout %s, stderr %s%n", command.replace(token, "<token>"), r.exitCode(),
+        r.timedOut() ? " (timed out)" : "", firstLine(r.stdout()), firstLine(r.stderr()));
+    return r;
+  }
+
+  private static String firstLine(String s) {
+    String line = s.lines().findFirst().orElse("");
+    return "'" + (line.length() > 100 ? line.substring(0, 100) + "..." : line) + "'" + (s.lines().count() > 1 ? " ..." : "");
+  }
+
+  private static String agentPid() {
+    String pid = sh("pgrep -x java").stdout().strip();
+    assertThat(pid).as("the agent's pid").matches("\\d+");
+    return pid;
+  }
+
+  private static void assertAgentServes() {
+    assertThat(sh("echo still serving").stdout()).isEqualTo("still serving\n");
+  }
+
+  @Test
+  void theTokenFileIsUnreadableToCommands() {
+    ExecResult r = sh("cat /var/run/sandbox-agent/token");
+
+    assertThat(r.exitCode()).isNotZero();
+    assertThat(r.stderr()).contains("Permission denied");
+    assertThat(r.stdout()).doesNotContain(token);
+  }
+
+  @Test
+  void theAgentsEnvironmentCommandLineAndMemoryHoldNoTokenForCommands() {
+    String pid = agentPid();
+    ExecResult env = sh("cat /proc/" + pid + "/environ /proc/1/environ");
+    ExecResult cmdline = sh("tr '\\0' ' ' < /proc/" + pid + "/cmdline");
+    ExecResult mem = sh("head -c 1 /proc/" + pid + "/mem");
+
+    assertThat(env.exitCode()).isNotZero();
+    assertThat(env.stderr()).contains("Permission denied");
+    assertThat(env.stdout()).doesNotContain(token);
+    assertThat(cmdline.stdout()).contains("java").doesNotContain(token);
+    assertThat(mem.exitCode()).isNotZero();
+  }
+
+  @Test
+  void noFileACommandCanReadHoldsTheToken() {
+    ExecResult r = run("grep -rlsF -e \"$T\" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; echo done",
+        ExecOptions.builder().env(Map.of("T", token)).timeout(Duration.ofSeconds(60)).build());
+
+    assertThat(r.stdout()).isEqualTo("done\n");
+  }
+
+  @Test
+  void commandsGetNoCredentialsOrAddressesOfTheCluster() {
+    ExecResult r = sh("ls /var/run/secrets/kubernetes.io/serviceaccount 2>&1; env | grep -c '^KUBERNETES_' ;"
+        + " grep -c KUBERNETES /proc/self/environ; true");
+
+    assertThat(r.stdout()).contains("No such file or directory");
+    assertThat(r.stdout().lines().skip(1).toList()).containsOnly("0");
+  }
+
+  @Test
+  void commandsRunAsAnUnprivilegedUserWithoutAnyCapability() {
+    ExecResult r = sh("id -u; grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status");
+
+    assertThat(r.stdout()).startsWith("1000\n");
+    assertThat(r.stdout()).contains("CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
+        "CapEff:\t0000000000000000", "CapBnd:\t0000000000000000", "CapAmb:\t0000000000000000", "NoNewPrivs:\t1",
+        "Seccomp:\t2");
+  }
+
+  @Test
+  void theRootFileSystemIsReadOnlyWhileWorkspaceTmpAndHomeAreWritable() {
+    for (String path : new String[] {"/usr/pwned", "/etc/pwned", "/pwned", "/opt/sandbox-agent/pwned"}) {
+      ExecResult r = sh("echo x > " + path);
+      assertThat(r.exitCode()).as(path).isNotZero();
+      assertThat(r.stderr()).as(path).containsAnyOf("Read-only file system", "Permission denied");
+    }
+    assertThat(sh("echo w > /workspace/ok && echo t > /tmp/ok && echo h > ~/ok && cat /workspace/ok /tmp/ok ~/ok").stdout())
+        .isEqualTo("w\nt\nh\n");
+  }
+
+  @Test
+  void theCheckpointsAreOutOfTheCommandsReach() {
+    sandbox.checkpoint("attack");
+    ExecResult r = sh("ls /var/lib/sandbox-agent/checkpoints");
+
+    assertThat(r.exitCode()).isNotZero();
+    assertThat(r.stderr()).contains("Permission denied");
+  }
+
+  @Test
+  void withTheNetworkOffNoConnectionLeavesThePod() throws Exception {
+    try (Listener host = new Listener()) {
+      ExecResult r = sh(tryConnect(sandbox, host.port()));
+      assertThat(r.stdout()).doesNotContain("connected");
+      assertThat(host.accepted()).as("connections the node received").isZero();
+      assertThat(sh("timeout 3 bash -c 'echo > /dev/tcp/10.0.0.1/443' 2>&1 && echo api-reachable; true").stdout())
+          .as("the API server's service address").doesNotContain("api-reachable");
+    }
+    // The same attempt from a pod with the network on reaches the node: the check above can fail.
+    try (Listener host = new Listener();
+         KubernetesSandbox open = provider.create(SandboxSpec.builder().image(KubernetesCluster.IMAGE).network(true).build())) {
+      ExecResult r = open.exec(tryConnect(open, host.port()));
+      assertThat(r.stdout()).contains("connected");
+      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
+      while (host.accepted() == 0 && System.nanoTime() < deadline) {
+        Thread.sleep(20);
+      }
+      assertThat(host.accepted()).isPositive();
+    }
+  }
+
+  /**
+   * A command that tries TCP to the pod's gateway (the node: the bridge's first address, as the
+   * bridge plugin assigns it, or the default route's gateway) and to 1.1.1.1, printing "connected" on success.
+   */
+  private static String tryConnect(KubernetesSandbox s, int port) {
+    String podIp = admin.pod(s.podName()).getStatus().getPodIP();
+    String bridge = podIp.replaceFirst("\\.\\d+$", ".1");
+    return "gw=$(awk '$2 == \"00000000\" && $3 != \"00000000\" { g = $3; printf \"%d.%d.%d.%d\", \"0x\" substr(g,7,2),"
+        + " \"0x\" substr(g,5,2), \"0x\" substr(g,3,2), \"0x\" substr(g,1,2) }' /proc/net/route);"
+        + " for a in \"$gw\" " + bridge + " 1.1.1.1; do"
+        + " [ -n \"$a\" ] && timeout 3 bash -c \"echo > /dev/tcp/$a/" + port + "\" 2>/dev/null && echo \"connected $a\"; done;"
+        + " echo tried";
+  }
+
+  @Test
+  void aMemoryHogIsKilledAndTheAgentKeepsServing() {
+    ExecResult r = run("a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done",
+        ExecOptions.builder().timeout(Duration.ofSeconds(60)).build());
+
+    assertThat(r.exitCode()).as("killed, not finished: " + r).isEqualTo(137);
+    assertThat(r.timedOut()).isFalse();
+    assertAgentServes();
+  }
+
+  @Test
+  void aForkBombIsContainedAndTheAgentKeepsServing() {
+    try {
+      ExecResult r = run("bomb() { bomb | bomb & }; bomb; sleep 5", ExecOptions.builder().timeout(Duration.ofSeconds(8)).build());
+      assertThat(r.stderr()).as("forks refused").contains("fork");
+    } catch (SandboxException e) {
+      // The agent may itself find no room for a thread or process while the bomb holds them all: then it says so.
+      System.out.println("ATTACK fork bomb\n  -> " + e.getMessage());
+      assertThat(e.code()).isEqualTo("TOO_MANY_PROCESSES");
+    } finally {
+      sandbox.killAllProcesses();
+    }
+    assertAgentServes();
+    assertThat(Integer.parseInt(sh("ps -e --no-headers | wc -l").stdout().strip())).as("processes left").isLessThan(20);
+  }
+
+  @Test
+  void killingTheAgentFromACommandFails() {
+    String pid = agentPid();
+    ExecResult r = sh("kill -9 " + pid + "; kill -9 1; kill -STOP " + pid);
+
+    assertThat(r.exitCode()).isNotZero();
+    assertThat(r.stderr()).contains("Operation not permitted");
+    assertAgentServes();
+  }
+
+  /** A TCP listener on every address of this host (the node), counting the connections it accepts. */
+  private static final class Listener implements AutoCloseable {
+    private final ServerSocket server;
+    private final AtomicInteger accepted = new AtomicInteger();
+
+    Listener() throws IOException {
+      server = new ServerSocket(0, 50, InetAddress.getByName("0.0.0.0"));
+      server.setSoTimeout(200);
+      Thread thread = new Thread(() -> {
+        while (!server.isClosed()) {
+          try (Socket s = server.accept()) {
+            accepted.incrementAndGet();
+          } catch (SocketTimeoutException e) {
+            // check whether closed
+          } catch (IOException e) {
+            return;
+          }
+        }
+      }, "attack-listener");
+      thread.setDaemon(true);
+      thread.start();
+    }
+
+    int port() {
+      return server.getLocalPort();
+    }
+
+    int accepted() {
+      return accepted.get();
+    }
+
+    @Override
+    public void close() throws IOException {
+      server.close();
+    }
+  }
+}
