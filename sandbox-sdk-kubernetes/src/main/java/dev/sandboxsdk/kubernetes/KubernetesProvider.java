@@ -101,6 +101,10 @@ public final class KubernetesProvider implements SandboxProvider {
   @Override
   public KubernetesSandbox create(SandboxSpec spec) {
     Objects.requireNonNull(spec, "spec == null");
+    if (spec.pidsLimit() != SandboxSpec.DEFAULT_PIDS_LIMIT) {
+      log.warn("pidsLimit {} is not applied on Kubernetes: a pod spec has no pids limit; the kubelet's podPidsLimit"
+          + " bounds every pod of the node (docs/kubernetes.md)", spec.pidsLimit());
+    }
     removeFinished();
     long t0 = System.nanoTime();
     Cluster.Started s = cluster.start(spec, placement);
