@@ -234,6 +234,29 @@ class KubernetesLifecycleIT {
   }
 
   @Test
+  void manyConnectionsThroughThePortForwardCostNothingOnceTheHandleCloses() throws Exception {
+    KubernetesSandbox warm = provider.create(spec().build());
+    warm.exec("true");
+    warm.destroy();
+    int fds = openFds();
+    int threads = Thread.activeCount();
+    KubernetesSandbox s = provider.create(spec().build());
+    for (int i = 0; i < 30; i++) { // a client of its own each: a new connection, so a new WebSocket, each time
+      try (Sandbox client = Sandbox.builder().baseUrl(s.baseUrl()).token(s.token()).build()) {
+        assertThat(client.exec("echo " + i).stdout()).isEqualTo(i + "\n");
+      }
+    }
+    s.close();
+    assertThat(await(20_000, () -> openFds() <= fds + 4 && Thread.activeCount() <= threads + 4))
+        .as("fds %d (before %d), threads %d (before %d)", openFds(), fds, Thread.activeCount(), threads).isTrue();
+  }
+
+  private static int openFds() {
+    String[] fds = new java.io.File("/proc/self/fd").list();
+    return fds == null ? -1 : fds.length;
+  }
+
+  @Test
   void aSandboxFromAClosedProviderHandleStillDestroys() {
     KubernetesSandbox s = provider.create(spec().build());
     try (Sandbox client = Sandbox.builder().baseUrl(s.baseUrl()).token(s.token()).build()) {

@@ -1,7 +1,5 @@
 package dev.sandboxsdk.kubernetes.internal;
 
-import io.fabric8.kubernetes.client.LocalPortForward;
-import java.io.IOException;
 import java.net.URI;
 
 /**
@@ -10,17 +8,17 @@ import java.net.URI;
  */
 public final class AgentLink implements AutoCloseable {
   private final URI baseUrl;
-  private final LocalPortForward forward;
+  private final PortForwarder forward;
 
-  private AgentLink(URI baseUrl, LocalPortForward forward) {
+  private AgentLink(URI baseUrl, PortForwarder forward) {
     this.baseUrl = baseUrl;
     this.forward = forward;
   }
 
   /** Through a new port-forward of the API server. */
   public static AgentLink forwarded(Cluster cluster, String pod) {
-    LocalPortForward f = cluster.forward(pod);
-    return new AgentLink(URI.create("http://127.0.0.1:" + f.getLocalPort()), f);
+    PortForwarder f = cluster.forward(pod);
+    return new AgentLink(URI.create("http://127.0.0.1:" + f.localPort()), f);
   }
 
   /** Straight to the pod's address. */
@@ -42,11 +40,7 @@ public final class AgentLink implements AutoCloseable {
   @Override
   public void close() {
     if (forward != null) {
-      try {
-        forward.close();
-      } catch (IOException e) {
-        // its socket is gone either way
-      }
+      forward.close();
     }
   }
 }

@@ -17,7 +17,6 @@ import io.fabric8.kubernetes.client.ConfigBuilder;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
 import io.fabric8.kubernetes.client.KubernetesClientException;
-import io.fabric8.kubernetes.client.LocalPortForward;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -376,9 +375,13 @@ public final class Cluster implements AutoCloseable {
   }
 
   /** Opens a port-forward to the pod's agent through the API server, on a free port of 127.0.0.1. */
-  public LocalPortForward forward(String pod) {
-    return call("open a port-forward to the pod " + pod, () -> client.pods().inNamespace(namespace).withName(pod)
-        .portForward(PodSpecs.AGENT_PORT));
+  PortForwarder forward(String pod) {
+    try {
+      return new PortForwarder(pod, (in, out) -> client.pods().inNamespace(namespace).withName(pod)
+          .portForward(PodSpecs.AGENT_PORT, in, out));
+    } catch (IOException e) {
+      throw new SandboxException("could not listen for a port-forward to the pod " + pod + " on 127.0.0.1: " + e, e);
+    }
   }
 
   static Instant parse(String timestamp) {
