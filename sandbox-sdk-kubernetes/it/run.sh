@@ -6,7 +6,8 @@
 #   2. starts etcd, the control plane, containerd and the kubelet (~30 s; cluster-up.sh);
 #   3. loads the agent image (podman's sandbox-agent, which must exist: see the README's
 #      "Container image") into the node's containerd, as localhost/sandbox-agent:k8s;
-#   4. runs the Kubernetes ITs (and the MCP server's) against it, then stops the cluster.
+#   4. runs the Kubernetes ITs (and the MCP server's) against it, and a seconds-long run of
+#      sandbox-sdk-kubernetes/bench (no timing asserted), then stops the cluster.
 # Usage: bash sandbox-sdk-kubernetes/it/run.sh [--keep] [extra Maven arguments, e.g. -Dit.test=KubernetesAttackIT]
 #   --keep leaves the cluster running (KUBECONFIG is printed) for another run; a second run reuses it.
 set -euo pipefail
@@ -19,6 +20,9 @@ run=${SANDBOX_K8S_RUN:-/tmp/sandbox-k8s-run}
 src="$cache/kubernetes-1.20.5+really1.20.2"
 api() { curl -sk -H "Authorization: Bearer $(cat "$run/pki/admin.token")" "$@"; }
 
+# apt hands its signature checks to the _apt user through /tmp: a /tmp that is not world-writable
+# (seen on one machine of this type) makes every apt-get update fail as "not signed".
+[ "$(stat -c %a /tmp)" = 1777 ] || chmod 1777 /tmp
 if [ ! -x "$cache/bin/kube-controller-manager" ]; then
   echo "== building Kubernetes 1.20.2 from Debian's source package into $cache"
   bash "$it/build-k8s.sh" "$cache"
@@ -50,6 +54,8 @@ echo "== the Kubernetes suite"
   -Dsandbox.kubeconfig="$run/admin.kubeconfig" -Dsandbox.k8s.image=localhost/sandbox-agent:k8s \
   -Dit.test='Kubernetes*IT,McpKubernetes*IT' -Dtest=none \
   -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false "$@"
+echo "== the Kubernetes benchmark, smoke size"
+bash sandbox-sdk-kubernetes/bench/run.sh --kubeconfig "$run/admin.kubeconfig" --runs 1 --execs 10
 if [ "$keep" = true ]; then
   echo "the cluster keeps running: KUBECONFIG=$run/admin.kubeconfig; stop it with bash $it/cluster-down.sh $run"
 fi

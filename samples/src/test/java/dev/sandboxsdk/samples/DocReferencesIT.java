@@ -19,7 +19,7 @@ class DocReferencesIT {
   private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
   private static final Pattern MD = Pattern.compile("[A-Za-z0-9_./-]*[A-Za-z0-9_-]\\.md\\b");
   private static final List<String> DOCS = List.of("README.md", "docs/decisions.md", "docs/user-guide.md",
-      "docs/migration-from-cloudflare.md", "docs/mcp.md", "docs/performance.md", "docs/protocol.md");
+      "docs/migration-from-cloudflare.md", "docs/mcp.md", "docs/performance.md", "docs/protocol.md", "docs/kubernetes.md");
 
   @Test
   void everyMarkdownFileTheDocsNameIsInTheRepository() throws Exception {

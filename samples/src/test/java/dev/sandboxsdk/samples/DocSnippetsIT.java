@@ -45,6 +45,7 @@ class DocSnippetsIT {
     snippets.addAll(DocSnippets.extract(ROOT.resolve("docs/user-guide.md"), "UserGuide"));
     snippets.addAll(DocSnippets.extract(ROOT.resolve("docs/migration-from-cloudflare.md"), "Migration"));
     snippets.addAll(DocSnippets.extract(ROOT.resolve("docs/containers.md"), "Containers"));
+    snippets.addAll(DocSnippets.extract(ROOT.resolve("docs/kubernetes.md"), "Kubernetes"));
     assertThat(snippets).as("snippets found").hasSizeGreaterThanOrEqualTo(20);
     Path classes = compile(snippets);
     List<String> runnable = snippets.stream().filter(Snippet::run).map(Snippet::className).toList();
