@@ -5,15 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.SandboxException;
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
+import dev.sandboxsdk.contract.Attacks;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -45,27 +40,15 @@ class ContainerAttackIT {
   }
 
   private static ExecResult sh(String command) {
-    return run(command, ExecOptions.builder().timeout(Duration.ofSeconds(30)).build());
+    return Attacks.sh(sandbox, token, command);
   }
 
-  /** Runs an attack and prints what it got, for the table in docs/containers.md. */
   private static ExecResult run(String command, ExecOptions options) {
-    ExecResult r = sandbox.exec(command, options);
-    System.out.printf("ATTACK %s%n  -> exit %d%s, stdout %s, stderr %s%n", command.replace(token, "<token>"), r.exitCode(),
-        r.timedOut() ? " (timed out)" : "", firstLine(r.stdout()), firstLine(r.stderr()));
-    return r;
+    return Attacks.run(sandbox, token, command, options);
   }
 
-  private static String firstLine(String s) {
-    String line = s.lines().findFirst().orElse("");
-    return "'" + (line.length() > 100 ? line.substring(0, 100) + "..." : line) + "'" + (s.lines().count() > 1 ? " ..." : "");
-  }
-
-  /** The pid of the agent's JVM, as commands see it. */
   private static String agentPid() {
-    String pid = sh("pgrep -x java").stdout().strip();
-    assertThat(pid).as("the agent's pid").matches("\\d+");
-    return pid;
+    return Attacks.agentPid(sandbox, token);
   }
 
   private void assertAgentServes() {
@@ -133,22 +116,18 @@ class ContainerAttackIT {
 
   @Test
   void withTheNetworkOffNoConnectionLeavesTheContainer() throws Exception {
-    try (Listener host = new Listener()) {
+    try (Attacks.Listener host = new Attacks.Listener()) {
       ExecResult r = sh(tryConnect(host.port()));
       assertThat(r.stdout()).doesNotContain("connected");
       assertThat(host.accepted()).as("connections the host received").isZero();
       assertThat(sh("getent hosts deb.debian.org || echo no-dns").stdout()).contains("no-dns");
     }
     // The same attempt from a sandbox with the network on reaches the host: the check above can fail.
-    try (Listener host = new Listener();
+    try (Attacks.Listener host = new Attacks.Listener();
          ContainerSandbox open = ContainerSandbox.builder().image(ContainerEngine.IMAGE).network(true).start()) {
       ExecResult r = open.exec(tryConnect(host.port()));
       assertThat(r.stdout()).contains("connected");
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-      while (host.accepted() == 0 && System.nanoTime() < deadline) {
-        Thread.sleep(20);
-      }
-      assertThat(host.accepted()).isPositive();
+      assertThat(host.awaitAccepted(Duration.ofSeconds(2))).isPositive();
     }
   }
 
@@ -208,43 +187,5 @@ class ContainerAttackIT {
     assertThat(r.exitCode()).isNotZero();
     assertThat(r.stderr()).contains("Operation not permitted");
     assertAgentServes();
-  }
-
-  /** A TCP listener on every address of this host, counting the connections it accepts. */
-  private static final class Listener implements AutoCloseable {
-    private final ServerSocket server;
-    private final AtomicInteger accepted = new AtomicInteger();
-    private final Thread thread;
-
-    Listener() throws IOException {
-      server = new ServerSocket(0, 50, InetAddress.getByName("0.0.0.0"));
-      server.setSoTimeout(200);
-      thread = new Thread(() -> {
-        while (!server.isClosed()) {
-          try (Socket s = server.accept()) {
-            accepted.incrementAndGet();
-          } catch (SocketTimeoutException e) {
-            // check whether closed
-          } catch (IOException e) {
-            return;
-          }
-        }
-      }, "attack-listener");
-      thread.setDaemon(true);
-      thread.start();
-    }
-
-    int port() {
-      return server.getLocalPort();
-    }
-
-    int accepted() {
-      return accepted.get();
-    }
-
-    @Override
-    public void close() throws IOException {
-      server.close();
-    }
   }
 }

@@ -5,16 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.contract.Attacks;
 import dev.sandboxsdk.SandboxSpec;
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
-import java.net.Socket;
-import java.net.SocketTimeoutException;
 import java.time.Duration;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -59,26 +54,15 @@ class KubernetesAttackIT {
   }
 
   private static ExecResult sh(String command) {
-    return run(command, ExecOptions.builder().timeout(Duration.ofSeconds(30)).build());
+    return Attacks.sh(sandbox, token, command);
   }
 
-  /** Runs an attack and prints what it got, for the table in docs/kubernetes.md. */
   private static ExecResult run(String command, ExecOptions options) {
-    ExecResult r = sandbox.exec(command, options);
-    System.out.printf("ATTACK %s%n  -> exit %d%s, stdout %s, stderr %s%n", command.replace(token, "<token>"), r.exitCode(),
-        r.timedOut() ? " (timed out)" : "", firstLine(r.stdout()), firstLine(r.stderr()));
-    return r;
-  }
-
-  private static String firstLine(String s) {
-    String line = s.lines().findFirst().orElse("");
-    return "'" + (line.length() > 100 ? line.substring(0, 100) + "..." : line) + "'" + (s.lines().count() > 1 ? " ..." : "");
+    return Attacks.run(sandbox, token, command, options);
   }
 
   private static String agentPid() {
-    String pid = sh("pgrep -x java").stdout().strip();
-    assertThat(pid).as("the agent's pid").matches("\\d+");
-    return pid;
+    return Attacks.agentPid(sandbox, token);
   }
 
   private static void assertAgentServes() {
@@ -157,7 +141,7 @@ class KubernetesAttackIT {
 
   @Test
   void withTheNetworkOffNoConnectionLeavesThePod() throws Exception {
-    try (Listener host = new Listener()) {
+    try (Attacks.Listener host = new Attacks.Listener()) {
       ExecResult r = sh(tryConnect(sandbox, host.port()));
       assertThat(r.stdout()).doesNotContain("connected");
       assertThat(host.accepted()).as("connections the node received").isZero();
@@ -165,15 +149,11 @@ class KubernetesAttackIT {
           .as("the API server's service address").doesNotContain("api-reachable");
     }
     // The same attempt from a pod with the network on reaches the node: the check above can fail.
-    try (Listener host = new Listener();
+    try (Attacks.Listener host = new Attacks.Listener();
          KubernetesSandbox open = provider.create(SandboxSpec.builder().image(KubernetesCluster.IMAGE).network(true).build())) {
       ExecResult r = open.exec(tryConnect(open, host.port()));
       assertThat(r.stdout()).contains("connected");
-      long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(2);
-      while (host.accepted() == 0 && System.nanoTime() < deadline) {
-        Thread.sleep(20);
-      }
-      assertThat(host.accepted()).isPositive();
+      assertThat(host.awaitAccepted(Duration.ofSeconds(2))).isPositive();
     }
   }
 
@@ -225,42 +205,5 @@ class KubernetesAttackIT {
     assertThat(r.exitCode()).isNotZero();
     assertThat(r.stderr()).contains("Operation not permitted");
     assertAgentServes();
-  }
-
-  /** A TCP listener on every address of this host (the node), counting the connections it accepts. */
-  private static final class Listener implements AutoCloseable {
-    private final ServerSocket server;
-    private final AtomicInteger accepted = new AtomicInteger();
-
-    Listener() throws IOException {
-      server = new ServerSocket(0, 50, InetAddress.getByName("0.0.0.0"));
-      server.setSoTimeout(200);
-      Thread thread = new Thread(() -> {
-        while (!server.isClosed()) {
-          try (Socket s = server.accept()) {
-            accepted.incrementAndGet();
-          } catch (SocketTimeoutException e) {
-            // check whether closed
-          } catch (IOException e) {
-            return;
-          }
-        }
-      }, "attack-listener");
-      thread.setDaemon(true);
-      thread.start();
-    }
-
-    int port() {
-      return server.getLocalPort();
-    }
-
-    int accepted() {
-      return accepted.get();
-    }
-
-    @Override
-    public void close() throws IOException {
-      server.close();
-    }
   }
 }

@@ -9,6 +9,7 @@ import dev.sandboxsdk.SandboxConflictException;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.contract.Await;
 import dev.sandboxsdk.kubernetes.internal.ClusterAdmin;
 import io.fabric8.kubernetes.api.model.Container;
 import java.time.Duration;
@@ -55,14 +56,7 @@ class KubernetesLifecycleIT {
   }
 
   private static boolean await(long timeoutMs, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        return false;
-      }
-      Thread.sleep(100);
-    }
-    return true;
+    return Await.await(Duration.ofMillis(timeoutMs), condition);
   }
 
   @Test

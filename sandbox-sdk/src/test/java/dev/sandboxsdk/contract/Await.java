@@ -4,11 +4,11 @@ import java.time.Duration;
 import java.util.function.BooleanSupplier;
 
 /** Polling with a deadline, for conditions nobody signals. */
-final class Await {
+public final class Await {
   private Await() {}
 
   /** Waits up to {@code timeout} for the condition; returns whether it became true. */
-  static boolean await(Duration timeout, BooleanSupplier condition) throws InterruptedException {
+  public static boolean await(Duration timeout, BooleanSupplier condition) throws InterruptedException {
     long deadline = System.nanoTime() + timeout.toNanos();
     while (System.nanoTime() < deadline) {
       if (condition.getAsBoolean()) {
