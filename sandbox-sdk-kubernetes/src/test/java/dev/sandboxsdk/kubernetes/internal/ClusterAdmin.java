@@ -6,8 +6,6 @@ import io.fabric8.kubernetes.api.model.ResourceQuotaBuilder;
 import io.fabric8.kubernetes.client.Config;
 import io.fabric8.kubernetes.client.KubernetesClient;
 import io.fabric8.kubernetes.client.KubernetesClientBuilder;
-import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -18,12 +16,7 @@ public final class ClusterAdmin implements AutoCloseable {
   private final String namespace;
 
   public ClusterAdmin(String kubeconfig, String namespace) {
-    try {
-      this.client = new KubernetesClientBuilder()
-          .withConfig(Config.fromKubeconfig(null, Files.readString(Path.of(kubeconfig)), kubeconfig)).build();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    this.client = new KubernetesClientBuilder().withConfig(Config.fromKubeconfig(null, new java.io.File(kubeconfig))).build();
     this.namespace = namespace;
   }
 
