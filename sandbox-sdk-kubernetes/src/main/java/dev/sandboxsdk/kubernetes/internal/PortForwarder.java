@@ -24,6 +24,10 @@ import org.slf4j.LoggerFactory;
 final class PortForwarder implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(PortForwarder.class);
 
+  /** More than the SDK opens (a pool of a few, plus one per live stream); the rest are refused. */
+  static final int MAX_CONNECTIONS = 256;
+
+  private final String pod;
   private final ServerSocketChannel server;
   private final BiFunction<SocketChannel, SocketChannel, PortForward> forward;
   private final Set<PortForward> open = ConcurrentHashMap.newKeySet();
@@ -32,6 +36,7 @@ final class PortForwarder implements AutoCloseable {
 
   /** Listens on a free port of 127.0.0.1; {@code forward} starts one forward of a connection (in, out). */
   PortForwarder(String pod, BiFunction<SocketChannel, SocketChannel, PortForward> forward) throws IOException {
+    this.pod = pod;
     this.forward = forward;
     this.server = ServerSocketChannel.open();
     server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
@@ -58,10 +63,16 @@ final class PortForwarder implements AutoCloseable {
         return;
       }
       try {
+        open.removeIf(p -> !p.isAlive());
+        if (open.size() >= MAX_CONNECTIONS) {
+          // Any local process may connect here; each connection costs a WebSocket and a thread.
+          log.warn("port-forward to {}: {} connections open, refusing another", pod, MAX_CONNECTIONS);
+          c.close();
+          continue;
+        }
         c.setOption(StandardSocketOptions.TCP_NODELAY, true);
         PortForward f = forward.apply(c, c);
         open.add(f);
-        open.removeIf(p -> !p.isAlive());
       } catch (IOException | RuntimeException e) {
         log.debug("port-forward: could not forward a connection", e);
         try {
