@@ -245,6 +245,37 @@ class KubernetesLifecycleIT {
         .as("fds %d (before %d), threads %d (before %d)", openFds(), fds, Thread.activeCount(), threads).isTrue();
   }
 
+  @Test
+  void localClientsThatFloodThePortForwardAreCappedAndCostNothingOnceGone() throws Exception {
+    try (KubernetesSandbox s = provider.create(spec().build())) {
+      s.exec("true");
+      int threads = Thread.activeCount();
+      java.util.List<java.net.Socket> flood = new java.util.ArrayList<>();
+      try {
+        for (int i = 0; i < 300; i++) { // silent clients, as any local process could open
+          flood.add(new java.net.Socket("127.0.0.1", s.baseUrl().getPort()));
+        }
+        assertThat(s.exec("echo still served").stdout()).as("the SDK's own pooled connection").isEqualTo("still served\n");
+      } finally {
+        for (java.net.Socket c : flood) {
+          c.close();
+        }
+      }
+      // Idle pool threads of fabric8 and the JDK HTTP client end after their 60 s keep-alive.
+      assertThat(await(100_000, () -> Thread.activeCount() <= threads + 4)).as("threads %d (before %d): %s",
+          Thread.activeCount(), threads, threadNames()).isTrue();
+      try (Sandbox fresh = Sandbox.builder().baseUrl(s.baseUrl()).token(s.token()).build()) {
+        assertThat(fresh.exec("echo new connection").stdout()).isEqualTo("new connection\n");
+      }
+    }
+  }
+
+  private static String threadNames() {
+    return Thread.getAllStackTraces().keySet().stream().map(t -> t.getName().replaceAll("\\d+", "N"))
+        .collect(java.util.stream.Collectors.groupingBy(n -> n, java.util.TreeMap::new, java.util.stream.Collectors.counting()))
+        .toString();
+  }
+
   private static int openFds() {
     String[] fds = new java.io.File("/proc/self/fd").list();
     return fds == null ? -1 : fds.length;
