@@ -53,6 +53,8 @@ public final class Sandboxes implements AutoCloseable {
   /** Label of a persistent sandbox the server made (a provider's): listSandboxes finds it from any server. */
   static final String PERSISTENT_LABEL = "mcp.persistent";
   private static final Duration CLOSE_WAIT = Duration.ofSeconds(30);
+  /** The Kubernetes provider's state of a pod that is being deleted. */
+  private static final String STOPPING = "stopping";
   private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
   private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
 
@@ -218,6 +220,9 @@ public final class Sandboxes implements AutoCloseable {
     }
     try {
       for (SandboxInfo i : p.list()) {
+        if (config.mode() == SandboxMode.KUBERNETES && STOPPING.equals(i.state())) {
+          continue; // a pod being deleted (destroy returns before a slow kubelet has removed it): gone for good
+        }
         String id = persistentId(i);
         if (id != null && ID.matcher(id).matches()) {
           out.putIfAbsent(id, i);
