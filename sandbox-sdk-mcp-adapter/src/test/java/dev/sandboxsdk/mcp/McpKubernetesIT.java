@@ -179,12 +179,37 @@ class McpKubernetesIT {
     }
   }
 
+  @Test
+  void anImageTheNodeDoesNotHaveIsAnErrorResultWithThePodsReasonAndLeavesNoPod() throws Exception {
+    String missing = "localhost/sandbox-agent-missing:" + HexFormat.of().formatHex(randomBytes(4));
+    List<String> before = cluster.list().stream().map(SandboxInfo::id).toList();
+    try (JarClient.Stdio server = start(missing)) {
+      JsonNode r = server.call("exec", args("sandboxId", id, "command", "true"));
+      assertThat(isError(r)).as("%s", r).isTrue();
+      assertThat(text(r)).startsWith("There is no sandbox '" + id + "'");
+      JsonNode got = server.call("getSandbox", args("sandboxId", id));
+      assertThat(isError(got)).as("%s", got).isTrue();
+      assertThat(text(got)).startsWith("Could not start sandbox '" + id + "': the sandbox pod ")
+          .contains("ErrImageNeverPull").contains(missing);
+      assertThat(ids(server)).doesNotContain(id);
+    }
+    for (SandboxInfo i : cluster.list()) { // the failed pod is deleted
+      if (!before.contains(i.id()) && id.equals(i.labels().get("mcp.sandbox-id"))) {
+        assertGone(i.id());
+      }
+    }
+  }
+
   // ---- helpers
 
   private JarClient.Stdio start() throws Exception {
+    return start(KubernetesCluster.IMAGE);
+  }
+
+  private JarClient.Stdio start(String image) throws Exception {
     JarClient.Stdio server = JarClient.Stdio.start(tmp, List.of("--provider", "kubernetes",
         "--kubeconfig", KubernetesCluster.KUBECONFIG, "--namespace", KubernetesCluster.NAMESPACE,
-        "--image", KubernetesCluster.IMAGE, "--image-pull-policy", "Never", "--memory", "512m", "--cpus", "0.5",
+        "--image", image, "--image-pull-policy", "Never", "--memory", "512m", "--cpus", "0.5",
         "--pass-env", SECRET_NAME), Map.of(SECRET_NAME, SECRET));
     assertThat(server.initialize().path("instructions").asText()).contains("its own Kubernetes pod");
     return server;
