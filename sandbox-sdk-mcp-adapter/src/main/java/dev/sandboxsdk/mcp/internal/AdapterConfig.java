@@ -28,8 +28,9 @@ import java.util.regex.Pattern;
  * @param httpToken bearer token HTTP clients must send; null only with {@code noAuth}
  * @param noAuth serve HTTP without a token (loopback binds only)
  * @param mode where sandboxes run: local agents, containers, or the one remote agent
- * @param containerSpec with {@link SandboxMode#CONTAINER}, the image, limits and network of every
- *     container (without the environment, labels and idle timeout, which each sandbox adds); else null
+ * @param containerSpec with {@link SandboxMode#CONTAINER} or {@link SandboxMode#KUBERNETES}, the image, limits
+ *     and network of every container or pod (without the environment, labels and idle timeout, which each
+ *     sandbox adds); else null
  * @param agentUrl a remote agent to drive; null unless {@link SandboxMode#REMOTE}
  * @param agentToken the remote agent's token
  * @param passEnv variables (name to value) injected into every sandbox process and redacted from output
@@ -44,6 +45,7 @@ import java.util.regex.Pattern;
  * @param localNetwork with {@link SandboxMode#LOCAL}, whether isolated commands may use the network
  * @param stateDir with {@link SandboxMode#LOCAL}, where persistent sandboxes keep their workspaces and
  *     checkpoints ({@code --state-dir}); null for the SDK's default (LocalProvider's)
+ * @param kubernetes with {@link SandboxMode#KUBERNETES}, the cluster, namespace and access; else null
  */
 public record AdapterConfig(
     boolean http,
@@ -65,15 +67,18 @@ public record AdapterConfig(
     int maxConcurrentCalls,
     Isolation localIsolation,
     boolean localNetwork,
-    Path stateDir) {
+    Path stateDir,
+    Kubernetes kubernetes) {
 
   public static final String USAGE = String.join("\n",
       "usage: java -jar sandbox-mcp.jar [--stdio | --http [--port 8080] [--bind 127.0.0.1]]",
       "           [--token-file F | --no-auth]",
-      "           [[--provider local] | --provider container [--image NAME] [--memory SIZE] [--cpus N]",
-      "                                 [--pids-limit N]] [--network on|off]",
-      "           [--isolation isolated|none|required] [--state-dir DIR]  (local)",
+      "           [[--provider local] [--isolation isolated|none|required] [--state-dir DIR]",
+      "            | --provider container [--pids-limit N]",
+      "            | --provider kubernetes [--namespace NS] [--kubeconfig F] [--context NAME]",
+      "                [--service-account NAME] [--image-pull-policy P] [--k8s-access port-forward|pod-ip]",
       "            | --agent-url URL --agent-token-file F]",
+      "           [--image NAME] [--memory SIZE] [--cpus N]  (container, kubernetes) [--network on|off]",
       "           [--pass-env NAME ...] [--max-output-bytes N] [--max-sandboxes N]",
       "           [--allow-host HOST] [--allow-origin ORIGIN] [--keep-alive-seconds N]",
       "",
@@ -84,15 +89,29 @@ public record AdapterConfig(
       "  --token-file F       bearer token for HTTP clients (or env SANDBOX_MCP_TOKEN)",
       "  --no-auth            HTTP without a token; only on a loopback address",
       "  --provider P         where each sandbox runs: local (the default; an agent process on this",
-      "                       machine, as this OS user, commands in bubblewrap where it works) or container (a container per",
-      "                       sandbox on Docker or Podman, found through DOCKER_HOST or the local socket)",
-      "  --image NAME         container: the agent image (default sandbox-agent)",
-      "  --memory SIZE        container: memory limit per sandbox, bytes or with k, m, g (default 1g,",
-      "                       at least 64m)",
-      "  --cpus N             container: CPU limit per sandbox, e.g. 1.5 (default 1)",
+      "                       machine, as this OS user, commands in bubblewrap where it works), container (a container per",
+      "                       sandbox on Docker or Podman, found through DOCKER_HOST or the local socket) or kubernetes",
+      "                       (a pod per sandbox on the cluster of KUBECONFIG or ~/.kube/config, or in-cluster)",
+      "  --image NAME         container, kubernetes: the agent image (default sandbox-agent; on Kubernetes",
+      "                       a name the cluster can pull, e.g. registry.example.com/sandbox-agent:0.1)",
+      "  --memory SIZE        container, kubernetes: memory limit per sandbox, bytes or with k, m, g",
+      "                       (default 1g, at least 64m)",
+      "  --cpus N             container, kubernetes: CPU limit per sandbox, e.g. 1.5 (default 1)",
       "  --pids-limit N       container: processes and threads per sandbox (default 512, at least 64)",
-      "  --network on|off     local (isolated) and container: whether commands may open connections",
-      "                       (default off)",
+      "  --network on|off     local (isolated), container, kubernetes: whether commands may open",
+      "                       connections (default off; on Kubernetes a NetworkPolicy, which needs a",
+      "                       CNI plugin that enforces policies, plus the image's own firewall)",
+      "  --namespace NS       kubernetes: the namespace of the sandbox pods (default: the kubeconfig",
+      "                       context's, else default)",
+      "  --kubeconfig F       kubernetes: the kubeconfig file (default: KUBECONFIG, ~/.kube/config, or",
+      "                       the service account of the pod the server runs in)",
+      "  --context NAME       kubernetes: the kubeconfig context (default: its current context)",
+      "  --service-account N  kubernetes: the service account of the pods (default: the namespace's",
+      "                       default; its token is never mounted)",
+      "  --image-pull-policy P  kubernetes: Always, IfNotPresent (the default) or Never",
+      "  --k8s-access A       kubernetes: how the server reaches each pod's agent: port-forward (the",
+      "                       default; through the API server, from anywhere) or pod-ip (direct, for a",
+      "                       server inside the cluster)",
       "  --isolation I        local: isolated (the default: commands run in bubblewrap where bwrap works,",
       "                       else not isolated with one warning), required (fail if bwrap cannot be",
       "                       used) or none (commands see this machine as this OS user does)",
@@ -115,7 +134,11 @@ public record AdapterConfig(
 
   private static final List<String> HTTP_ONLY = List.of("--port", "--bind", "--token-file", "--no-auth",
       "--allow-host", "--allow-origin", "--keep-alive-seconds", "--max-connections");
-  private static final List<String> CONTAINER_ONLY = List.of("--image", "--memory", "--cpus", "--pids-limit");
+  /** Options of the providers that make sandboxes from an image (container, kubernetes). */
+  private static final List<String> IMAGE_ONLY = List.of("--image", "--memory", "--cpus");
+  private static final List<String> KUBERNETES_ONLY = List.of("--namespace", "--kubeconfig", "--context",
+      "--service-account", "--image-pull-policy", "--k8s-access");
+  private static final Pattern DNS_LABEL = Pattern.compile("[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?");
   private static final Pattern SIZE = Pattern.compile("(\\d{1,19})([kmg]?)", Pattern.CASE_INSENSITIVE);
   private static final Pattern DECIMAL = Pattern.compile("\\d{1,6}(\\.\\d{1,9})?");
   static final long MIN_MEMORY_BYTES = 64L << 20;
@@ -136,6 +159,29 @@ public record AdapterConfig(
     }
   }
 
+  /**
+   * Where and how the Kubernetes provider makes pods ({@code --provider kubernetes}). Plain values
+   * only, so that reading a configuration never loads the Kubernetes classes.
+   *
+   * @param kubeconfig the kubeconfig file; null for the client's default lookup
+   * @param context the kubeconfig context; null for its current one
+   * @param namespace the pods' namespace; null for the context's
+   * @param serviceAccount the pods' service account; null for the namespace's default
+   * @param imagePullPolicy Always, IfNotPresent or Never
+   * @param podIp reach the agents at the pods' addresses rather than through port-forwards
+   */
+  public record Kubernetes(Path kubeconfig, String context, String namespace, String serviceAccount,
+      String imagePullPolicy, boolean podIp) {
+
+    @Override
+    public String toString() {
+      return "namespace " + (namespace != null ? namespace : "(the context's)")
+          + (context != null ? ", context " + context : "") + (kubeconfig != null ? ", kubeconfig " + kubeconfig : "")
+          + (serviceAccount != null ? ", service account " + serviceAccount : "") + ", pull " + imagePullPolicy
+          + ", " + (podIp ? "pod-ip" : "port-forward");
+    }
+  }
+
   /** Parses {@code args} against {@code env}; throws {@link UsageException} on any mistake. */
   public static AdapterConfig parse(String[] args, Map<String, String> env) {
     boolean http = false;
@@ -148,7 +194,15 @@ public record AdapterConfig(
     String agentTokenFile = null;
     String provider = null;
     SandboxSpec.Builder spec = SandboxSpec.builder();
-    List<String> containerOnly = new ArrayList<>();
+    List<String> imageOnly = new ArrayList<>();
+    List<String> kubernetesOnly = new ArrayList<>();
+    boolean pidsLimit = false;
+    String kubeconfig = null;
+    String context = null;
+    String namespace = null;
+    String serviceAccount = null;
+    String pullPolicy = "IfNotPresent";
+    boolean podIp = false;
     Boolean network = null;
     Isolation isolation = null;
     String stateDir = null;
@@ -166,8 +220,11 @@ public record AdapterConfig(
       if (HTTP_ONLY.contains(a)) {
         httpOnly.add(a);
       }
-      if (CONTAINER_ONLY.contains(a) && !containerOnly.contains(a)) {
-        containerOnly.add(a);
+      if (IMAGE_ONLY.contains(a) && !imageOnly.contains(a)) {
+        imageOnly.add(a);
+      }
+      if (KUBERNETES_ONLY.contains(a) && !kubernetesOnly.contains(a)) {
+        kubernetesOnly.add(a);
       }
       switch (a) {
         case "--stdio" -> stdio = true;
@@ -180,8 +237,8 @@ public record AdapterConfig(
         case "--agent-token-file" -> agentTokenFile = value(args, ++i, a);
         case "--provider" -> {
           provider = value(args, ++i, a);
-          if (!provider.equals("local") && !provider.equals("container")) {
-            throw new UsageException("--provider must be local or container, got '" + provider + "'");
+          if (!List.of("local", "container", "kubernetes").contains(provider)) {
+            throw new UsageException("--provider must be local, container or kubernetes, got '" + provider + "'");
           }
         }
         case "--image" -> {
@@ -194,7 +251,28 @@ public record AdapterConfig(
         }
         case "--memory" -> spec.memoryBytes(memoryValue(a, value(args, ++i, a)));
         case "--cpus" -> spec.cpus(cpusValue(a, value(args, ++i, a)));
-        case "--pids-limit" -> spec.pidsLimit(intValue(a, value(args, ++i, a), 64, MAX_PIDS_LIMIT));
+        case "--pids-limit" -> {
+          spec.pidsLimit(intValue(a, value(args, ++i, a), 64, MAX_PIDS_LIMIT));
+          pidsLimit = true;
+        }
+        case "--kubeconfig" -> kubeconfig = value(args, ++i, a);
+        case "--context" -> context = value(args, ++i, a);
+        case "--namespace" -> namespace = dnsLabel(a, value(args, ++i, a));
+        case "--service-account" -> serviceAccount = dnsLabel(a, value(args, ++i, a));
+        case "--image-pull-policy" -> {
+          pullPolicy = value(args, ++i, a);
+          if (!List.of("Always", "IfNotPresent", "Never").contains(pullPolicy)) {
+            throw new UsageException("--image-pull-policy must be Always, IfNotPresent or Never, got '" + pullPolicy
+                + "'");
+          }
+        }
+        case "--k8s-access" -> {
+          String v = value(args, ++i, a);
+          if (!v.equals("port-forward") && !v.equals("pod-ip")) {
+            throw new UsageException("--k8s-access must be port-forward or pod-ip, got '" + v + "'");
+          }
+          podIp = v.equals("pod-ip");
+        }
         case "--network" -> {
           String v = value(args, ++i, a);
           if (!v.equals("on") && !v.equals("off")) {
@@ -266,19 +344,44 @@ public record AdapterConfig(
           + " remote agent instead of creating sandboxes; give one of them");
     }
     SandboxMode mode = agentUrl != null ? SandboxMode.REMOTE
-        : "container".equals(provider) ? SandboxMode.CONTAINER : SandboxMode.LOCAL;
-    if (mode != SandboxMode.CONTAINER && !containerOnly.isEmpty()) {
-      throw new UsageException(appliesTo(containerOnly, "--provider container only"));
+        : "container".equals(provider) ? SandboxMode.CONTAINER
+        : "kubernetes".equals(provider) ? SandboxMode.KUBERNETES : SandboxMode.LOCAL;
+    boolean fromImage = mode == SandboxMode.CONTAINER || mode == SandboxMode.KUBERNETES;
+    if (!fromImage && !imageOnly.isEmpty()) {
+      throw new UsageException(appliesTo(imageOnly, "--provider container or kubernetes only"));
+    }
+    if (mode != SandboxMode.CONTAINER && pidsLimit) {
+      throw new UsageException("--pids-limit applies to --provider container only" + (mode == SandboxMode.KUBERNETES
+          ? " (on Kubernetes the kubelet's podPidsLimit sets it for every pod of a node)" : ""));
+    }
+    if (mode != SandboxMode.KUBERNETES && !kubernetesOnly.isEmpty()) {
+      throw new UsageException(appliesTo(kubernetesOnly, "--provider kubernetes only"));
     }
     if (mode == SandboxMode.REMOTE && network != null) {
-      throw new UsageException("--network applies to --provider local or container, not to a remote agent");
+      throw new UsageException("--network applies to --provider local, container or kubernetes, not to a remote agent");
     }
     if (mode != SandboxMode.LOCAL && isolation != null) {
-      throw new UsageException("--isolation applies to --provider local only (a container is isolated by its engine)");
+      throw new UsageException("--isolation applies to --provider local only (a container or pod is isolated by its"
+          + " engine)");
     }
     if (mode != SandboxMode.LOCAL && stateDir != null) {
-      throw new UsageException("--state-dir applies to --provider local only (a container provider's persistent"
-          + " sandboxes are containers on its engine)");
+      throw new UsageException("--state-dir applies to --provider local only (a container or Kubernetes provider's"
+          + " persistent sandboxes live on its engine or cluster)");
+    }
+    Kubernetes kubernetes = null;
+    if (mode == SandboxMode.KUBERNETES) {
+      Path config = null;
+      if (kubeconfig != null) {
+        try {
+          config = Path.of(kubeconfig).toAbsolutePath().normalize();
+        } catch (java.nio.file.InvalidPathException e) {
+          throw new UsageException("--kubeconfig is not a path: " + e.getMessage());
+        }
+        if (!Files.isRegularFile(config) || !Files.isReadable(config)) {
+          throw new UsageException("--kubeconfig " + kubeconfig + ": no such readable file");
+        }
+      }
+      kubernetes = new Kubernetes(config, context, namespace, serviceAccount, pullPolicy, podIp);
     }
     Path state = null;
     if (stateDir != null) {
@@ -299,7 +402,9 @@ public record AdapterConfig(
       spec.network(network);
     }
     SandboxSpec containerSpec = null;
-    if (mode == SandboxMode.CONTAINER) {
+    if (mode == SandboxMode.KUBERNETES) {
+      containerSpec = spec.build(); // the passed variables go with each call: see passEnvPerCall
+    } else if (mode == SandboxMode.CONTAINER) {
       try { // the passed variables travel in the container's environment: its rules apply to their names
         SandboxSpec.builder().env(passEnv);
       } catch (IllegalArgumentException e) {
@@ -329,7 +434,8 @@ public record AdapterConfig(
     return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agent, agentToken,
         Map.copyOf(passEnv),
         maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds),
-        maxConnections, maxCalls, isolation != null ? isolation : Isolation.ISOLATED, network != null && network, state);
+        maxConnections, maxCalls, isolation != null ? isolation : Isolation.ISOLATED, network != null && network, state,
+        kubernetes);
   }
 
   /** Settings for an in-process server in tests: stdio, local sandboxes, defaults elsewhere. */
@@ -340,7 +446,7 @@ public record AdapterConfig(
   public AdapterConfig withMaxOutputBytes(int bytes) {
     return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agentUrl, agentToken, passEnv,
         bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive, maxConnections, maxConcurrentCalls,
-        localIsolation, localNetwork, stateDir);
+        localIsolation, localNetwork, stateDir, kubernetes);
   }
 
   @Override
@@ -358,12 +464,18 @@ public record AdapterConfig(
       case CONTAINER -> "containers of " + containerSpec.image() + " (memory " + containerSpec.memoryBytes()
           + " bytes, " + containerSpec.cpus() + " CPUs, pids " + containerSpec.pidsLimit() + ", network "
           + (containerSpec.network() ? "on" : "off") + ")";
+      case KUBERNETES -> "Kubernetes pods of " + containerSpec.image() + " (" + kubernetes + ", memory "
+          + containerSpec.memoryBytes() + " bytes, " + containerSpec.cpus() + " CPUs, network "
+          + (containerSpec.network() ? "on" : "off") + ")";
     };
   }
 
   /**
-   * Whether the passed variables go with every request (local sandboxes, a remote agent) rather
-   * than into the sandbox's own environment when it is created (containers).
+   * Whether the passed variables go with every request (local sandboxes, a remote agent, pods)
+   * rather than into the sandbox's own environment when it is created (containers). A pod's
+   * environment is part of the Pod object, which everyone who may read pods in the namespace sees
+   * (and etcd stores), so on Kubernetes the values travel only with the calls, over the agent's
+   * authenticated connection.
    */
   public boolean passEnvPerCall() {
     return mode != SandboxMode.CONTAINER;
@@ -375,6 +487,15 @@ public record AdapterConfig(
     } catch (UnknownHostException e) {
       return false;
     }
+  }
+
+  /** A namespace or service account name: a DNS label, as Kubernetes wants it. */
+  private static String dnsLabel(String option, String v) {
+    if (!DNS_LABEL.matcher(v).matches()) {
+      throw new UsageException(option + " takes a Kubernetes name (lower-case letters, digits and '-', at most 63,"
+          + " starting and ending with a letter or digit), got '" + v + "'");
+    }
+    return v;
   }
 
   /** "--a, --b apply to {@code where}", or "--a applies to ..." for one option. */

@@ -18,7 +18,9 @@ import java.util.Map;
  * repository into it), {@code listSandboxes} (with each sandbox's status and times, also the
  * persistent ones other servers left), {@code shutdownSandbox}, {@code wakeSandbox} and
  * {@code destroy}. A persistent sandbox is a named sandbox of the provider: its files and
- * checkpoints outlive this server; shutting it down ends its processes and keeps its files.
+ * checkpoints outlive this server; shutting it down ends its processes and keeps its files. On
+ * Kubernetes a persistent sandbox is a named pod, which outlives this server but cannot shut down
+ * and wake (a pod does not start again): those two tools say so and what to do instead.
  * Thread-safe.
  */
 final class LifecycleTools implements ToolGroup {
@@ -72,7 +74,10 @@ final class LifecycleTools implements ToolGroup {
       text.add("Created " + (e.persistent() ? "persistent " : "") + "sandbox '" + id + "'"
           + (cloned != null ? " with " + cloned.repoUrl() + " (branch " + cloned.branch() + ") cloned into "
               + cloned.targetDir() : "") + ".");
-      if (e.persistent()) {
+      if (e.persistent() && e.mode() == SandboxMode.KUBERNETES) {
+        text.add("Its pod outlives this server (a later server finds it) until destroy removes it or its idle timeout"
+            + " ends it; a pod cannot be shut down and woken, and its files and checkpoints last as long as the pod.");
+      } else if (e.persistent()) {
         text.add("Its files and checkpoints outlive this server; shutdownSandbox stops it, wakeSandbox starts it"
             + " again, destroy removes it.");
       }
@@ -84,7 +89,10 @@ final class LifecycleTools implements ToolGroup {
             + " existing one).");
       }
     }
-    if (info != null && !info.isRunning()) {
+    if (info != null && !info.isRunning() && e.mode() == SandboxMode.KUBERNETES) {
+      text.add(Sandboxes.ended(id).getMessage());
+      r.put("note", "The sandbox's pod has ended: destroy it and create a new one.");
+    } else if (info != null && !info.isRunning()) {
       text.add("It is stopped: call wakeSandbox {\"sandboxId\":\"" + id + "\"} to start it again.");
       r.put("note", "The sandbox is stopped: call wakeSandbox before using it.");
     }
@@ -137,13 +145,21 @@ final class LifecycleTools implements ToolGroup {
     int stopped = list.size() - running;
     String text = list.isEmpty() ? "No sandboxes. getSandbox creates one."
         : list.size() + " sandbox(es): " + running + " running, " + stopped + " stopped"
-            + (stopped > 0 ? " (wakeSandbox starts a stopped one)." : ".");
+            + (stopped == 0 ? "." : sandboxes.mode() == SandboxMode.KUBERNETES
+                ? " (a stopped pod has ended and cannot be woken: destroy it)." : " (wakeSandbox starts a stopped one).");
     return new ToolOutcome(r, text, false);
   }
 
   ToolOutcome shutdownSandbox(ObjectNode args, CallContext ctx) {
     String id = idOf(args);
     Sandboxes.Entry e = persistentEntry(id, "shut down");
+    if (e.mode() == SandboxMode.KUBERNETES) {
+      try {
+        e.managed().shutdown(); // a pod cannot stop and start again: the provider refuses and says why
+      } catch (SandboxException ex) {
+        throw notOnKubernetes(id, "shut down", ex.getMessage());
+      }
+    }
     SandboxInfo before = sandboxes.status(e);
     int calls = sandboxes.callsInFlight(id) - 1; // not counting this call
     if (calls > 0 && !args.path("force").asBoolean(false)) {
@@ -179,7 +195,14 @@ final class LifecycleTools implements ToolGroup {
     boolean wasRunning = before != null && before.isRunning();
     long t0 = System.nanoTime();
     if (!wasRunning) {
-      e.managed().wake();
+      try {
+        e.managed().wake();
+      } catch (SandboxException ex) {
+        if (e.mode() == SandboxMode.KUBERNETES) {
+          throw new ToolException(Sandboxes.ended(id).getMessage() + " (The provider says: " + ex.getMessage() + ".)");
+        }
+        throw ex;
+      }
     }
     sandboxes.stateChanged(e, true);
     SandboxInfo info = sandboxes.status(e);
@@ -199,6 +222,9 @@ final class LifecycleTools implements ToolGroup {
   /** The persistent sandbox {@code id}, running or not; for shutdown and wake, which only persistent ones have. */
   private Sandboxes.Entry persistentEntry(String id, String verb) {
     Sandboxes.Entry e = sandboxes.find(id, false); // a default sandbox made only to refuse would be a waste
+    if (e.mode() == SandboxMode.KUBERNETES && !e.persistent()) {
+      throw notOnKubernetes(id, verb, null);
+    }
     if (!e.persistent()) {
       throw new ToolException("Sandbox '" + id + "' is not persistent, so it cannot be " + verb + ": only sandboxes"
           + " created with getSandbox {\"sandboxId\": \"...\", \"persistent\": true} keep their files while stopped."
@@ -206,6 +232,19 @@ final class LifecycleTools implements ToolGroup {
               : " destroy removes this one; its files can be kept only by copying them out first."));
     }
     return e;
+  }
+
+  /**
+   * The error for shutdownSandbox or wakeSandbox on a Kubernetes sandbox: a pod cannot stop and
+   * start again with its files; what to do instead. {@code why} is the provider's own reason, if any.
+   */
+  static ToolException notOnKubernetes(String id, String verb, String why) {
+    return new ToolException("Sandbox '" + id + "' cannot be " + verb + ": it is a Kubernetes pod, which cannot stop"
+        + " and start again with its files (its workspace and checkpoints live as long as the pod)."
+        + (why != null ? " The provider says: " + why + "." : "")
+        + " It keeps running until its idle timeout or until you call destroy {\"sandboxId\":\"" + id + "\"} when done;"
+        + " copy out what must survive first (readFile). To let sandboxes sleep and wake, run the server with"
+        + " --provider container or local.");
   }
 
   ToolOutcome destroy(ObjectNode args, CallContext ctx) {
@@ -257,8 +296,11 @@ final class LifecycleTools implements ToolGroup {
    */
   static ObjectNode sandboxJson(String id, Sandboxes.Entry e, SandboxInfo info) {
     ObjectNode o = Json.object().put("sandboxId", id);
-    SandboxMode mode = e != null ? e.mode() : "container".equals(info.provider()) ? SandboxMode.CONTAINER
-        : SandboxMode.LOCAL;
+    SandboxMode mode = e != null ? e.mode() : switch (String.valueOf(info.provider())) {
+      case "container" -> SandboxMode.CONTAINER;
+      case "kubernetes" -> SandboxMode.KUBERNETES;
+      default -> SandboxMode.LOCAL;
+    };
     o.put("mode", mode.wireName());
     boolean persistent = e == null || e.persistent();
     o.put("persistent", persistent);
@@ -272,8 +314,9 @@ final class LifecycleTools implements ToolGroup {
     o.put("idleTimeoutSeconds", e == null || e.idleTimeout() == null ? null : e.idleTimeout().toSeconds());
     o.put("createdAt", (e != null ? e.createdAt() : info.createdAt()).toString());
     o.put("lastActivityAt", info != null && info.lastActivityAt() != null ? info.lastActivityAt().toString() : null);
-    o.put("workspace", e != null ? e.workspace() : mode == SandboxMode.CONTAINER ? Sandboxes.CONTAINER_WORKSPACE : null);
-    o.put("providerId", e != null ? e.providerId() : mode == SandboxMode.CONTAINER ? info.id() : null);
+    boolean fromProvider = Sandboxes.fromProvider(mode);
+    o.put("workspace", e != null ? e.workspace() : fromProvider ? Sandboxes.CONTAINER_WORKSPACE : null);
+    o.put("providerId", e != null ? e.providerId() : fromProvider ? info.id() : null);
     return o.put("isolation", isolation(e, mode));
   }
 
@@ -287,6 +330,8 @@ final class LifecycleTools implements ToolGroup {
         return l.isolation() != Isolation.NONE ? "bwrap" : "none";
       case CONTAINER:
         return "container";
+      case KUBERNETES:
+        return "pod";
       default:
         return null;
     }

@@ -178,6 +178,10 @@ public final class McpServer implements AutoCloseable {
       case CONTAINER -> "Each sandbox here is its own container: commands run as an unprivileged user in /workspace,"
           + " with limited memory, CPU and processes, a read-only system outside /workspace and /tmp, and "
           + (config.containerSpec().network() ? "network access." : "no network.");
+      case KUBERNETES -> "Each sandbox here is its own Kubernetes pod: commands run as an unprivileged user in"
+          + " /workspace, with limited memory and CPU, a read-only system outside /workspace and /tmp, and "
+          + (config.containerSpec().network() ? "network access." : "no network.") + " A pod cannot be shut down"
+          + " and woken: destroy a sandbox when done.";
       case REMOTE -> "Sandboxes here live on a remote agent: commands run in its container, isolated as far as that"
           + " container is.";
     };

@@ -8,10 +8,15 @@ public enum SandboxMode {
   LOCAL,
   /** Each sandbox is a container made by the container provider ({@code --provider container}). */
   CONTAINER,
+  /** Each sandbox is a pod made by the Kubernetes provider ({@code --provider kubernetes}). */
+  KUBERNETES,
   /** One sandbox, {@code default}, on the agent {@code --agent-url} names. */
   REMOTE;
 
-  /** The name in tool results and on the command line: {@code local}, {@code container}, {@code remote}. */
+  /**
+   * The name in tool results and on the command line: {@code local}, {@code container},
+   * {@code kubernetes}, {@code remote}.
+   */
   public String wireName() {
     return name().toLowerCase(Locale.ROOT);
   }

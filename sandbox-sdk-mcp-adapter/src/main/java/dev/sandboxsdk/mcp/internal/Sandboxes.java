@@ -30,8 +30,8 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The server's sandboxes by id. Locally each id is its own {@link LocalSandbox}; with
- * {@code --provider container} each id is a sandbox the {@link SandboxProvider} creates from the
- * configured {@link SandboxSpec}; with an agent URL there is a single sandbox, {@code default}, on
+ * {@code --provider container} or {@code kubernetes} each id is a sandbox (a container, a pod) the
+ * {@link SandboxProvider} creates from the configured {@link SandboxSpec}; with an agent URL there is a single sandbox, {@code default}, on
  * that agent. The {@code default} sandbox is created on first use; other ids only by
  * {@code getSandbox}. Thread-safe.
  */
@@ -45,14 +45,16 @@ public final class Sandboxes implements AutoCloseable {
    * marks it for a check.
    */
   static final Duration SEEN_FOR = Duration.ofSeconds(5);
-  /** Where the container provider's commands start (its image's workspace volume). */
+  /** Where the container and Kubernetes providers' commands start (the image's workspace volume). */
   static final String CONTAINER_WORKSPACE = "/workspace";
   /** Labels on every provider sandbox: the MCP sandbox id, and the server process that made it. */
   static final String ID_LABEL = "mcp.sandbox-id";
   static final String SERVER_LABEL = "mcp.server-pid";
-  /** Label of a persistent sandbox the server made (container provider): listSandboxes finds it from any server. */
+  /** Label of a persistent sandbox the server made (a provider's): listSandboxes finds it from any server. */
   static final String PERSISTENT_LABEL = "mcp.persistent";
   private static final Duration CLOSE_WAIT = Duration.ofSeconds(30);
+  /** The Kubernetes provider's state of a pod that is being deleted. */
+  private static final String STOPPING = "stopping";
   private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
   private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
 
@@ -61,7 +63,8 @@ public final class Sandboxes implements AutoCloseable {
    *
    * @param workspace the directory commands start in, when known (null for a remote agent)
    * @param agentPid the local agent's process id; -1 unless {@link SandboxMode#LOCAL}
-   * @param providerId the provider's id of the sandbox (a container id); null unless {@link SandboxMode#CONTAINER}
+   * @param providerId the provider's id of the sandbox (a container id, a pod name); null unless
+   *     {@link SandboxMode#CONTAINER} or {@link SandboxMode#KUBERNETES}
    * @param dead set once the sandbox is known to be gone; it is then forgotten
    * @param seenAt {@link System#nanoTime()} when a call last reached it or its provider last listed it running
    * @param persistent a named sandbox of the provider (getSandbox {@code persistent: true}, or one an
@@ -111,23 +114,45 @@ public final class Sandboxes implements AutoCloseable {
   private volatile boolean closed;
 
   public Sandboxes(AdapterConfig config) {
-    this(config, config.mode() == SandboxMode.CONTAINER ? ContainerProviders::fromEnvironment : null);
+    this(config, factory(config));
   }
 
-  /** With {@code provider} making the sandboxes of a {@link SandboxMode#CONTAINER} configuration (tests pass a fake). */
+  /** What makes the provider of {@code config}; each provider's classes are loaded only in its branch. */
+  private static Supplier<SandboxProvider> factory(AdapterConfig config) {
+    return switch (config.mode()) {
+      case CONTAINER -> ContainerProviders::fromEnvironment;
+      case KUBERNETES -> () -> KubernetesProviders.create(config.kubernetes());
+      default -> null;
+    };
+  }
+
+  /**
+   * With {@code provider} making the sandboxes of a {@link SandboxMode#CONTAINER} or
+   * {@link SandboxMode#KUBERNETES} configuration (tests pass a fake).
+   */
   Sandboxes(AdapterConfig config, SandboxProvider provider) {
     this(config, provider == null ? null : () -> provider);
   }
 
   private Sandboxes(AdapterConfig config, Supplier<SandboxProvider> providerFactory) {
-    if ((config.mode() == SandboxMode.CONTAINER) != (providerFactory != null)) {
-      throw new IllegalArgumentException("a provider is needed exactly with --provider container");
+    if (fromProvider(config.mode()) != (providerFactory != null)) {
+      throw new IllegalArgumentException("a provider is needed exactly with --provider container or kubernetes");
     }
     this.config = config;
     this.providerFactory = providerFactory;
   }
 
-  /** The provider, made on first use; only with {@link SandboxMode#CONTAINER}. */
+  /** Where this server's sandboxes run. */
+  public SandboxMode mode() {
+    return config.mode();
+  }
+
+  /** Whether sandboxes of {@code mode} are made by a provider from the configured spec (containers, pods). */
+  static boolean fromProvider(SandboxMode mode) {
+    return mode == SandboxMode.CONTAINER || mode == SandboxMode.KUBERNETES;
+  }
+
+  /** The provider, made on first use; only with {@link SandboxMode#CONTAINER} or {@link SandboxMode#KUBERNETES}. */
   private SandboxProvider provider() {
     SandboxProvider p = provider;
     if (p == null) {
@@ -139,7 +164,8 @@ public final class Sandboxes implements AutoCloseable {
           } catch (SandboxException e) {
             throw e;
           } catch (RuntimeException e) { // e.g. a DOCKER_HOST that is not a URI
-            throw new SandboxException("cannot set up the container provider: " + e.getMessage(), e);
+            throw new SandboxException("cannot set up the " + config.mode().wireName() + " provider: " + e.getMessage(),
+                e);
           }
           provider = p;
         }
@@ -149,11 +175,11 @@ public final class Sandboxes implements AutoCloseable {
   }
 
   /**
-   * The provider of persistent (named) sandboxes: the container provider, or locally a
+   * The provider of persistent (named) sandboxes: the container or Kubernetes provider, or locally a
    * {@link LocalProvider} on the state directory; null for a remote agent.
    */
   private SandboxProvider persistentProvider() {
-    if (config.mode() == SandboxMode.CONTAINER) {
+    if (fromProvider(config.mode())) {
       return provider();
     }
     if (config.mode() != SandboxMode.LOCAL) {
@@ -194,6 +220,9 @@ public final class Sandboxes implements AutoCloseable {
     }
     try {
       for (SandboxInfo i : p.list()) {
+        if (config.mode() == SandboxMode.KUBERNETES && STOPPING.equals(i.state())) {
+          continue; // a pod being deleted (destroy returns before a slow kubelet has removed it): gone for good
+        }
         String id = persistentId(i);
         if (id != null && ID.matcher(id).matches()) {
           out.putIfAbsent(id, i);
@@ -216,9 +245,13 @@ public final class Sandboxes implements AutoCloseable {
     }
     Thread t = new Thread(() -> {
       try {
-        ContainerProviders.logEngine(provider(), config.containerSpec().image());
+        if (config.mode() == SandboxMode.KUBERNETES) {
+          KubernetesProviders.logCluster(provider(), config.containerSpec().image());
+        } else {
+          ContainerProviders.logEngine(provider(), config.containerSpec().image());
+        }
       } catch (RuntimeException e) {
-        log.warn("container provider: {}", e.getMessage());
+        log.warn("{} provider: {}", config.mode().wireName(), e.getMessage());
       }
     }, "mcp-provider-check");
     t.setDaemon(true);
@@ -257,7 +290,7 @@ public final class Sandboxes implements AutoCloseable {
     for (Entry e : list0()) {
       boolean due = switch (e.mode()) {
         case LOCAL -> e.dead().get() || !ProcessHandle.of(e.agentPid()).map(ProcessHandle::isAlive).orElse(false);
-        case CONTAINER -> e.dead().get() || now - e.seenAt().get() > SEEN_FOR.toNanos();
+        case CONTAINER, KUBERNETES -> e.dead().get() || now - e.seenAt().get() > SEEN_FOR.toNanos();
         case REMOTE -> false;
       };
       if (due) {
@@ -296,7 +329,7 @@ public final class Sandboxes implements AutoCloseable {
       e.seenAt().set(System.nanoTime() - 2 * SEEN_FOR.toNanos()); // the next call asks the provider first
     } else if (e.mode() == SandboxMode.LOCAL && cause instanceof IllegalStateException) {
       e.dead().set(true);
-    } else if (e.mode() == SandboxMode.CONTAINER
+    } else if (fromProvider(e.mode())
         && (cause instanceof IllegalStateException || cause instanceof SandboxConnectionException)) {
       e.seenAt().set(System.nanoTime() - 2 * SEEN_FOR.toNanos());
     }
@@ -330,7 +363,7 @@ public final class Sandboxes implements AutoCloseable {
             stopped.add(e);
           }
         }
-        case CONTAINER -> {
+        case CONTAINER, KUBERNETES -> {
           if (e.dead().get()) {
             stopped.add(e);
           } else if (checkAll || now - e.seenAt().get() > SEEN_FOR.toNanos()) {
@@ -354,7 +387,7 @@ public final class Sandboxes implements AutoCloseable {
         if (e.mode() == SandboxMode.LOCAL) {
           e.sandbox().close();
         } else {
-          e.sandbox().destroy(); // removes the stopped container and its workspace volume
+          e.sandbox().destroy(); // removes the stopped container and its workspace volume, or the ended pod
         }
       } catch (RuntimeException ex) {
         log.debug("closing stopped sandbox {}: {}", e.id(), ex.toString());
@@ -460,7 +493,7 @@ public final class Sandboxes implements AutoCloseable {
 
   /** Where persistent sandbox {@code id}'s commands start: a directory of the state directory, or /workspace. */
   private String workspaceOf(String id) {
-    return config.mode() == SandboxMode.CONTAINER ? CONTAINER_WORKSPACE
+    return fromProvider(config.mode()) ? CONTAINER_WORKSPACE
         : persistentProvider() instanceof LocalProvider l ? l.workspace(id).toString() : null;
   }
 
@@ -469,7 +502,7 @@ public final class Sandboxes implements AutoCloseable {
     SandboxMode mode = config.mode();
     SandboxInfo info = handle.info();
     return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), workspaceOf(handle.id()), -1,
-        mode == SandboxMode.CONTAINER ? handle.id() : null, new AtomicBoolean(),
+        fromProvider(mode) ? handle.id() : null, new AtomicBoolean(),
         new AtomicLong(info.isRunning() ? System.nanoTime() : System.nanoTime() - 2 * SEEN_FOR.toNanos()), true);
   }
 
@@ -488,9 +521,24 @@ public final class Sandboxes implements AutoCloseable {
       throw new ToolException("Cannot tell whether sandbox '" + e.id() + "' runs: " + ex.getMessage());
     }
     if (!info.isRunning()) {
-      throw stopped(e.id());
+      throw stopped(e);
     }
     e.seenAt().set(System.nanoTime());
+  }
+
+  /** The error for a call on stopped sandbox {@code e}: what to call next. */
+  static ToolException stopped(Entry e) {
+    return e.mode() == SandboxMode.KUBERNETES ? ended(e.id()) : stopped(e.id());
+  }
+
+  /**
+   * The error for a call on a Kubernetes sandbox whose agent ended (its idle timeout): a pod
+   * cannot start again, so the only way on is a new sandbox.
+   */
+  static ToolException ended(String id) {
+    return new ToolException("sandbox '" + id + "' has ended (its idle timeout, or its pod was stopped) and cannot be"
+        + " woken: a Kubernetes pod does not start again, and its files and checkpoints went with it. Call destroy"
+        + " {\"sandboxId\":\"" + id + "\"} to remove what is left, then getSandbox to create a new one.");
   }
 
   /** The error for a call on stopped sandbox {@code id}: what to call next. */
@@ -510,7 +558,7 @@ public final class Sandboxes implements AutoCloseable {
       return null;
     }
     try {
-      return e.managed().info().isRunning() ? null : stopped(e.id());
+      return e.managed().info().isRunning() ? null : stopped(e);
     } catch (RuntimeException ex) {
       return null;
     }
@@ -635,6 +683,7 @@ public final class Sandboxes implements AutoCloseable {
         SandboxProvider provider = persistentProvider();
         SandboxSpec.Builder spec = (config.mode() == SandboxMode.CONTAINER
             ? config.containerSpec().toBuilder().env(config.passEnv())
+            : config.mode() == SandboxMode.KUBERNETES ? config.containerSpec().toBuilder() // passEnv: per call
             : SandboxSpec.builder().network(config.localNetwork()))
             .name(id)
             .label(ID_LABEL, id)
@@ -646,11 +695,13 @@ public final class Sandboxes implements AutoCloseable {
       if (providerFactory != null) {
         SandboxProvider provider = provider();
         SandboxSpec.Builder spec = config.containerSpec().toBuilder()
-            .env(config.passEnv()) // in the sandbox's own environment, so every command gets them
             .label(ID_LABEL, id)
             .label(SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
+        if (!config.passEnvPerCall()) { // in the container's own environment, so every command gets them
+          spec.env(config.passEnv());
+        }
         ManagedSandbox s = create(id, provider.name(), provider, spec, keepAlive, idle, t0);
-        return new Entry(id, s, SandboxMode.CONTAINER, keepAlive, keepAlive ? null : idle, Instant.now(),
+        return new Entry(id, s, config.mode(), keepAlive, keepAlive ? null : idle, Instant.now(),
             CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
       }
       LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
@@ -766,18 +817,23 @@ public final class Sandboxes implements AutoCloseable {
   /**
    * Ends a sandbox the server no longer keeps: shuts a persistent one down (its files and
    * checkpoints stay for the next server), removes a provider's sandbox, stops a local one,
-   * leaves a remote agent.
+   * leaves a remote agent. A persistent pod cannot shut down: it keeps running for the next
+   * server until its idle timeout ends it.
    */
   private void dispose(Entry e) {
     try {
-      if (e.persistent()) {
+      if (e.persistent() && e.mode() == SandboxMode.KUBERNETES) {
+        e.sandbox().close(); // a named pod's handle: releases the port-forward, leaves the pod
+        log.info("sandbox {}: left running for the next server (a pod cannot shut down); its idle timeout ends it",
+            e.id());
+      } else if (e.persistent()) {
         try {
           e.managed().shutdown();
           log.info("sandbox {}: shut down; its files and checkpoints are kept", e.id());
         } finally {
           e.sandbox().close();
         }
-      } else if (e.mode() == SandboxMode.CONTAINER) {
+      } else if (fromProvider(e.mode())) {
         e.sandbox().destroy();
       } else {
         e.sandbox().close();

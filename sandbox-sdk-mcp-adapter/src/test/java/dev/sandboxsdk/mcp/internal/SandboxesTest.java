@@ -198,6 +198,43 @@ class SandboxesTest {
   }
 
   @Test
+  void onKubernetesSecretsStayOutOfThePodSpecAndAPersistentPodIsLeftRunningWhenTheServerCloses() {
+    AdapterConfig pods = AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--image", "my-agent",
+        "--memory", "256m", "--pass-env", "API_KEY"}, Map.of("API_KEY", "sk-very-secret"));
+    Sandboxes sandboxes = new Sandboxes(pods, provider);
+    Sandboxes.Entry web = sandboxes.getOrCreate("web", null, 30).entry();
+    Sandboxes.Entry proj = sandboxes.getOrCreate("proj", new Sandboxes.Settings(null, null, true)).entry();
+
+    SandboxSpec spec = provider.specs.get(0);
+    assertThat(spec.image()).isEqualTo("my-agent");
+    assertThat(spec.memoryBytes()).isEqualTo(256L << 20);
+    assertThat(spec.env()).as("a Pod's environment is readable by everyone who may read pods").isEmpty();
+    assertThat(spec.labels()).containsEntry(Sandboxes.ID_LABEL, "web");
+    assertThat(web.mode()).isEqualTo(SandboxMode.KUBERNETES);
+    assertThat(web.providerId()).isEqualTo("c1");
+    assertThat(web.workspace()).isEqualTo("/workspace");
+    assertThat(provider.specs.get(1).name()).isEqualTo("proj");
+    assertThat(provider.specs.get(1).env()).isEmpty();
+    assertThat(proj.persistent()).isTrue();
+    assertThat(proj.providerId()).isEqualTo("c2");
+
+    provider.state.put("c2", "exited"); // its idle timeout ended the agent: a pod does not start again
+    sandboxes.failed("proj", new SandboxException("gone", null));
+    assertThatThrownBy(() -> sandboxes.require("proj")).isInstanceOf(ToolException.class)
+        .hasMessageStartingWith("sandbox 'proj' has ended (its idle timeout, or its pod was stopped) and cannot be"
+            + " woken")
+        .hasMessageContaining("destroy {\"sandboxId\":\"proj\"}");
+    provider.state.put("c2", SandboxInfo.RUNNING);
+
+    sandboxes.close();
+    assertThat(provider.sandboxes.get(0).destroyed).as("an unnamed pod is deleted").isTrue();
+    assertThat(provider.sandboxes.get(1).destroyed).as("a persistent pod stays for the next server").isFalse();
+    assertThat(provider.state).as("and is not shut down, which a pod cannot").containsEntry("c2", SandboxInfo.RUNNING);
+    assertThat(provider.sandboxes.get(1).closed).as("its handle is released").isTrue();
+    assertThat(provider.closed).isTrue();
+  }
+
+  @Test
   void theDefaultSandboxCannotBePersistent() {
     try (Sandboxes sandboxes = new Sandboxes(containers(), provider)) {
       assertThatThrownBy(() -> sandboxes.getOrCreate(Sandboxes.DEFAULT_ID, new Sandboxes.Settings(null, null, true)))
@@ -212,6 +249,8 @@ class SandboxesTest {
     assertThatThrownBy(() -> new Sandboxes(AdapterConfig.defaults(), provider))
         .isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> new Sandboxes(containers(), null)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> new Sandboxes(AdapterConfig.parse(new String[] {"--provider", "kubernetes"}, Map.of()),
+        null)).isInstanceOf(IllegalArgumentException.class);
   }
 
   /** Creates {@link FakeSandbox}es, lists them with the state the test sets, and records what it was asked. */
@@ -272,7 +311,7 @@ class SandboxesTest {
     private final String id;
     private final FakeProvider provider;
     volatile boolean destroyed;
-    private final AtomicBoolean closed = new AtomicBoolean();
+    final AtomicBoolean closed = new AtomicBoolean();
 
     FakeSandbox(String id, FakeProvider provider) {
       this.id = id;

@@ -188,14 +188,14 @@ class UnitsTest {
   void containerOptionsWithoutTheContainerProviderAreAMistake() {
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--image", "sandbox-agent"}, Map.of()))
         .isInstanceOf(AdapterConfig.UsageException.class)
-        .hasMessage("--image applies to --provider container only");
+        .hasMessage("--image applies to --provider container or kubernetes only");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "local", "--memory", "1g", "--cpus", "2",
         "--memory", "2g"}, Map.of()))
-        .hasMessage("--memory, --cpus apply to --provider container only");
+        .hasMessage("--memory, --cpus apply to --provider container or kubernetes only");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--pids-limit", "100", "--network", "on"}, Map.of()))
         .hasMessage("--pids-limit applies to --provider container only");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "docker"}, Map.of()))
-        .hasMessage("--provider must be local or container, got 'docker'");
+        .hasMessage("--provider must be local, container or kubernetes, got 'docker'");
   }
 
   @Test
@@ -220,7 +220,7 @@ class UnitsTest {
         .hasMessageStartingWith("--isolation applies to --provider local only");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--agent-url", "http://agent:3000", "--network", "on"},
         Map.of("SANDBOX_AGENT_TOKEN", "t")))
-        .hasMessageStartingWith("--network applies to --provider local or container");
+        .hasMessageStartingWith("--network applies to --provider local, container or kubernetes");
   }
 
   @Test
@@ -233,7 +233,10 @@ class UnitsTest {
         .isInstanceOf(AdapterConfig.UsageException.class)
         .hasMessageStartingWith("--agent-url conflicts with --provider container");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--agent-url", "http://agent:3000", "--image", "x"}, env))
-        .hasMessage("--image applies to --provider container only");
+        .hasMessage("--image applies to --provider container or kubernetes only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--agent-url",
+        "http://agent:3000"}, env))
+        .hasMessageStartingWith("--agent-url conflicts with --provider kubernetes");
   }
 
   @Test
@@ -247,6 +250,93 @@ class UnitsTest {
         "SANDBOX_WORKSPACE"}, Map.of("SANDBOX_WORKSPACE", "/x")))
         .isInstanceOf(AdapterConfig.UsageException.class)
         .hasMessageStartingWith("--pass-env with --provider container: SANDBOX_WORKSPACE is set by the sandbox itself");
+  }
+
+  // ---- AdapterConfig: --provider kubernetes and its options
+
+  @Test
+  void kubernetesTakesTheImageLimitsAndNetworkOfContainersAndItsOwnPlacement() throws Exception {
+    AdapterConfig d = AdapterConfig.parse(new String[] {"--provider", "kubernetes"}, Map.of());
+    assertThat(d.mode()).isEqualTo(SandboxMode.KUBERNETES);
+    assertThat(d.containerSpec().image()).isEqualTo("sandbox-agent");
+    assertThat(d.containerSpec().memoryBytes()).isEqualTo(1L << 30);
+    assertThat(d.containerSpec().network()).isFalse();
+    assertThat(d.kubernetes()).isEqualTo(new AdapterConfig.Kubernetes(null, null, null, null, "IfNotPresent", false));
+    assertThat(d.toString()).contains("Kubernetes pods of sandbox-agent", "port-forward", "network off");
+    assertThat(AdapterConfig.parse(new String[0], Map.of()).kubernetes()).isNull();
+    assertThat(AdapterConfig.parse(new String[] {"--provider", "container"}, Map.of()).kubernetes()).isNull();
+
+    Path kubeconfig = Files.writeString(tmp.resolve("kubeconfig"), "apiVersion: v1\n");
+    AdapterConfig c = AdapterConfig.parse(new String[] {"--namespace", "agents", "--provider", "kubernetes",
+        "--kubeconfig", kubeconfig.toString(), "--context", "prod-admin@prod", "--service-account", "sandbox-runner",
+        "--image-pull-policy", "Never", "--k8s-access", "pod-ip", "--image", "registry.example/agent:1",
+        "--memory", "512m", "--cpus", "0.5", "--network", "on"}, Map.of());
+    assertThat(c.kubernetes()).isEqualTo(new AdapterConfig.Kubernetes(kubeconfig.toAbsolutePath(), "prod-admin@prod",
+        "agents", "sandbox-runner", "Never", true));
+    SandboxSpec spec = c.containerSpec();
+    assertThat(spec.image()).isEqualTo("registry.example/agent:1");
+    assertThat(spec.memoryBytes()).isEqualTo(512L << 20);
+    assertThat(spec.cpus()).isEqualTo(0.5);
+    assertThat(spec.network()).isTrue();
+    assertThat(c.toString()).contains("namespace agents", "context prod-admin@prod", "pull Never", "pod-ip",
+        "network on");
+    assertThat(AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--k8s-access", "port-forward"}, Map.of())
+        .kubernetes().podIp()).isFalse();
+  }
+
+  @Test
+  void kubernetesSecretsTravelWithEachCallNotInThePodSpec() {
+    AdapterConfig c = AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--pass-env", "API_KEY"},
+        Map.of("API_KEY", "sk-very-secret"));
+    assertThat(c.passEnvPerCall()).as("a pod's environment is readable by everyone who may read its Pod").isTrue();
+    assertThat(c.containerSpec().env()).isEmpty();
+    assertThat(c.toString()).contains("API_KEY").doesNotContain("sk-very-secret");
+  }
+
+  @Test
+  void kubernetesOptionMistakesSayWhatIsWrong() {
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--namespace", "agents"}, Map.of()))
+        .isInstanceOf(AdapterConfig.UsageException.class)
+        .hasMessage("--namespace applies to --provider kubernetes only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--context", "c",
+        "--k8s-access", "pod-ip", "--context", "d"}, Map.of()))
+        .hasMessage("--context, --k8s-access apply to --provider kubernetes only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--agent-url", "http://agent:3000", "--kubeconfig", "k"},
+        Map.of("SANDBOX_AGENT_TOKEN", "t")))
+        .hasMessage("--kubeconfig applies to --provider kubernetes only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--pids-limit", "100"},
+        Map.of()))
+        .hasMessage("--pids-limit applies to --provider container only (on Kubernetes the kubelet's podPidsLimit"
+            + " sets it for every pod of a node)");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--isolation", "none"},
+        Map.of()))
+        .hasMessageStartingWith("--isolation applies to --provider local only");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--state-dir", "/tmp/x"},
+        Map.of()))
+        .hasMessageStartingWith("--state-dir applies to --provider local only");
+    for (String bad : new String[] {"Agents", "-agents", "agents-", "a_b", "a.b", "x".repeat(64)}) {
+      assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--namespace", bad},
+          Map.of())).as(bad)
+          .hasMessageStartingWith("--namespace takes a Kubernetes name (lower-case letters, digits and '-'")
+          .hasMessageEndingWith("got '" + bad + "'");
+    }
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--service-account", "Root"},
+        Map.of())).hasMessageStartingWith("--service-account takes a Kubernetes name");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--image-pull-policy",
+        "always"}, Map.of()))
+        .hasMessage("--image-pull-policy must be Always, IfNotPresent or Never, got 'always'");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--k8s-access", "service"},
+        Map.of()))
+        .hasMessage("--k8s-access must be port-forward or pod-ip, got 'service'");
+    Path missing = tmp.resolve("no-such-kubeconfig");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--kubeconfig",
+        missing.toString()}, Map.of()))
+        .hasMessage("--kubeconfig " + missing + ": no such readable file");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--kubeconfig",
+        tmp.toString()}, Map.of()))
+        .hasMessage("--kubeconfig " + tmp + ": no such readable file");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--namespace"}, Map.of()))
+        .hasMessage("--namespace needs a value");
   }
 
   @Test

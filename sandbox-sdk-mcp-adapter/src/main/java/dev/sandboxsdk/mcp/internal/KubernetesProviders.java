@@ -1,0 +1,60 @@
+package dev.sandboxsdk.mcp.internal;
+
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxProvider;
+import dev.sandboxsdk.kubernetes.KubernetesAccess;
+import dev.sandboxsdk.kubernetes.KubernetesProvider;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The one place that names the Kubernetes provider. Kept apart from {@link Sandboxes}, like
+ * {@link ContainerProviders}, so that the provider and the fabric8 client are loaded only when the
+ * server runs with {@code --provider kubernetes}: a local server starts as fast as without them.
+ */
+final class KubernetesProviders {
+  private static final Logger log = LoggerFactory.getLogger(KubernetesProviders.class);
+
+  private KubernetesProviders() {
+  }
+
+  /** The provider of {@code --provider kubernetes} and its options; connects lazily. */
+  static SandboxProvider create(AdapterConfig.Kubernetes k) {
+    KubernetesProvider.Builder b = KubernetesProvider.builder()
+        .imagePullPolicy(k.imagePullPolicy())
+        .access(k.podIp() ? KubernetesAccess.POD_IP : KubernetesAccess.PORT_FORWARD);
+    if (k.kubeconfig() != null) {
+      b.kubeconfig(k.kubeconfig());
+    }
+    if (k.context() != null) {
+      b.context(k.context());
+    }
+    if (k.namespace() != null) {
+      b.namespace(k.namespace());
+    }
+    if (k.serviceAccount() != null) {
+      b.serviceAccount(k.serviceAccount());
+    }
+    return b.build();
+  }
+
+  /**
+   * Logs whether the cluster's API server answers, so an operator sees a wrong kubeconfig or an
+   * unreachable cluster in the server's log at start rather than only in the first getSandbox
+   * result. Never throws.
+   */
+  static void logCluster(SandboxProvider provider, String image) {
+    if (!(provider instanceof KubernetesProvider k8s)) {
+      return;
+    }
+    try {
+      log.info("kubernetes provider: API server {}, namespace {}, {}, image {}", k8s.ping(), k8s.namespace(),
+          k8s.access(), image);
+    } catch (SandboxException e) {
+      log.warn("kubernetes provider: {}; every sandbox will fail to start until the API server answers",
+          e.getMessage());
+    } catch (RuntimeException e) {
+      log.warn("kubernetes provider: checking the API server failed: {}", e.toString());
+    }
+  }
+}
