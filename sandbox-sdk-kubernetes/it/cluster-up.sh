@@ -70,7 +70,7 @@ cgroupDriver: cgroupfs
 failSwapOn: false
 evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%"}
 # Pods have no pids limit of their own: the kubelet bounds every pod (KubernetesAttackIT's fork bomb).
-podPidsLimit: 1024
+podPidsLimit: 512
 EOT
 # --- start
 nohup etcd --name local --data-dir "$R/etcd" --listen-client-urls http://127.0.0.1:23790 --advertise-client-urls http://127.0.0.1:23790 \
