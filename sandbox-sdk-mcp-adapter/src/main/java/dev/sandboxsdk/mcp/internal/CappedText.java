@@ -127,6 +127,9 @@ public final class CappedText {
   }
 
   private View view() {
+    if (redactor.isEmpty()) { // nothing to cut back or skip: the kept text as is, what the general case gives then
+      return new View(kept.toString(), kept.length() == 0 ? Math.max(keptEnd, start) : keptEnd);
+    }
     String ctx = before.toString();
     String all = ctx + kept + lookahead;
     int from = ctx.length();

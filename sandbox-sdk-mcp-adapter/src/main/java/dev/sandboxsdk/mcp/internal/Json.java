@@ -1,15 +1,20 @@
 package dev.sandboxsdk.mcp.internal;
 
 import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.StreamReadConstraints;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializerProvider;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.io.IOException;
 import java.io.UncheckedIOException;
+import java.util.LinkedHashMap;
+import java.util.Map;
 
 /** The adapter's one Jackson mapper and small tree helpers. */
 public final class Json {
@@ -53,6 +58,35 @@ public final class Json {
       return MAPPER.writeValueAsString(node);
     } catch (JsonProcessingException e) {
       throw new UncheckedIOException(e);
+    }
+  }
+
+  /**
+   * A copy of {@code node} (sharing its values) that serialises as {@code json}, which must be
+   * {@link #write}'s text of it: a tool result's {@code structuredContent} is also sent as its JSON
+   * text, so that text, made once, is written for the object too instead of walking it again. Only
+   * for character output, as {@link #write} makes: a generator writing UTF-8 bytes would refuse a
+   * lone surrogate in raw text, which it writes as an escape in a string.
+   */
+  public static ObjectNode serialized(ObjectNode node, String json) {
+    Map<String, JsonNode> fields = new LinkedHashMap<>();
+    node.properties().forEach(e -> fields.put(e.getKey(), e.getValue()));
+    return new Serialized(fields, json);
+  }
+
+  /** See {@link #serialized}. Its fields must not be changed: the JSON would no longer match them. */
+  private static final class Serialized extends ObjectNode {
+    private static final long serialVersionUID = 1L;
+    private final String json;
+
+    Serialized(Map<String, JsonNode> fields, String json) {
+      super(JsonNodeFactory.instance, fields);
+      this.json = json;
+    }
+
+    @Override
+    public void serialize(JsonGenerator g, SerializerProvider provider) throws IOException {
+      g.writeRawValue(json);
     }
   }
 }

@@ -230,9 +230,8 @@ public final class McpServer implements AutoCloseable {
     if (args != null && !args.isNull() && !args.isObject()) {
       throw new JsonRpc.Error(JsonRpc.INVALID_PARAMS, "\"arguments\" must be an object");
     }
-    ObjectNode arguments = args == null || args.isNull() ? Json.object() : ((ObjectNode) args).deepCopy();
     // Models often send null for an optional argument they mean to leave out: treat it so.
-    arguments.properties().removeIf(e -> e.getValue().isNull());
+    ObjectNode arguments = args == null || args.isNull() ? Json.object() : withoutNulls((ObjectNode) args);
     JsonNode token = params.path("_meta").get("progressToken");
     JsonNode progressToken = token != null && (token.isTextual() || token.isIntegralNumber()) ? token : null;
     CallContext ctx = new CallContext(progressToken, out, session);
@@ -295,6 +294,18 @@ public final class McpServer implements AutoCloseable {
     });
   }
 
+  /** The arguments without null properties: a copy if there are any (the message is the transport's), else they. */
+  private static ObjectNode withoutNulls(ObjectNode args) {
+    for (var e : args.properties()) {
+      if (e.getValue().isNull()) {
+        ObjectNode copy = args.deepCopy();
+        copy.properties().removeIf(f -> f.getValue().isNull());
+        return copy;
+      }
+    }
+    return args;
+  }
+
   /** The conformance fixture (see {@link #CONFORMANCE_FIXTURES}): closes the connection, answers 300 ms later. */
   private static void testReconnection(JsonNode id, Outbound out) {
     out.closeConnection();
@@ -313,9 +324,12 @@ public final class McpServer implements AutoCloseable {
     }
     if (r.structured() != null) {
       JsonNode structured = redactor.redact(r.structured());
-      result.set("structuredContent", structured);
       // compact: the text goes to a model, where indentation only costs tokens
-      content.addObject().put("type", "text").put("text", Json.write(structured));
+      String text = Json.write(structured);
+      // the transport writes the object as this same text rather than serialising it a second time
+      result.set("structuredContent",
+          structured instanceof ObjectNode o ? Json.serialized(o, text) : structured);
+      content.addObject().put("type", "text").put("text", text);
     }
     if (r.isError()) {
       result.put("isError", true);

@@ -63,6 +63,9 @@ public final class Sandboxes implements AutoCloseable {
    *
    * @param workspace the directory commands start in, when known (null for a remote agent)
    * @param agentPid the local agent's process id; -1 unless {@link SandboxMode#LOCAL}
+   * @param agent the local agent's process, kept from the start (one read of /proc per liveness check
+   *     where looking it up again takes two, and a reused pid is not taken for it); null unless
+   *     {@link SandboxMode#LOCAL}, or when the agent was already gone
    * @param providerId the provider's id of the sandbox (a container id, a pod name); null unless
    *     {@link SandboxMode#CONTAINER} or {@link SandboxMode#KUBERNETES}
    * @param dead set once the sandbox is known to be gone; it is then forgotten
@@ -72,8 +75,13 @@ public final class Sandboxes implements AutoCloseable {
    * @param keepAlive null when not known (a persistent sandbox this server did not create)
    */
   public record Entry(String id, Sandbox sandbox, SandboxMode mode, Boolean keepAlive, Duration idleTimeout,
-      Instant createdAt, String workspace, long agentPid, String providerId, AtomicBoolean dead,
+      Instant createdAt, String workspace, long agentPid, ProcessHandle agent, String providerId, AtomicBoolean dead,
       AtomicLong seenAt, boolean persistent) {
+
+    /** Whether a local sandbox's agent has exited. */
+    boolean agentGone() {
+      return agent == null || !agent.isAlive();
+    }
 
     /** The provider's handle of a persistent sandbox. */
     ManagedSandbox managed() {
@@ -289,7 +297,7 @@ public final class Sandboxes implements AutoCloseable {
     long now = System.nanoTime();
     for (Entry e : list0()) {
       boolean due = switch (e.mode()) {
-        case LOCAL -> e.dead().get() || !ProcessHandle.of(e.agentPid()).map(ProcessHandle::isAlive).orElse(false);
+        case LOCAL -> e.dead().get() || e.agentGone();
         case CONTAINER, KUBERNETES -> e.dead().get() || now - e.seenAt().get() > SEEN_FOR.toNanos();
         case REMOTE -> false;
       };
@@ -359,7 +367,7 @@ public final class Sandboxes implements AutoCloseable {
       }
       switch (e.mode()) {
         case LOCAL -> {
-          if (e.dead().get() || !ProcessHandle.of(e.agentPid()).map(ProcessHandle::isAlive).orElse(false)) {
+          if (e.dead().get() || e.agentGone()) {
             stopped.add(e);
           }
         }
@@ -501,7 +509,7 @@ public final class Sandboxes implements AutoCloseable {
   private Entry entry(String id, ManagedSandbox handle, Boolean keepAlive, Duration idle) {
     SandboxMode mode = config.mode();
     SandboxInfo info = handle.info();
-    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), workspaceOf(handle.id()), -1,
+    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), workspaceOf(handle.id()), -1, null,
         fromProvider(mode) ? handle.id() : null, new AtomicBoolean(),
         new AtomicLong(info.isRunning() ? System.nanoTime() : System.nanoTime() - 2 * SEEN_FOR.toNanos()), true);
   }
@@ -673,8 +681,8 @@ public final class Sandboxes implements AutoCloseable {
     if (config.agentUrl() != null) {
       Sandbox s = Sandbox.connect(config.agentUrl(), config.agentToken());
       log.info("sandbox {}: connected to remote agent {}", id, config.agentUrl());
-      return new Entry(id, s, SandboxMode.REMOTE, true, null, Instant.now(), null, -1, null, new AtomicBoolean(),
-          new AtomicLong(t0), false);
+      return new Entry(id, s, SandboxMode.REMOTE, true, null, Instant.now(), null, -1, null, null,
+          new AtomicBoolean(), new AtomicLong(t0), false);
     }
     boolean keepAlive = how.keepAlive() != null && how.keepAlive();
     Duration idle = how.idleTimeoutSeconds() != null ? Duration.ofSeconds(how.idleTimeoutSeconds()) : DEFAULT_IDLE;
@@ -702,14 +710,15 @@ public final class Sandboxes implements AutoCloseable {
         }
         ManagedSandbox s = create(id, provider.name(), provider, spec, keepAlive, idle, t0);
         return new Entry(id, s, config.mode(), keepAlive, keepAlive ? null : idle, Instant.now(),
-            CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
+            CONTAINER_WORKSPACE, -1, null, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
       }
       LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
           .isolation(config.localIsolation()).network(config.localNetwork()).start();
       log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
           (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
       return new Entry(id, s, SandboxMode.LOCAL, keepAlive, keepAlive ? null : idle, Instant.now(),
-          s.workspace().toString(), s.agentPid(), null, new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
+          s.workspace().toString(), s.agentPid(), ProcessHandle.of(s.agentPid()).orElse(null), null,
+          new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
     } catch (SandboxException e) {
       throw new ToolException("Could not start sandbox '" + id + "': " + e.getMessage());
     }

@@ -27,11 +27,35 @@ public final class SchemaValidator {
   /** Every violation, each as "path: what is wrong"; empty when {@code value} matches. */
   public static List<String> validate(JsonNode schema, JsonNode value) {
     List<String> problems = new ArrayList<>();
-    check(schema, value, "arguments", problems);
+    check(schema, value, ROOT, problems);
     return problems;
   }
 
-  private static void check(JsonNode schema, JsonNode v, String path, List<String> out) {
+  private static final Where ROOT = new Where(null, "arguments", -1);
+
+  /**
+   * Where a value is, spelled out only for a problem: a valid call (nearly every call) builds no
+   * path strings. {@code key} for a property, {@code index} (with a null key) for an array item.
+   */
+  private record Where(Where parent, String key, int index) {
+    Where property(String name) {
+      return new Where(this, name, -1);
+    }
+
+    Where item(int i) {
+      return new Where(this, null, i);
+    }
+
+    @Override
+    public String toString() {
+      if (parent == null) {
+        return key;
+      }
+      return key != null ? parent + "." + shown(key) : parent + "[" + index + "]";
+    }
+  }
+
+  private static void check(JsonNode schema, JsonNode v, Where path, List<String> out) {
     JsonNode type = schema.get("type");
     if (type != null && !typeMatches(type, v)) {
       out.add(path + ": expected " + (type.isArray() ? join(type) : type.asText()) + ", got " + describe(v));
@@ -68,7 +92,7 @@ public final class SchemaValidator {
       JsonNode items = schema.get("items");
       if (items != null) {
         for (int i = 0; i < v.size(); i++) {
-          check(items, v.get(i), path + "[" + i + "]", out);
+          check(items, v.get(i), path.item(i), out);
         }
       }
     }
@@ -85,15 +109,14 @@ public final class SchemaValidator {
       JsonNode additional = schema.get("additionalProperties");
       for (Iterator<Map.Entry<String, JsonNode>> it = v.fields(); it.hasNext(); ) {
         Map.Entry<String, JsonNode> f = it.next();
-        String p = path + "." + shown(f.getKey());
         JsonNode sub = props != null ? props.get(f.getKey()) : null;
         if (sub != null) {
-          check(sub, f.getValue(), p, out);
+          check(sub, f.getValue(), path.property(f.getKey()), out);
         } else if (additional != null && additional.isBoolean() && !additional.asBoolean()) {
           out.add(path + ": unknown property '" + shown(f.getKey()) + "'"
               + (props != null ? " (allowed: " + String.join(", ", fieldNames(props)) + ")" : ""));
         } else if (additional != null && additional.isObject()) {
-          check(additional, f.getValue(), p, out);
+          check(additional, f.getValue(), path.property(f.getKey()), out);
         }
       }
     }

@@ -3,6 +3,8 @@ package dev.sandboxsdk.mcp.internal;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import com.fasterxml.jackson.databind.node.IntNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.SandboxSpec;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -484,6 +486,43 @@ class UnitsTest {
   }
 
   @Test
+  void cappedTextWithoutSecretsKeepsWhatTheRedactingPathKeepsWhenNoSecretOccurs() {
+    java.util.Random random = new java.util.Random(13);
+    Redactor none = new Redactor(Map.of());
+    Redactor absent = new Redactor(Map.of("K", "\u0001\u0002\u0003\u0004")); // never in the text below
+    String alphabet = "ab é中\n";
+    for (int round = 0; round < 3_000; round++) {
+      int cap = random.nextInt(24);
+      long from = random.nextInt(12);
+      CappedText fast = new CappedText(cap, none, from);
+      CappedText full = new CappedText(cap, absent, from);
+      long offset = 0;
+      for (int chunk = random.nextInt(6); chunk > 0; chunk--) {
+        StringBuilder text = new StringBuilder();
+        for (int n = random.nextInt(8); n > 0; n--) {
+          text.append(alphabet.charAt(random.nextInt(alphabet.length())));
+        }
+        if (random.nextInt(8) == 0) {
+          offset += random.nextInt(3); // output lost in between
+        }
+        long bytes = text.toString().getBytes(java.nio.charset.StandardCharsets.UTF_8).length;
+        fast.append(text.toString(), offset, bytes);
+        full.append(text.toString(), offset, bytes);
+        offset += bytes;
+        assertThat(fast.text()).isEqualTo(full.text());
+        assertThat(fast.nextOffset()).isEqualTo(full.nextOffset());
+      }
+      if (random.nextBoolean()) {
+        fast.ended();
+        full.ended();
+      }
+      assertThat(fast.text()).as("round %d", round).isEqualTo(full.text());
+      assertThat(fast.nextOffset()).as("round %d", round).isEqualTo(full.nextOffset());
+      assertThat(fast.truncated()).isEqualTo(full.truncated());
+    }
+  }
+
+  @Test
   void aGapInOffsetsMeansOutputWasLost() {
     CappedText t = new CappedText(100, new Redactor(Map.of()), 0);
     t.append("a", 0, 1);
@@ -524,5 +563,31 @@ class UnitsTest {
     assertThat(r.secretIn(data, data.length, 11, 12)).isEqualTo("K");
     assertThat(r.secretIn(data, data.length, 12, 15)).isNull();
     assertThat(r.secretIn(data, 8, 0, 8)).as("only the first 8 bytes are there").isNull();
+  }
+
+  // ---- a tool result's JSON, made once
+
+  @Test
+  void aResultIsWrittenAsTheSameJsonWhenItsTextCopyIsReusedForTheObject() {
+    try (McpServer server = new McpServer(AdapterConfig.defaults())) {
+      for (String text : List.of("", "plain", "tab\t nl\n quote\" back\\ ctl\u0001 é 中 emoji \uD83D\uDE00",
+          "lone \uD800 and \uDC00 surrogates", "</script> \u2028")) {
+        ObjectNode structured = Json.object().put("command", text).put("exitCode", 3).put("success", false)
+            .put("durationMs", 12L).put("truncated", true);
+        structured.putNull("signal");
+        structured.putObject("nested").put("k", text).putArray("a").add(1).add(text).addNull();
+        ObjectNode plain = Json.object();
+        plain.putArray("content").addObject().put("type", "text").put("text", Json.write(structured));
+        plain.set("structuredContent", structured);
+        plain.put("isError", true);
+
+        ObjectNode result = server.toResult(ToolOutcome.error(structured.deepCopy()));
+
+        assertThat(result).as("the same tree").isEqualTo(plain);
+        assertThat(Json.write(JsonRpc.result(IntNode.valueOf(7), result)))
+            .as("the same message text").isEqualTo(Json.write(JsonRpc.result(IntNode.valueOf(7), plain)));
+        assertThat(result.get("structuredContent").get("nested").get("a").get(1).asText()).isEqualTo(text);
+      }
+    }
   }
 }
