@@ -42,6 +42,9 @@ import org.slf4j.LoggerFactory;
 public final class KubernetesProvider implements SandboxProvider {
   private static final Logger log = LoggerFactory.getLogger(KubernetesProvider.class);
 
+  /** The share of its CPU limit a pod requests unless {@link Builder#cpuRequestRatio(double)} says otherwise. */
+  public static final double DEFAULT_CPU_REQUEST_RATIO = 0.25;
+
   private final Cluster cluster;
   private final PodSpecs.Placement placement;
   private final KubernetesAccess access;
@@ -204,6 +207,7 @@ public final class KubernetesProvider implements SandboxProvider {
     private String imagePullPolicy = "IfNotPresent";
     private Long workspaceSizeBytes;
     private KubernetesAccess access = KubernetesAccess.PORT_FORWARD;
+    private double cpuRequestRatio = DEFAULT_CPU_REQUEST_RATIO;
 
     private Builder() {}
 
@@ -253,6 +257,20 @@ public final class KubernetesProvider implements SandboxProvider {
       return this;
     }
 
+    /**
+     * The CPU each pod requests, as a share of its limit ({@link SandboxSpec#cpus()}), between 0.01
+     * and 1 (default {@value #DEFAULT_CPU_REQUEST_RATIO}). The scheduler places pods by their
+     * requests: 1 gives every sandbox its CPU for sure (Guaranteed QoS) and fits the fewest per
+     * node; less lets idle sandboxes share. Memory is always requested in full.
+     */
+    public Builder cpuRequestRatio(double ratio) {
+      if (!(ratio >= 0.01 && ratio <= 1)) {
+        throw new IllegalArgumentException("cpuRequestRatio must be between 0.01 and 1: " + ratio);
+      }
+      this.cpuRequestRatio = ratio;
+      return this;
+    }
+
     /** How handles reach the agents (default {@link KubernetesAccess#PORT_FORWARD}). */
     public Builder access(KubernetesAccess access) {
       this.access = Objects.requireNonNull(access, "access == null");
@@ -277,7 +295,7 @@ public final class KubernetesProvider implements SandboxProvider {
     public KubernetesProvider build() {
       Cluster c = Cluster.connect(kubeconfig, context, namespace);
       return new KubernetesProvider(c, new PodSpecs.Placement(c.namespace(), serviceAccount, imagePullPolicy,
-          workspaceSizeBytes), access);
+          workspaceSizeBytes, cpuRequestRatio), access);
     }
   }
 }

@@ -66,7 +66,8 @@ public final class PodSpecs {
   private PodSpecs() {}
 
   /** Where the pods go and how they run, beyond the {@link SandboxSpec}. */
-  public record Placement(String namespace, String serviceAccount, String imagePullPolicy, Long workspaceSizeBytes) {}
+  public record Placement(String namespace, String serviceAccount, String imagePullPolicy, Long workspaceSizeBytes,
+      double cpuRequestRatio) {}
 
   /** A fresh token: 32 random bytes, URL-safe base64. */
   public static String newToken() {
@@ -179,7 +180,12 @@ public final class PodSpecs {
     Capabilities caps = new CapabilitiesBuilder().withDrop("ALL").withAdd(add).build();
     Map<String, Quantity> limits = Map.of(
         "memory", new Quantity(String.valueOf(spec.memoryBytes())),
-        "cpu", new Quantity(Math.max(1, Math.round(spec.cpus() * 1000)) + "m"));
+        "cpu", millicores(spec.cpus()));
+    // Memory is requested in full (a node never promises more than it has); CPU only in part, since
+    // sandboxes mostly wait, and the scheduler packs nodes by requests.
+    Map<String, Quantity> requests = Map.of(
+        "memory", new Quantity(String.valueOf(spec.memoryBytes())),
+        "cpu", millicores(spec.cpus() * where.cpuRequestRatio()));
     long tmpBytes = Math.max(16L << 20, spec.memoryBytes() / 4);
 
     ContainerBuilder agent = new ContainerBuilder()
@@ -193,7 +199,7 @@ public final class PodSpecs {
         .withNewHttpGet().withPath("/api/ping").withPort(new IntOrString(AGENT_PORT)).endHttpGet()
         .withPeriodSeconds(1).withTimeoutSeconds(2).withFailureThreshold(3)
         .endReadinessProbe()
-        .withNewResources().withLimits(limits).withRequests(limits).endResources()
+        .withNewResources().withLimits(limits).withRequests(requests).endResources()
         // Root with four capabilities, as in a container sandbox: the agent must be another user
         // than the commands (uid 1000, no capabilities), or they could read its token and checkpoints.
         .withNewSecurityContext()
@@ -234,6 +240,10 @@ public final class PodSpecs {
         .withVolumes(volumes)
         .endSpec();
     return pod.build();
+  }
+
+  private static Quantity millicores(double cpus) {
+    return new Quantity(Math.max(1, Math.round(cpus * 1000)) + "m");
   }
 
   private static VolumeMount mount(String volume, String path, boolean readOnly) {

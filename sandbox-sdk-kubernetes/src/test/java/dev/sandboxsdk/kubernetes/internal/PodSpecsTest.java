@@ -14,7 +14,7 @@ import org.junit.jupiter.api.Test;
 
 /** The pod the provider asks for, without a cluster: the security policy is in it, the token is not. */
 class PodSpecsTest {
-  private static final PodSpecs.Placement WHERE = new PodSpecs.Placement("ns", null, "Never", null);
+  private static final PodSpecs.Placement WHERE = new PodSpecs.Placement("ns", null, "Never", null, 0.25);
 
   private static Pod pod(SandboxSpec spec) {
     return PodSpecs.pod("sandbox-abc", spec, WHERE, 1_700_000_000_000L);
@@ -46,7 +46,8 @@ class PodSpecsTest {
     assertThat(c.getSecurityContext().getCapabilities().getDrop()).containsExactly("ALL");
     assertThat(c.getSecurityContext().getCapabilities().getAdd()).containsExactly("SETUID", "SETGID", "SETPCAP", "KILL",
         "NET_ADMIN");
-    assertThat(c.getResources().getLimits()).isEqualTo(c.getResources().getRequests());
+    assertThat(c.getResources().getRequests().get("memory")).isEqualTo(c.getResources().getLimits().get("memory"));
+    assertThat(c.getResources().getRequests().get("cpu").toString()).as("a quarter of the limit").isEqualTo("375m");
     assertThat(c.getResources().getLimits().get("memory").getNumericalAmount().longValue()).isEqualTo(300L << 20);
     assertThat(c.getResources().getLimits().get("cpu").toString()).isEqualTo("1500m");
     assertThat(c.getReadinessProbe().getHttpGet().getPath()).isEqualTo("/api/ping");
