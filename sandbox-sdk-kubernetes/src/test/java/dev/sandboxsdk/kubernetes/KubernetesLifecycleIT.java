@@ -252,9 +252,14 @@ class KubernetesLifecycleIT {
         c.close();
       }
     }
-    try (Sandbox fresh = Sandbox.builder().baseUrl(s.baseUrl()).token(s.token()).build()) {
-      assertThat(fresh.exec("echo new connection").stdout()).isEqualTo("new connection\n");
-    }
+    // Once the forwards have seen their clients go (a few seconds), new connections are forwarded again.
+    assertThat(await(20_000, () -> {
+      try (Sandbox fresh = Sandbox.builder().baseUrl(s.baseUrl()).token(s.token()).build()) {
+        return fresh.exec("echo new connection").stdout().equals("new connection\n");
+      } catch (dev.sandboxsdk.SandboxConnectionException refusedAtTheCap) {
+        return false;
+      }
+    })).as("a new client is served again").isTrue();
     s.close();
     // Idle pool threads of fabric8 and the JDK HTTP client end after their 60 s keep-alive.
     assertThat(await(100_000, () -> openFds() <= fds + 4 && Thread.activeCount() <= threads + 4))
