@@ -30,7 +30,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
  * idle pods cleaned up, and the errors a user meets (no image, no room, no quota).
  */
 @ExtendWith(KubernetesCluster.class)
-@Timeout(value = 180, unit = TimeUnit.SECONDS)
+@Timeout(value = 300, unit = TimeUnit.SECONDS)
 class KubernetesLifecycleIT {
   private static KubernetesProvider provider;
   private static ClusterAdmin admin;
@@ -255,7 +255,7 @@ class KubernetesLifecycleIT {
     // The forwards end once they see their clients gone, and the idle pool threads of fabric8 and the
     // JDK HTTP client after their 60 s keep-alive; a new client is then forwarded again.
     long t0 = System.nanoTime();
-    assertThat(await(100_000, () -> openFds() <= fds + 8 && Thread.activeCount() <= threads + 8))
+    assertThat(await(150_000, () -> openFds() <= fds + 8 && Thread.activeCount() <= threads + 8))
         .as("fds %d (before %d), threads %d (before %d): %s", openFds(), fds, Thread.activeCount(), threads, threadNames())
         .isTrue();
     System.out.printf("port-forward flood: settled %d ms after the clients left%n", (System.nanoTime() - t0) / 1_000_000);
