@@ -23,6 +23,7 @@ import java.io.InterruptedIOException;
 import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -612,10 +613,19 @@ public final class RealSandbox implements Sandbox {
     if (eof) {
       body.put("eof", true);
     }
-    call(post(processUrl(processId).newBuilder().addPathSegment("stdin").build(), body), "writeStdin " + processId);
+    postStdin(processId, body, "writeStdin " + processId);
   }
 
-  /** The version document of the agent ({@code GET /api/version}). */
+  /** Raw bytes to a process's stdin (a terminal's input), base64 on the wire. */
+  void writeStdin(String processId, byte[] bytes, String what) {
+    postStdin(processId, Wire.MAPPER.createObjectNode().put("data", Base64.getEncoder().encodeToString(bytes))
+        .put("encoding", "base64"), what);
+  }
+
+  private void postStdin(String processId, ObjectNode body, String what) {
+    call(post(processUrl(processId).newBuilder().addPathSegment("stdin").build(), body), what);
+  }
+
   /** The agent's published limits ({@code /api/version}), fetched once and only when needed. */
   private JsonNode limits() {
     JsonNode l = limits;

@@ -71,11 +71,7 @@ final class RealTerminals {
 
     @Override
     public void write(byte[] bytes) {
-      Objects.requireNonNull(bytes, "bytes == null");
-      ObjectNode body = Wire.MAPPER.createObjectNode().put("data", Base64.getEncoder().encodeToString(bytes))
-          .put("encoding", "base64");
-      sandbox.call(sandbox.post(sandbox.processUrl(id).newBuilder().addPathSegment("stdin").build(), body),
-          "write to terminal " + id);
+      sandbox.writeStdin(id, Objects.requireNonNull(bytes, "bytes == null"), "write to terminal " + id);
     }
 
     @Override
