@@ -1,6 +1,7 @@
 package dev.sandboxsdk.kubernetes;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sandboxsdk.ManagedSandbox;
@@ -56,7 +57,8 @@ class KubernetesRbacIT {
         assertThatThrownBy(() -> forwarded.create(spec.toBuilder().image("localhost/no-such-image:2")
             .startupTimeout(Duration.ofSeconds(20)).build()))
             .isInstanceOf(SandboxException.class).hasMessageContaining("ErrImageNeverPull").hasMessageContaining("events:");
-        assertThat(forwarded.removeFinished()).isGreaterThanOrEqualTo(0);
+        // Lists and deletes pods and Secrets: a 403 there would throw.
+        assertThatCode(forwarded::removeFinished).doesNotThrowAnyException();
       } finally {
         s.destroy();
       }
