@@ -17,7 +17,8 @@ import java.util.concurrent.TimeUnit;
  * the agent, and cancelling an {@code execStream} subscription. The commands write a heartbeat
  * file (the time, every few tenths of a second), so that we can see when they stopped: a later
  * command cannot look for their process with {@code ps}, since an isolated command sees only its
- * own processes.
+ * own processes. Each beat is written to a temporary file and renamed into place: a command killed
+ * between {@code >} truncating the file and {@code date} writing it would otherwise leave it empty.
  */
 public final class Cancellation {
   private Cancellation() {}
@@ -33,7 +34,7 @@ public final class Cancellation {
   /** {@code future.cancel(true)} asks the agent to kill the command and hangs up the HTTP call. */
   private static void cancelFuture(Sandbox sandbox) throws Exception {
     CompletableFuture<ExecResult> future = sandbox.execAsync(
-        "while :; do date +%s%N > heartbeat-async; sleep 0.05; done");
+        "while :; do date +%s%N > beat.tmp; mv beat.tmp heartbeat-async; sleep 0.05; done");
     waitForFile(sandbox, "heartbeat-async");
     System.out.println("execAsync: started, its heartbeat is ticking");
 
@@ -61,7 +62,7 @@ public final class Cancellation {
   /** Cancelling the subscription kills the command at once and closes the connection. */
   private static void cancelStream(Sandbox sandbox) throws Exception {
     CompletableFuture<Long> cancelledAt = new CompletableFuture<>();
-    sandbox.execStream("i=0; while :; do i=$((i+1)); echo tick $i; date +%s%N > heartbeat-stream; sleep 0.2; done")
+    sandbox.execStream("i=0; while :; do i=$((i+1)); echo tick $i; date +%s%N > beat2.tmp; mv beat2.tmp heartbeat-stream; sleep 0.2; done")
         .subscribe(new Flow.Subscriber<>() {
           private Flow.Subscription subscription;
           private int ticks;
