@@ -5,6 +5,8 @@ import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.internal.AgentLauncher;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
@@ -55,7 +57,8 @@ import java.util.stream.Collectors;
  *       HTTP (JDK HttpClient, HTTP/1.1 keep-alive); after separate warm-ups the three alternate in
  *       blocks of 50 calls so drift hits all alike; then, in the same way, the SDK's plain
  *       {@code exec} against its {@code execStream} (the exec tool's path), to show what the event
- *       stream costs by itself;
+ *       stream costs by itself; then the SDK and a stdio server started with {@code --agent-url}
+ *       on one and the same agent, alternating, which leaves only what the MCP layer adds;
  *   <li>64 MiB of output from one exec: SDK {@code execStream} (drained), MCP over stdio with a
  *       progressToken and without one;
  *   <li>20 concurrent {@code sleep 1}: over HTTP (20 threads), and for comparison over stdio and
@@ -297,6 +300,7 @@ public class McpBench {
       note("SDK exec() again, alternating with the next", stats(plainT));
       note("SDK execStream() drained to its complete event", stats(streamT));
       note("SDK execStream minus exec", delta(streamT, plainT));
+      sameAgent(callTrue);
       note("RSS stdio server after " + (warmup + calls) + " execs", mem(stdio.pid()));
       note("RSS stdio server's local agent", agentMem(stdio.pid()));
       note("RSS HTTP server after " + (warmup + calls) + " execs", mem(http.pid()));
@@ -380,6 +384,52 @@ public class McpBench {
     Arrays.sort(s);
     return String.format(Locale.ROOT, "median %s ms, all %s ms", ms(s[(s.length - 1) / 2]),
         Arrays.stream(nanos).mapToObj(McpBench::ms).collect(Collectors.joining(", ", "[", "]")));
+  }
+
+  /**
+   * The MCP layer by itself: the SDK and a stdio server driving one and the same agent (the server
+   * with {@code --agent-url}), alternating in blocks. With separate agents, as above, the two
+   * agents' own exec times differ from run to run by about as much as the whole target (0.5 ms);
+   * here both paths end in the same agent process, so what differs is only what the MCP server and
+   * its pipes add. The agent is started the way {@code LocalSandbox} starts one (same JVM flags,
+   * isolation and network defaults), through the SDK's internal launcher, which hands out its
+   * token; the server reads the token from a 0600 file.
+   */
+  static void sameAgent(ObjectNode callTrue) throws Exception {
+    Path ws = Files.createTempDirectory(tmp, "same-agent-ws");
+    AgentLauncher.Agent agent = AgentLauncher.start(null, null, ws, List.of(),
+        List.of("--isolation", "auto", "--isolation-network", "off"), Duration.ofSeconds(60));
+    Path tokenFile = tmp.resolve("same-agent.token");
+    Files.writeString(tokenFile, agent.token());
+    Files.setPosixFilePermissions(tokenFile, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+    try (Sandbox shared = Sandbox.connect(agent.url(), agent.token());
+        StdioServer remote = StdioServer.start("--agent-url", agent.url().toString(),
+            "--agent-token-file", tokenFile.toString())) {
+      remote.initialize();
+      Runnable sdkCall = () -> {
+        ExecResult r = shared.exec(Command.of("true"));
+        if (r.exitCode() != 0) {
+          throw new IllegalStateException("true failed: " + r);
+        }
+      };
+      Runnable stdioCall = () -> checkExec(remote.call("tools/call", callTrue, null));
+      for (int i = 0; i < warmup; i++) {
+        sdkCall.run();
+        stdioCall.run();
+      }
+      long[] sdkT = new long[calls];
+      long[] stdioT = new long[calls];
+      for (int from = 0; from < calls; from += block) {
+        int to = Math.min(calls, from + block);
+        time(sdkCall, sdkT, from, to);
+        time(stdioCall, stdioT, from, to);
+      }
+      note("same agent (isolation " + agent.isolation() + "): SDK exec()", stats(sdkT));
+      note("same agent: MCP tools/call over stdio (--agent-url)", stats(stdioT));
+      note("same agent: MCP over stdio minus SDK", delta(stdioT, sdkT));
+    } finally {
+      agent.stop(Duration.ofSeconds(10));
+    }
   }
 
   static String stats(long[] nanos) {
@@ -751,8 +801,10 @@ public class McpBench {
       err = new Tail(p.getErrorStream(), "stdio-stderr-" + p.pid(), null);
     }
 
-    static StdioServer start() throws IOException {
-      return new StdioServer(launch(serverCommand("--stdio")));
+    static StdioServer start(String... extraArgs) throws IOException {
+      List<String> args = new ArrayList<>(List.of("--stdio"));
+      args.addAll(List.of(extraArgs));
+      return new StdioServer(launch(serverCommand(args.toArray(new String[0]))));
     }
 
     long pid() {
