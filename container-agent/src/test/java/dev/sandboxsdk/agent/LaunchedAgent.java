@@ -58,8 +58,10 @@ final class LaunchedAgent implements AutoCloseable {
    */
   static LaunchedAgent startAsNobody(Path dir, String... args) throws IOException {
     Path ws = Files.createDirectories(dir.resolve("nobody-ws"));
-    // JUnit's temporary directory is the test user's, mode 700: open the way to the workspace.
-    for (Path p = ws; p != null && p.startsWith(dir.getParent()); p = p.getParent()) {
+    // JUnit's temporary directory is the test user's, mode 700: open the way to the workspace. Only
+    // up to dir itself: its parent is the machine's /tmp, which must keep its 1777 (this loop once
+    // made it 755, and apt-get then failed on the machine).
+    for (Path p = ws; p != null && p.startsWith(dir); p = p.getParent()) {
       Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
     }
     Files.setAttribute(ws, "unix:uid", 65534);
