@@ -413,20 +413,31 @@ public class McpBench {
         }
       };
       Runnable stdioCall = () -> checkExec(remote.call("tools/call", callTrue, null));
+      // MCP's ping: the pipes, the JSON-RPC framing and the server's dispatch, without a tool
+      Runnable pingCall = () -> {
+        JsonNode r = remote.call("ping", null, null);
+        if (!r.has("result")) {
+          throw new IllegalStateException("ping failed: " + r);
+        }
+      };
       for (int i = 0; i < warmup; i++) {
         sdkCall.run();
         stdioCall.run();
+        pingCall.run();
       }
       long[] sdkT = new long[calls];
       long[] stdioT = new long[calls];
+      long[] pingT = new long[calls];
       for (int from = 0; from < calls; from += block) {
         int to = Math.min(calls, from + block);
         time(sdkCall, sdkT, from, to);
         time(stdioCall, stdioT, from, to);
+        time(pingCall, pingT, from, to);
       }
       note("same agent (isolation " + agent.isolation() + "): SDK exec()", stats(sdkT));
       note("same agent: MCP tools/call over stdio (--agent-url)", stats(stdioT));
       note("same agent: MCP over stdio minus SDK", delta(stdioT, sdkT));
+      note("MCP ping over stdio (pipes and JSON-RPC only)", stats(pingT));
     } finally {
       agent.stop(Duration.ofSeconds(10));
     }
