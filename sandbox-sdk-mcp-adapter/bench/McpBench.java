@@ -57,8 +57,9 @@ import java.util.stream.Collectors;
  *       HTTP (JDK HttpClient, HTTP/1.1 keep-alive); after separate warm-ups the three alternate in
  *       blocks of 50 calls so drift hits all alike; then, in the same way, the SDK's plain
  *       {@code exec} against its {@code execStream} (the exec tool's path), to show what the event
- *       stream costs by itself; then the SDK and a stdio server started with {@code --agent-url}
- *       on one and the same agent, alternating, which leaves only what the MCP layer adds;
+ *       stream costs by itself; in the same rotation, the SDK and a stdio server started with
+ *       {@code --agent-url} on one and the same agent, which leaves only what the MCP layer adds,
+ *       and MCP's {@code ping} (the pipes and the JSON-RPC framing alone);
  *   <li>64 MiB of output from one exec: SDK {@code execStream} (drained), MCP over stdio with a
  *       progressToken and without one;
  *   <li>20 concurrent {@code sleep 1}: over HTTP (20 threads), and for comparison over stdio and
@@ -225,7 +226,8 @@ public class McpBench {
     LocalSandbox sdk = LocalSandbox.builder().keepAlive(true).start();
     long sdkStart = System.nanoTime() - ts;
     note("SDK: LocalSandbox.start() in the bench JVM", ms(sdkStart) + " ms (agent pid " + sdk.agentPid() + ")");
-    try (StdioServer stdio = StdioServer.start(); HttpServerClient http = HttpServerClient.start()) {
+    try (StdioServer stdio = StdioServer.start(); HttpServerClient http = HttpServerClient.start();
+        SharedAgent shared = SharedAgent.start()) {
       stdio.initialize();
       note("HTTP server: launch -> SANDBOX_MCP_READY line", ms(http.launchToReady) + " ms");
       long ti = System.nanoTime();
@@ -246,6 +248,20 @@ public class McpBench {
       };
       Runnable stdioCall = () -> checkExec(stdio.call("tools/call", callTrue, null));
       Runnable httpCall = () -> checkExec(http.request("tools/call", callTrue));
+      Runnable sharedSdkCall = () -> {
+        ExecResult r = shared.sdk.exec(Command.of("true"));
+        if (r.exitCode() != 0) {
+          throw new IllegalStateException("true failed: " + r);
+        }
+      };
+      Runnable sharedStdioCall = () -> checkExec(shared.stdio.call("tools/call", callTrue, null));
+      // MCP's ping: the pipes, the JSON-RPC framing and the server's dispatch, without a tool
+      Runnable pingCall = () -> {
+        JsonNode r = shared.stdio.call("ping", null, null);
+        if (!r.has("result")) {
+          throw new IllegalStateException("ping failed: " + r);
+        }
+      };
       // separate warm-ups; the first MCP call also starts each server's default sandbox
       long[] firstCalls = new long[2];
       long f0 = System.nanoTime();
@@ -265,20 +281,36 @@ public class McpBench {
       for (int i = 1; i < warmup; i++) {
         httpCall.run();
       }
+      for (int i = 0; i < warmup; i++) {
+        sharedSdkCall.run();
+        sharedStdioCall.run();
+        pingCall.run();
+      }
       long[] sdkT = new long[calls];
       long[] stdioT = new long[calls];
       long[] httpT = new long[calls];
+      long[] sharedSdkT = new long[calls];
+      long[] sharedStdioT = new long[calls];
+      long[] pingT = new long[calls];
       for (int from = 0; from < calls; from += block) {
         int to = Math.min(calls, from + block);
         time(sdkCall, sdkT, from, to);
         time(stdioCall, stdioT, from, to);
         time(httpCall, httpT, from, to);
+        time(sharedSdkCall, sharedSdkT, from, to);
+        time(sharedStdioCall, sharedStdioT, from, to);
+        time(pingCall, pingT, from, to);
       }
       note("exec argv [true], SDK exec() in-process", stats(sdkT));
       note("exec argv [true], MCP tools/call over stdio", stats(stdioT));
       note("exec argv [true], MCP tools/call over HTTP", stats(httpT));
       note("MCP over stdio minus SDK", delta(stdioT, sdkT));
       note("MCP over HTTP minus SDK", delta(httpT, sdkT));
+      note("same agent (isolation " + shared.agent.isolation() + "): SDK exec()", stats(sharedSdkT));
+      note("same agent: MCP tools/call over stdio (--agent-url)", stats(sharedStdioT));
+      note("same agent: MCP over stdio minus SDK", delta(sharedStdioT, sharedSdkT));
+      note("MCP ping over stdio (pipes and JSON-RPC only)", stats(pingT));
+      shared.close();
       // What the exec tool's event stream costs by itself: the same SDK, plain exec against an
       // execStream drained to its complete event (the tool needs the stream's byte counts).
       Runnable sdkStreamCall = () -> {
@@ -300,7 +332,6 @@ public class McpBench {
       note("SDK exec() again, alternating with the next", stats(plainT));
       note("SDK execStream() drained to its complete event", stats(streamT));
       note("SDK execStream minus exec", delta(streamT, plainT));
-      sameAgent(callTrue);
       note("RSS stdio server after " + (warmup + calls) + " execs", mem(stdio.pid()));
       note("RSS stdio server's local agent", agentMem(stdio.pid()));
       note("RSS HTTP server after " + (warmup + calls) + " execs", mem(http.pid()));
@@ -387,59 +418,53 @@ public class McpBench {
   }
 
   /**
-   * The MCP layer by itself: the SDK and a stdio server driving one and the same agent (the server
-   * with {@code --agent-url}), alternating in blocks. With separate agents, as above, the two
-   * agents' own exec times differ from run to run by about as much as the whole target (0.5 ms);
-   * here both paths end in the same agent process, so what differs is only what the MCP server and
-   * its pipes add. The agent is started the way {@code LocalSandbox} starts one (same JVM flags,
-   * isolation and network defaults), through the SDK's internal launcher, which hands out its
-   * token; the server reads the token from a 0600 file.
+   * The MCP layer by itself: an agent that the SDK and a stdio server (started with {@code
+   * --agent-url}) both drive. With separate agents, as in the main comparison, the agents' own exec
+   * times differ by about as much as the whole target (0.5 ms); here both paths end in one agent
+   * process, so what differs is only what the MCP server and its pipes add. The agent is started
+   * the way {@code LocalSandbox} starts one (same JVM flags, isolation and network defaults)
+   * through the SDK's internal launcher, which hands out its token; the server reads the token
+   * from a 0600 file.
    */
-  static void sameAgent(ObjectNode callTrue) throws Exception {
-    Path ws = Files.createTempDirectory(tmp, "same-agent-ws");
-    AgentLauncher.Agent agent = AgentLauncher.start(null, null, ws, List.of(),
-        List.of("--isolation", "auto", "--isolation-network", "off"), Duration.ofSeconds(60));
-    Path tokenFile = tmp.resolve("same-agent.token");
-    Files.writeString(tokenFile, agent.token());
-    Files.setPosixFilePermissions(tokenFile, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
-    try (Sandbox shared = Sandbox.connect(agent.url(), agent.token());
-        StdioServer remote = StdioServer.start("--agent-url", agent.url().toString(),
-            "--agent-token-file", tokenFile.toString())) {
-      remote.initialize();
-      Runnable sdkCall = () -> {
-        ExecResult r = shared.exec(Command.of("true"));
-        if (r.exitCode() != 0) {
-          throw new IllegalStateException("true failed: " + r);
-        }
-      };
-      Runnable stdioCall = () -> checkExec(remote.call("tools/call", callTrue, null));
-      // MCP's ping: the pipes, the JSON-RPC framing and the server's dispatch, without a tool
-      Runnable pingCall = () -> {
-        JsonNode r = remote.call("ping", null, null);
-        if (!r.has("result")) {
-          throw new IllegalStateException("ping failed: " + r);
-        }
-      };
-      for (int i = 0; i < warmup; i++) {
-        sdkCall.run();
-        stdioCall.run();
-        pingCall.run();
+  static final class SharedAgent implements AutoCloseable {
+    final AgentLauncher.Agent agent;
+    final Sandbox sdk;
+    final StdioServer stdio;
+
+    private SharedAgent(AgentLauncher.Agent agent, Sandbox sdk, StdioServer stdio) {
+      this.agent = agent;
+      this.sdk = sdk;
+      this.stdio = stdio;
+    }
+
+    static SharedAgent start() throws IOException {
+      Path ws = Files.createTempDirectory(tmp, "shared-agent-ws");
+      AgentLauncher.Agent agent = AgentLauncher.start(null, null, ws, List.of(),
+          List.of("--isolation", "auto", "--isolation-network", "off"), Duration.ofSeconds(60));
+      try {
+        Path tokenFile = tmp.resolve("shared-agent.token");
+        Files.writeString(tokenFile, agent.token());
+        Files.setPosixFilePermissions(tokenFile, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        StdioServer stdio = StdioServer.start("--agent-url", agent.url().toString(),
+            "--agent-token-file", tokenFile.toString());
+        stdio.initialize();
+        return new SharedAgent(agent, Sandbox.connect(agent.url(), agent.token()), stdio);
+      } catch (IOException | RuntimeException e) {
+        agent.stop(Duration.ofSeconds(10));
+        throw e;
       }
-      long[] sdkT = new long[calls];
-      long[] stdioT = new long[calls];
-      long[] pingT = new long[calls];
-      for (int from = 0; from < calls; from += block) {
-        int to = Math.min(calls, from + block);
-        time(sdkCall, sdkT, from, to);
-        time(stdioCall, stdioT, from, to);
-        time(pingCall, pingT, from, to);
+    }
+
+    private boolean closed;
+
+    @Override
+    public void close() {
+      if (!closed) {
+        closed = true;
+        stdio.close();
+        sdk.close();
+        agent.stop(Duration.ofSeconds(10));
       }
-      note("same agent (isolation " + agent.isolation() + "): SDK exec()", stats(sdkT));
-      note("same agent: MCP tools/call over stdio (--agent-url)", stats(stdioT));
-      note("same agent: MCP over stdio minus SDK", delta(stdioT, sdkT));
-      note("MCP ping over stdio (pipes and JSON-RPC only)", stats(pingT));
-    } finally {
-      agent.stop(Duration.ofSeconds(10));
     }
   }
 
