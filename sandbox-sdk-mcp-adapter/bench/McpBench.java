@@ -76,8 +76,9 @@ public class McpBench {
   static final String PROTOCOL = "2025-11-25";
   static final String TOKEN = "mcp-bench-token-0123456789";
 
-  static int calls = 1000;
-  static int warmup = 300;
+  static int calls = 2000;
+  // A server reaches steady state only after about a thousand calls (JIT); see docs/performance.md.
+  static int warmup = 1000;
   static int block = 50;
   static int coldStarts = 5;
   static long streamBytes = 64L << 20;

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Runs the MCP server benchmark (see docs/performance.md, "The MCP server").
-#   bash sandbox-sdk-mcp-adapter/bench/run.sh [--calls 1000] [--warmup 300] [--cold-starts 5]
+#   bash sandbox-sdk-mcp-adapter/bench/run.sh [--calls 2000] [--warmup 1000] [--cold-starts 5]
 #        [--stream-bytes 67108864] [--stream-reps 5] [--concurrent 20] [--server-jvm-opts "..."]
 #   bash sandbox-sdk-mcp-adapter/bench/run.sh --smoke   (seconds: every part once, results checked, for CI)
 # Builds the server jar (SDK + agent + Jackson in one jar) first if it is missing: offline if the
 # local Maven repository has everything, else with network. The benchmark runs from a private copy
 # of the jar, so a rebuild during the run does not disturb it. Run it in the foreground on an
-# otherwise idle machine; it takes about 1.5 minutes and ends with a SUMMARY block.
+# otherwise idle machine; it takes about 4 minutes and ends with a SUMMARY block.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
