@@ -63,25 +63,18 @@ public final class Sandboxes implements AutoCloseable {
    *
    * @param workspace the directory commands start in, when known (null for a remote agent)
    * @param agentPid the local agent's process id; -1 unless {@link SandboxMode#LOCAL}
-   * @param agent the local agent's process, kept from the start (one read of /proc per liveness check
-   *     where looking it up again takes two, and a reused pid is not taken for it); null unless
-   *     {@link SandboxMode#LOCAL}, or when the agent was already gone
    * @param providerId the provider's id of the sandbox (a container id, a pod name); null unless
    *     {@link SandboxMode#CONTAINER} or {@link SandboxMode#KUBERNETES}
-   * @param dead set once the sandbox is known to be gone; it is then forgotten
+   * @param dead set once the sandbox is known to be gone; it is then forgotten. For a local sandbox
+   *     the agent's exit sets it (see {@link #localEntry}), so that no call reads /proc
    * @param seenAt {@link System#nanoTime()} when a call last reached it or its provider last listed it running
    * @param persistent a named sandbox of the provider (getSandbox {@code persistent: true}, or one an
    *     earlier server left): it outlives this server, and is stopped rather than forgotten when idle
    * @param keepAlive null when not known (a persistent sandbox this server did not create)
    */
   public record Entry(String id, Sandbox sandbox, SandboxMode mode, Boolean keepAlive, Duration idleTimeout,
-      Instant createdAt, String workspace, long agentPid, ProcessHandle agent, String providerId, AtomicBoolean dead,
+      Instant createdAt, String workspace, long agentPid, String providerId, AtomicBoolean dead,
       AtomicLong seenAt, boolean persistent) {
-
-    /** Whether a local sandbox's agent has exited. */
-    boolean agentGone() {
-      return agent == null || !agent.isAlive();
-    }
 
     /** The provider's handle of a persistent sandbox. */
     ManagedSandbox managed() {
@@ -295,9 +288,9 @@ public final class Sandboxes implements AutoCloseable {
       return false;
     }
     long now = System.nanoTime();
-    for (Entry e : list0()) {
+    for (Entry e : started()) {
       boolean due = switch (e.mode()) {
-        case LOCAL -> e.dead().get() || e.agentGone();
+        case LOCAL -> e.dead().get();
         case CONTAINER, KUBERNETES -> e.dead().get() || now - e.seenAt().get() > SEEN_FOR.toNanos();
         case REMOTE -> false;
       };
@@ -361,13 +354,13 @@ public final class Sandboxes implements AutoCloseable {
     List<Entry> stopped = new ArrayList<>();
     List<Entry> toCheck = new ArrayList<>();
     long now = System.nanoTime();
-    for (Entry e : list0()) {
+    for (Entry e : started()) {
       if (e.persistent()) {
         continue; // stopped ones stay (listSandboxes shows them, wakeSandbox starts them); destroy removes them
       }
       switch (e.mode()) {
         case LOCAL -> {
-          if (e.dead().get() || e.agentGone()) {
+          if (e.dead().get()) {
             stopped.add(e);
           }
         }
@@ -509,7 +502,7 @@ public final class Sandboxes implements AutoCloseable {
   private Entry entry(String id, ManagedSandbox handle, Boolean keepAlive, Duration idle) {
     SandboxMode mode = config.mode();
     SandboxInfo info = handle.info();
-    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), workspaceOf(handle.id()), -1, null,
+    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), workspaceOf(handle.id()), -1,
         fromProvider(mode) ? handle.id() : null, new AtomicBoolean(),
         new AtomicLong(info.isRunning() ? System.nanoTime() : System.nanoTime() - 2 * SEEN_FOR.toNanos()), true);
   }
@@ -681,7 +674,7 @@ public final class Sandboxes implements AutoCloseable {
     if (config.agentUrl() != null) {
       Sandbox s = Sandbox.connect(config.agentUrl(), config.agentToken());
       log.info("sandbox {}: connected to remote agent {}", id, config.agentUrl());
-      return new Entry(id, s, SandboxMode.REMOTE, true, null, Instant.now(), null, -1, null, null,
+      return new Entry(id, s, SandboxMode.REMOTE, true, null, Instant.now(), null, -1, null,
           new AtomicBoolean(), new AtomicLong(t0), false);
     }
     boolean keepAlive = how.keepAlive() != null && how.keepAlive();
@@ -710,15 +703,13 @@ public final class Sandboxes implements AutoCloseable {
         }
         ManagedSandbox s = create(id, provider.name(), provider, spec, keepAlive, idle, t0);
         return new Entry(id, s, config.mode(), keepAlive, keepAlive ? null : idle, Instant.now(),
-            CONTAINER_WORKSPACE, -1, null, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
+            CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
       }
       LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
           .isolation(config.localIsolation()).network(config.localNetwork()).start();
       log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
           (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
-      return new Entry(id, s, SandboxMode.LOCAL, keepAlive, keepAlive ? null : idle, Instant.now(),
-          s.workspace().toString(), s.agentPid(), ProcessHandle.of(s.agentPid()).orElse(null), null,
-          new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
+      return localEntry(id, s, keepAlive, idle);
     } catch (SandboxException e) {
       throw new ToolException("Could not start sandbox '" + id + "': " + e.getMessage());
     }
@@ -765,6 +756,34 @@ public final class Sandboxes implements AutoCloseable {
 
   private static Instant createdAt(Listed l) {
     return l.entry() != null ? l.entry().createdAt() : l.info().createdAt();
+  }
+
+  /**
+   * A local sandbox's entry, marked dead when its agent exits (its idle timeout, or killed). The
+   * agent is this JVM's child, which the JDK already waits for, so the callback costs no thread,
+   * and the checks before every call read a flag instead of /proc. The handle is taken once, at
+   * the start, so a reused pid is never taken for the agent.
+   */
+  private static Entry localEntry(String id, LocalSandbox s, boolean keepAlive, Duration idle) {
+    ProcessHandle agent = ProcessHandle.of(s.agentPid()).orElse(null);
+    AtomicBoolean dead = new AtomicBoolean(agent == null);
+    Entry e = new Entry(id, s, SandboxMode.LOCAL, keepAlive, keepAlive ? null : idle, Instant.now(),
+        s.workspace().toString(), s.agentPid(), null, dead, new AtomicLong(System.nanoTime()), false);
+    if (agent != null) {
+      agent.onExit().thenRun(() -> dead.set(true));
+    }
+    return e;
+  }
+
+  /** The sandboxes that have started, in no particular order: for the checks every call makes. */
+  private List<Entry> started() {
+    List<Entry> out = new ArrayList<>(byId.size());
+    for (CompletableFuture<Entry> f : byId.values()) {
+      if (f.isDone() && !f.isCompletedExceptionally()) {
+        out.add(f.join());
+      }
+    }
+    return out;
   }
 
   private List<Entry> list0() {
