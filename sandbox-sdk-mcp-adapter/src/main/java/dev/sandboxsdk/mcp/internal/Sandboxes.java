@@ -289,9 +289,10 @@ public final class Sandboxes implements AutoCloseable {
     }
     long now = System.nanoTime();
     for (Entry e : started()) {
-      boolean due = switch (e.mode()) {
-        case LOCAL -> e.dead().get();
-        case CONTAINER, KUBERNETES -> e.dead().get() || now - e.seenAt().get() > SEEN_FOR.toNanos();
+      boolean unseen = now - e.seenAt().get() > SEEN_FOR.toNanos();
+      boolean due = e.dead().get() || switch (e.mode()) {
+        case LOCAL -> e.persistent() && unseen; // requireRunning asks its LocalProvider
+        case CONTAINER, KUBERNETES -> unseen;
         case REMOTE -> false;
       };
       if (due) {
@@ -787,12 +788,7 @@ public final class Sandboxes implements AutoCloseable {
   }
 
   private List<Entry> list0() {
-    List<Entry> out = new ArrayList<>();
-    for (CompletableFuture<Entry> f : byId.values()) {
-      if (f.isDone() && !f.isCompletedExceptionally()) {
-        out.add(f.join());
-      }
-    }
+    List<Entry> out = started();
     out.sort((a, b) -> a.createdAt().compareTo(b.createdAt()));
     return out;
   }

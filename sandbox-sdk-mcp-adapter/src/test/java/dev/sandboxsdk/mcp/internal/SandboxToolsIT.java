@@ -7,6 +7,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
@@ -17,6 +18,7 @@ import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.TestInstance;
+import org.junit.jupiter.api.io.TempDir;
 
 /** Every tool against real local sandboxes: real agents, real processes. */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -283,6 +285,26 @@ class SandboxToolsIT {
       // The agent's exit is noticed through the JDK's wait for it (no /proc read per call): soon, not at once.
       await("the server noticed the agent's exit", 10, () -> !tools.startsWithoutWaiting("exec", trueArgs));
       assertThat(sc(own.call("exec", args("command", "echo again"))).get("stdout").asText()).isEqualTo("again\n");
+    }
+  }
+
+  @Test
+  void aPersistentLocalSandboxNotSeenLatelyIsCheckedWithItsProviderOnAWorker(@TempDir Path state) {
+    AdapterConfig config = AdapterConfig.parse(new String[] {"--state-dir", state.toString()}, Map.of());
+    try (McpTestClient own = McpTestClient.initialized(config)) {
+      SandboxTools tools = own.server.tools();
+      ObjectNode inKeep = args("argv", List.of("true"), "sandboxId", "keep");
+      own.call("getSandbox", args("sandboxId", "keep", "persistent", true));
+      assertThat(sc(own.call("exec", inKeep)).get("exitCode").asInt()).isZero();
+      assertThat(tools.startsWithoutWaiting("exec", inKeep)).as("seen just now").isTrue();
+
+      Sandboxes.Entry keep = own.server.sandboxes().list().stream().filter(e -> e.id().equals("keep")).findFirst()
+          .orElseThrow();
+      keep.seenAt().set(System.nanoTime() - 2 * Sandboxes.SEEN_FOR.toNanos());
+      assertThat(tools.startsWithoutWaiting("exec", inKeep)).as("its LocalProvider is asked first").isFalse();
+      assertThat(sc(own.call("exec", inKeep)).get("exitCode").asInt()).isZero();
+      assertThat(tools.startsWithoutWaiting("exec", inKeep)).as("seen again").isTrue();
+      own.call("destroy", args("sandboxId", "keep"));
     }
   }
 
