@@ -372,11 +372,7 @@ public record AdapterConfig(
     if (mode == SandboxMode.KUBERNETES) {
       Path config = null;
       if (kubeconfig != null) {
-        try {
-          config = Path.of(kubeconfig).toAbsolutePath().normalize();
-        } catch (java.nio.file.InvalidPathException e) {
-          throw new UsageException("--kubeconfig is not a path: " + e.getMessage());
-        }
+        config = pathValue("--kubeconfig", kubeconfig);
         if (!Files.isRegularFile(config) || !Files.isReadable(config)) {
           throw new UsageException("--kubeconfig " + kubeconfig + ": no such readable file");
         }
@@ -385,11 +381,7 @@ public record AdapterConfig(
     }
     Path state = null;
     if (stateDir != null) {
-      try {
-        state = Path.of(stateDir).toAbsolutePath().normalize();
-      } catch (java.nio.file.InvalidPathException e) {
-        throw new UsageException("--state-dir is not a path: " + e.getMessage());
-      }
+      state = pathValue("--state-dir", stateDir);
       if (Files.exists(state) && !Files.isDirectory(state)) {
         throw new UsageException("--state-dir " + stateDir + " exists and is not a directory");
       }
@@ -508,6 +500,15 @@ public record AdapterConfig(
       throw new UsageException(option + " needs a value");
     }
     return args[i];
+  }
+
+  /** {@code text} as an absolute, normalised path; a usage error names {@code option} if it is not one. */
+  private static Path pathValue(String option, String text) {
+    try {
+      return Path.of(text).toAbsolutePath().normalize();
+    } catch (java.nio.file.InvalidPathException e) {
+      throw new UsageException(option + " is not a path: " + e.getMessage());
+    }
   }
 
   private static int intValue(String option, String text, int min, int max) {
