@@ -8,11 +8,7 @@ import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.container.ContainerEngine;
 import dev.sandboxsdk.container.ContainerProvider;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.SecureRandom;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -37,7 +33,7 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 180, unit = TimeUnit.SECONDS)
 class ContainerProviderIT {
   private static final String SECRET_NAME = "MCP_IT_SECRET";
-  private static final String SECRET = "s3cr3t-" + HexFormat.of().formatHex(randomBytes(12));
+  private static final String SECRET = "s3cr3t-" + JarClient.randomHex(12);
 
   private static ContainerProvider engine;
 
@@ -84,7 +80,7 @@ class ContainerProviderIT {
 
       // the secret reaches the command through the container's environment, wins over a call's
       // variable of the same name, and never shows in what the model gets
-      String expectedHash = sha256(SECRET);
+      String expectedHash = JarClient.sha256Hex(SECRET);
       JsonNode secret = server.call("exec", args("command",
           "echo \"value=$" + SECRET_NAME + "\"; printf %s \"$" + SECRET_NAME + "\" | sha256sum; echo \"$"
               + SECRET_NAME + "\" >&2", "sandboxId", "it", "env", Map.of(SECRET_NAME, "overridden")));
@@ -201,15 +197,5 @@ class ContainerProviderIT {
       o.set((String) kv[i], JarClient.MAPPER.valueToTree(kv[i + 1]));
     }
     return o;
-  }
-
-  private static byte[] randomBytes(int n) {
-    byte[] b = new byte[n];
-    new SecureRandom().nextBytes(b);
-    return b;
-  }
-
-  private static String sha256(String s) throws Exception {
-    return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
   }
 }

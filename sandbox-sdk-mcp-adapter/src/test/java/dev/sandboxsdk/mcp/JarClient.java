@@ -33,6 +33,19 @@ import java.util.stream.Collectors;
  */
 abstract class JarClient implements AutoCloseable {
   static final ObjectMapper MAPPER = new ObjectMapper();
+
+  /** {@code bytes} random bytes as hex: unique names and secrets for the provider tests. */
+  static String randomHex(int bytes) {
+    byte[] b = new byte[bytes];
+    new java.security.SecureRandom().nextBytes(b);
+    return java.util.HexFormat.of().formatHex(b);
+  }
+
+  /** The SHA-256 of {@code s}'s UTF-8 bytes in hex, as {@code sha256sum} prints it. */
+  static String sha256Hex(String s) throws java.security.NoSuchAlgorithmException {
+    return java.util.HexFormat.of().formatHex(
+        java.security.MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
+  }
   static final Duration CALL_WAIT = Duration.ofSeconds(120);
 
   final Process process;

@@ -14,11 +14,7 @@ import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.kubernetes.KubernetesCluster;
 import dev.sandboxsdk.kubernetes.KubernetesProvider;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.SecureRandom;
-import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -46,11 +42,11 @@ import org.junit.jupiter.api.io.TempDir;
 @Timeout(value = 420, unit = TimeUnit.SECONDS)
 class McpKubernetesIT {
   private static final String SECRET_NAME = "MCP_K8S_IT_SECRET";
-  private static final String SECRET = "s3cr3t-" + HexFormat.of().formatHex(randomBytes(12));
+  private static final String SECRET = "s3cr3t-" + JarClient.randomHex(12);
 
   private static KubernetesProvider cluster;
 
-  private final String id = "proj-" + HexFormat.of().formatHex(randomBytes(4));
+  private final String id = "proj-" + JarClient.randomHex(4);
 
   @TempDir
   Path tmp;
@@ -109,7 +105,7 @@ class McpKubernetesIT {
       JsonNode secret = ok(a.call("exec", args("sandboxId", id, "command", "echo \"value=$" + SECRET_NAME
           + "\"; printf %s \"$" + SECRET_NAME + "\" | sha256sum")));
       assertThat(sc(secret).get("stdout").asText()).startsWith("value=[REDACTED:" + SECRET_NAME + "]\n")
-          .contains(sha256(SECRET));
+          .contains(JarClient.sha256Hex(SECRET));
       assertThat(secret.toString()).doesNotContain(SECRET);
 
       // listed with its status
@@ -181,7 +177,7 @@ class McpKubernetesIT {
 
   @Test
   void anImageTheNodeDoesNotHaveIsAnErrorResultWithThePodsReasonAndLeavesNoPod() throws Exception {
-    String missing = "localhost/sandbox-agent-missing:" + HexFormat.of().formatHex(randomBytes(4));
+    String missing = "localhost/sandbox-agent-missing:" + JarClient.randomHex(4);
     List<String> before = cluster.list().stream().map(SandboxInfo::id).toList();
     try (JarClient.Stdio server = start(missing)) {
       JsonNode r = server.call("exec", args("sandboxId", id, "command", "true"));
@@ -243,15 +239,5 @@ class McpKubernetesIT {
   /** The sandbox pod of this name as the cluster lists it. */
   private static Optional<SandboxInfo> pod(String name) {
     return cluster.list().stream().filter(i -> i.id().equals(name)).findFirst();
-  }
-
-  private static byte[] randomBytes(int n) {
-    byte[] b = new byte[n];
-    new SecureRandom().nextBytes(b);
-    return b;
-  }
-
-  private static String sha256(String s) throws Exception {
-    return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(s.getBytes(StandardCharsets.UTF_8)));
   }
 }
