@@ -33,6 +33,7 @@ final class PortForwarder implements AutoCloseable {
   private final Set<PortForward> open = ConcurrentHashMap.newKeySet();
   private final Thread acceptor;
   private volatile boolean closed;
+  private boolean full; // only the acceptor thread reads and writes it
 
   /** Listens on a free port of 127.0.0.1; {@code forward} starts one forward of a connection (in, out). */
   PortForwarder(String pod, BiFunction<SocketChannel, SocketChannel, PortForward> forward) throws IOException {
@@ -66,9 +67,17 @@ final class PortForwarder implements AutoCloseable {
         open.removeIf(p -> !p.isAlive());
         if (open.size() >= MAX_CONNECTIONS) {
           // Any local process may connect here; each connection costs a WebSocket and a thread.
-          log.warn("port-forward to {}: {} connections open, refusing another", pod, MAX_CONNECTIONS);
+          // Logged once per episode: a flood of refused connections must not become a flood of lines.
+          if (!full) {
+            full = true;
+            log.warn("port-forward to {}: {} connections open, refusing more until some close", pod, MAX_CONNECTIONS);
+          }
           c.close();
           continue;
+        }
+        if (full) {
+          full = false;
+          log.info("port-forward to {}: accepting connections again", pod);
         }
         c.setOption(StandardSocketOptions.TCP_NODELAY, true);
         PortForward f = forward.apply(c, c);
