@@ -6,6 +6,7 @@ import com.sun.net.httpserver.HttpHandler;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.fs.Workspace;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.FilterOutputStream;
 import java.io.IOException;
@@ -43,6 +44,7 @@ public final class ApiHandler implements HttpHandler {
   private final String version;
   private final ExecEndpoints exec;
   private final ProcessEndpoints process;
+  private final Workspace workspace;
   private final FileEndpoints files;
   private final PortEndpoints ports;
   private final GitEndpoints git;
@@ -61,10 +63,11 @@ public final class ApiHandler implements HttpHandler {
     this.version = version;
     this.exec = new ExecEndpoints(processes);
     this.process = new ProcessEndpoints(processes);
-    this.files = new FileEndpoints(processes);
+    this.workspace = Workspace.open(config.workspace(), processes.commandUser());
+    this.files = new FileEndpoints(processes, workspace);
     this.ports = new PortEndpoints(processes);
-    this.git = new GitEndpoints(processes);
-    this.watches = new WatchEndpoints(processes);
+    this.git = new GitEndpoints(processes, workspace);
+    this.watches = new WatchEndpoints(processes, workspace);
     this.checkpoints = new CheckpointEndpoints(processes);
     this.proxy = new ProxyEndpoints(processes, tokenDigest != null, this::hasValidBearer, bootId.substring(0, 8), agentPort);
     this.commandUser = processes.commandUser();
@@ -398,43 +401,43 @@ public final class ApiHandler implements HttpHandler {
         return;
       case "/api/read":
         allow(method, "POST");
-        files.read(exchange);
+        files.asUser(() -> files.read(exchange));
         return;
       case "/api/read/stream":
         allow(method, "POST");
-        files.readStream(exchange);
+        files.asUser(() -> files.readStream(exchange));
         return;
       case "/api/write":
         allow(method, "POST");
-        files.write(exchange);
+        files.asUser(() -> files.write(exchange));
         return;
       case "/api/delete":
         allow(method, "POST");
-        files.delete(exchange);
+        files.asUser(() -> files.delete(exchange));
         return;
       case "/api/rename":
         allow(method, "POST");
-        files.rename(exchange);
+        files.asUser(() -> files.rename(exchange));
         return;
       case "/api/move":
         allow(method, "POST");
-        files.move(exchange);
+        files.asUser(() -> files.move(exchange));
         return;
       case "/api/mkdir":
         allow(method, "POST");
-        files.mkdir(exchange);
+        files.asUser(() -> files.mkdir(exchange));
         return;
       case "/api/list-files":
         allow(method, "POST");
-        files.listFiles(exchange);
+        files.asUser(() -> files.listFiles(exchange));
         return;
       case "/api/exists":
         allow(method, "POST");
-        files.exists(exchange);
+        files.asUser(() -> files.exists(exchange));
         return;
       case "/api/stat":
         allow(method, "POST");
-        files.stat(exchange);
+        files.asUser(() -> files.stat(exchange));
         return;
       case "/api/port-watch":
         allow(method, "POST");
@@ -442,7 +445,7 @@ public final class ApiHandler implements HttpHandler {
         return;
       case "/api/watch":
         allow(method, "POST");
-        watches.watch(exchange);
+        files.asUser(() -> watches.watch(exchange));
         return;
       case "/api/expose-port":
         allow(method, "POST");
@@ -466,10 +469,10 @@ public final class ApiHandler implements HttpHandler {
         return;
       case "/api/files/raw":
         if (method.equals("PUT")) {
-          files.upload(exchange);
+          files.asUser(() -> files.upload(exchange));
         } else {
           allow(method, "GET", "PUT");
-          files.download(exchange);
+          files.asUser(() -> files.download(exchange));
         }
         return;
       default:

@@ -7,6 +7,7 @@ import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.fs.PathErrors;
 import dev.sandboxsdk.agent.process.CommandUser;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.File;
@@ -468,8 +469,8 @@ final class CheckpointEndpoints {
 
   private static void checkId(String id) {
     if (!ID.matcher(id).matches()) {
-      throw new AgentException(ErrorCode.CHECKPOINT_NOT_FOUND, "no checkpoint '" + WorkspacePaths.shorten(id)
-          + "': checkpoint ids look like ckpt_0123456789abcdef", Map.of("checkpointId", WorkspacePaths.shorten(id)));
+      throw new AgentException(ErrorCode.CHECKPOINT_NOT_FOUND, "no checkpoint '" + PathErrors.shorten(id)
+          + "': checkpoint ids look like ckpt_0123456789abcdef", Map.of("checkpointId", PathErrors.shorten(id)));
     }
   }
 

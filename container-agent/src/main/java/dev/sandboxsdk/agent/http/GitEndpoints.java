@@ -5,6 +5,9 @@ import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.fs.Anchor;
+import dev.sandboxsdk.agent.fs.PathErrors;
+import dev.sandboxsdk.agent.fs.Workspace;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.IOException;
 import java.net.URLDecoder;
@@ -56,12 +59,12 @@ final class GitEndpoints {
 
   private final ProcessManager processes;
   private final AgentConfig config;
-  private final WorkspacePaths paths;
+  private final Workspace workspace;
 
-  GitEndpoints(ProcessManager processes) {
+  GitEndpoints(ProcessManager processes, Workspace workspace) {
     this.processes = processes;
     this.config = processes.config();
-    this.paths = new WorkspacePaths(config.workspace());
+    this.workspace = workspace;
   }
 
   /** A repository URL split into what git may see and what only its credential helper may. */
@@ -90,11 +93,7 @@ final class GitEndpoints {
     if (targetRaw == null) {
       targetRaw = repoName(source.url());
     }
-    Path target = paths.resolve("targetDir", targetRaw);
-    if (target.equals(paths.root())) {
-      throw AgentException.invalid("targetDir", "'targetDir' must be a directory inside the workspace, not the workspace");
-    }
-    checkTarget(target, targetRaw);
+    Path target = checkTarget(targetRaw);
     if (source.remote() && !processes.network()) {
       throw new AgentException(ErrorCode.INVALID_GIT_URL, "this agent runs commands without network"
           + " (--isolation bwrap, network off), so '" + source.redacted() + "' cannot be reached; clone from a file:// URL"
@@ -139,11 +138,11 @@ final class GitEndpoints {
     long ms = (System.nanoTime() - t0) / 1_000_000;
     if (o.exitCode() != 0) {
       AgentException failure = failure(o, source, targetRaw, timeoutMs);
-      log.info("git clone of {} into {} failed in {} ms: {}", source.redacted(), WorkspacePaths.shorten(targetRaw), ms,
+      log.info("git clone of {} into {} failed in {} ms: {}", source.redacted(), PathErrors.shorten(targetRaw), ms,
           failure.code());
       throw failure;
     }
-    log.info("git clone of {} into {} done in {} ms", source.redacted(), WorkspacePaths.shorten(targetRaw), ms);
+    log.info("git clone of {} into {} done in {} ms", source.redacted(), PathErrors.shorten(targetRaw), ms);
     ObjectNode answer = Json.object();
     answer.put("repoUrl", source.redacted());
     answer.put("branch", currentBranch(target, branch));
@@ -207,7 +206,7 @@ final class GitEndpoints {
   }
 
   private static AgentException invalidUrl(String raw, String why) {
-    String shown = WorkspacePaths.shorten(redact(raw));
+    String shown = PathErrors.shorten(redact(raw));
     return new AgentException(ErrorCode.INVALID_GIT_URL, "invalid repoUrl '" + shown + "': " + why,
         Map.of("field", "repoUrl", "repoUrl", shown));
   }
@@ -234,23 +233,46 @@ final class GitEndpoints {
     return name;
   }
 
-  /** git clones into a missing or empty directory only; say so before it runs. */
-  private static void checkTarget(Path target, String raw) {
-    if (!Files.exists(target, LinkOption.NOFOLLOW_LINKS)) {
-      return;
-    }
-    boolean empty = false;
-    if (Files.isDirectory(target, LinkOption.NOFOLLOW_LINKS)) {
-      try (Stream<Path> entries = Files.list(target)) {
-        empty = entries.findAny().isEmpty();
-      } catch (IOException e) {
-        throw WorkspacePaths.failure(e, "targetDir", raw);
-      }
-    }
-    if (!empty) {
-      throw new AgentException(ErrorCode.FILE_EXISTS, "targetDir '" + WorkspacePaths.shorten(raw)
-          + "' already exists and is not an empty directory", Map.of("field", "targetDir",
-          "path", WorkspacePaths.shorten(raw)));
+  /**
+   * git clones into a missing or empty directory only; say so before it runs. Resolved through the
+   * workspace's descriptors with the user's identity; git itself runs as a command does (as the
+   * command user, inside the sandbox's view), so what it opens is what a command could.
+   *
+   * @return the target inside the workspace, links on the way followed
+   */
+  private Path checkTarget(String raw) {
+    Path missing = workspace.root().resolve(String.join("/", workspace.relative("targetDir", raw)));
+    try {
+      return workspace.asUser(() -> {
+        try (Anchor a = workspace.resolve("targetDir", raw, false, false)) {
+          if (a.isWorkspace()) {
+            throw AgentException.invalid("targetDir", "'targetDir' must be a directory inside the workspace, not the"
+                + " workspace");
+          }
+          if (!Files.exists(a.path(), LinkOption.NOFOLLOW_LINKS)) {
+            return a.logical();
+          }
+          boolean empty = false;
+          if (Files.isDirectory(a.path(), LinkOption.NOFOLLOW_LINKS)) {
+            try (Anchor held = a.hold("targetDir", raw); Stream<Path> entries = Files.list(held.path())) {
+              empty = entries.findAny().isEmpty();
+            }
+          }
+          if (!empty) {
+            throw new AgentException(ErrorCode.FILE_EXISTS, "targetDir '" + PathErrors.shorten(raw)
+                + "' already exists and is not an empty directory", Map.of("field", "targetDir",
+                "path", PathErrors.shorten(raw)));
+          }
+          return a.logical();
+        } catch (AgentException e) {
+          if (e.code() == ErrorCode.FILE_NOT_FOUND) {
+            return missing; // git makes the directories on the way
+          }
+          throw e;
+        }
+      });
+    } catch (IOException e) {
+      throw PathErrors.failure(e, "targetDir", raw);
     }
   }
 
@@ -311,7 +333,7 @@ final class GitEndpoints {
     }
     Map<String, Object> context = new LinkedHashMap<>();
     context.put("repoUrl", source.redacted());
-    context.put("targetDir", WorkspacePaths.shorten(targetRaw));
+    context.put("targetDir", PathErrors.shorten(targetRaw));
     context.put("exitCode", o.exitCode());
     context.put("stderr", stderr);
     return new AgentException(code, "git clone of '" + source.redacted() + "' failed: " + what

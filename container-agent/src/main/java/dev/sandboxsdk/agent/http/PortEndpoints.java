@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.fs.PathErrors;
 import dev.sandboxsdk.agent.process.ManagedProcess;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.IOException;
@@ -133,7 +134,7 @@ final class PortEndpoints {
     } else if (mode.equals("tcp")) {
       http = false;
     } else {
-      throw AgentException.invalid("mode", "'mode' must be 'http' or 'tcp', got '" + WorkspacePaths.shorten(mode) + "'");
+      throw AgentException.invalid("mode", "'mode' must be 'http' or 'tcp', got '" + PathErrors.shorten(mode) + "'");
     }
     // In tcp mode 'path' (like the status range) is checked and then not used: Cloudflare's waitForPort
     // sends path "/" and the range with every mode, and its container ignores them for tcp.

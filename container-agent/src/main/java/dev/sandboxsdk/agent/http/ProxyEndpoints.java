@@ -7,6 +7,7 @@ import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.fs.PathErrors;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.BufferedOutputStream;
 import java.io.EOFException;
@@ -183,7 +184,7 @@ final class ProxyEndpoints {
   }
 
   private static AgentException invalidPort(String text) {
-    String shown = WorkspacePaths.shorten(text);
+    String shown = PathErrors.shorten(text);
     return new AgentException(ErrorCode.INVALID_PORT_NUMBER, "invalid port number '" + shown + "': a port is 1 to 65535",
         Map.of("port", shown, "reason", "not 1 to 65535"));
   }
@@ -201,8 +202,8 @@ final class ProxyEndpoints {
     int slash = afterPrefix.indexOf('/');
     String portText = slash < 0 ? afterPrefix : afterPrefix.substring(0, slash);
     if (portText.isEmpty()) {
-      throw new AgentException(ErrorCode.NOT_FOUND, "no such endpoint: " + WorkspacePaths.shorten(rawPath)
-          + " (the proxy's paths are /proxy/{port}/...)", Map.of("path", WorkspacePaths.shorten(rawPath)));
+      throw new AgentException(ErrorCode.NOT_FOUND, "no such endpoint: " + PathErrors.shorten(rawPath)
+          + " (the proxy's paths are /proxy/{port}/...)", Map.of("path", PathErrors.shorten(rawPath)));
     }
     int port = validPort(parsePort(portText));
     String method = exchange.getRequestMethod();

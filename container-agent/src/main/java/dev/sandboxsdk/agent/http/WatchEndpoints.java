@@ -5,18 +5,19 @@ import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.fs.Anchor;
+import dev.sandboxsdk.agent.fs.PathErrors;
+import dev.sandboxsdk.agent.fs.Tree;
+import dev.sandboxsdk.agent.fs.Workspace;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.IOException;
 import java.nio.file.AccessDeniedException;
 import java.nio.file.ClosedWatchServiceException;
 import java.nio.file.FileSystems;
-import java.nio.file.FileVisitOption;
-import java.nio.file.FileVisitResult;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
 import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
-import java.nio.file.SimpleFileVisitor;
 import java.nio.file.StandardWatchEventKinds;
 import java.nio.file.WatchEvent;
 import java.nio.file.WatchKey;
@@ -25,7 +26,6 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.EnumSet;
 import java.util.HashMap;
 import java.util.HashSet;
 import java.util.LinkedHashSet;
@@ -77,14 +77,14 @@ final class WatchEndpoints {
 
   private final ProcessManager processes;
   private final AgentConfig config;
-  private final WorkspacePaths paths;
+  private final Workspace workspace;
   private final AtomicInteger open = new AtomicInteger();
   private final AtomicLong ids = new AtomicLong();
 
-  WatchEndpoints(ProcessManager processes) {
+  WatchEndpoints(ProcessManager processes, Workspace workspace) {
     this.processes = processes;
     this.config = processes.config();
-    this.paths = new WorkspacePaths(config.workspace());
+    this.workspace = workspace;
   }
 
   /** A validated request; {@code include} and {@code exclude} are null when not used. */
@@ -136,27 +136,19 @@ final class WatchEndpoints {
 
   Request parse(Json body) {
     String raw = body.string("path");
-    Path p = paths.follow("path", raw, paths.resolve("path", raw));
-    BasicFileAttributes a;
-    try {
-      a = Files.readAttributes(p, BasicFileAttributes.class);
-    } catch (IOException e) {
-      throw WorkspacePaths.failure(e, "path", raw);
-    }
-    if (!a.isDirectory()) {
-      throw new AgentException(ErrorCode.NOT_DIRECTORY, "'" + WorkspacePaths.shorten(raw) + "' is not a directory;"
-          + " watch the directory that holds it, with include: [\"" + p.getFileName() + "\"]",
-          Map.of("field", "path", "path", WorkspacePaths.shorten(raw)));
-    }
     Path root;
-    try {
-      root = p.toRealPath(); // events name real paths, whatever links inside the workspace led here
-    } catch (IOException e) {
-      throw WorkspacePaths.failure(e, "path", raw);
-    }
-    if (!root.startsWith(paths.root())) { // a link swapped in since the checks above
-      throw new AgentException(ErrorCode.PERMISSION_DENIED, "path '" + WorkspacePaths.shorten(raw)
-          + "' is not allowed: it leads outside the workspace", Map.of("field", "path", "path", WorkspacePaths.shorten(raw)));
+    try (Anchor a = workspace.resolve("path", raw, true, false)) {
+      if (a.name() != null) { // the walk ended at something that is not a directory (or nothing)
+        try {
+          Files.readAttributes(a.path(), BasicFileAttributes.class, a.linkOptions());
+        } catch (IOException e) {
+          throw PathErrors.failure(e, "path", raw);
+        }
+        throw new AgentException(ErrorCode.NOT_DIRECTORY, "'" + PathErrors.shorten(raw) + "' is not a directory;"
+            + " watch the directory that holds it, with include: [\"" + a.name() + "\"]",
+            Map.of("field", "path", "path", PathErrors.shorten(raw)));
+      }
+      root = a.logical(); // events name paths inside the workspace, whatever links inside it led here
     }
     Boolean recursive = body.bool("recursive");
     List<String> include = patterns(body, "include");
@@ -175,7 +167,7 @@ final class WatchEndpoints {
       for (String e : events) {
         if (!EVENT_TYPES.contains(e)) {
           throw AgentException.invalid("events", "'events' may hold 'create', 'modify' and 'delete', got '"
-              + WorkspacePaths.shorten(e) + "'" + (e.startsWith("move") ? " (a move is reported as delete and create)"
+              + PathErrors.shorten(e) + "'" + (e.startsWith("move") ? " (a move is reported as delete and create)"
               : e.equals("attrib") ? " (attribute changes are reported as modify)" : ""));
         }
         kinds.add(e);
@@ -197,7 +189,7 @@ final class WatchEndpoints {
     }
     for (String g : list) {
       if (g.isBlank() || g.indexOf('\0') >= 0 || g.length() > MAX_PATTERN_CHARS || UNSUPPORTED_GLOB.matcher(g).find()) {
-        throw AgentException.invalid(field, "'" + field + "' has an unsupported pattern '" + WorkspacePaths.shorten(g)
+        throw AgentException.invalid(field, "'" + field + "' has an unsupported pattern '" + PathErrors.shorten(g)
             + "': use *, **, ? and / (no brackets or braces), non-empty, at most " + MAX_PATTERN_CHARS + " characters");
       }
     }
@@ -353,9 +345,18 @@ final class WatchEndpoints {
       if (rootKey == null) {
         close();
         throw new AgentException(ErrorCode.PERMISSION_DENIED, "permission denied: the agent may not watch '"
-            + WorkspacePaths.shorten(request.raw()) + "'", Map.of("field", "path", "path", WorkspacePaths.shorten(request.raw())));
+            + PathErrors.shorten(request.raw()) + "'", Map.of("field", "path", "path", PathErrors.shorten(request.raw())));
       }
-      thread = new Thread(this::drain, id);
+      thread = new Thread(() -> {
+        try {
+          workspace.asUser(() -> {
+            drain();
+            return null;
+          });
+        } catch (IOException e) {
+          log.debug("watch {} ended: {}", id, e.toString());
+        }
+      }, id);
       thread.setDaemon(true);
       thread.start();
     }
@@ -438,7 +439,7 @@ final class WatchEndpoints {
       for (WatchEvent<?> e : key.pollEvents()) {
         if (e.kind() == StandardWatchEventKinds.OVERFLOW) {
           queue.overflow();
-          knownDirs.removeIf(d -> !Files.isDirectory(d, LinkOption.NOFOLLOW_LINKS)); // deletions we missed
+          knownDirs.removeIf(d -> !isDirectory(d)); // deletions we missed
           if (request.recursive()) {
             registerTree(request.root(), false); // directories made while events were lost
           }
@@ -451,7 +452,7 @@ final class WatchEndpoints {
         String rel = request.root().relativize(p).toString();
         boolean excluded = request.exclude() != null && request.exclude().matches(rel);
         if (e.kind() == StandardWatchEventKinds.ENTRY_CREATE) {
-          boolean isDir = Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS);
+          boolean isDir = isDirectory(p);
           offer("create", p, rel, isDir, excluded);
           if (isDir && request.recursive() && !excluded) {
             registerTree(p, true);
@@ -462,7 +463,7 @@ final class WatchEndpoints {
           boolean wasDir = forgetTree(p);
           offer("delete", p, rel, wasDir, excluded);
         } else {
-          offer("modify", p, rel, Files.isDirectory(p, LinkOption.NOFOLLOW_LINKS), excluded);
+          offer("modify", p, rel, isDirectory(p), excluded);
         }
       }
     }
@@ -486,41 +487,47 @@ final class WatchEndpoints {
      * otherwise never be seen (it may be reported twice if it appeared while this ran).
      */
     private void registerTree(Path start, boolean announce) {
-      if (!request.recursive()) {
-        register(start);
+      if (!register(start) || !request.recursive()) {
         return;
       }
-      try {
-        Files.walkFileTree(start, EnumSet.noneOf(FileVisitOption.class), Integer.MAX_VALUE, new SimpleFileVisitor<>() {
-          @Override
-          public FileVisitResult preVisitDirectory(Path dir, BasicFileAttributes attrs) {
-            String rel = request.root().relativize(dir).toString();
-            if (!dir.equals(request.root()) && request.exclude() != null && request.exclude().matches(rel)) {
-              return FileVisitResult.SKIP_SUBTREE;
-            }
-            if (announce && !dir.equals(start)) {
-              offer("create", dir, rel, true, false);
-            }
-            return register(dir) ? FileVisitResult.CONTINUE : FileVisitResult.SKIP_SUBTREE;
+      // Found through directory descriptors (Tree), registered through their own (register): a
+      // directory swapped for a link meanwhile is neither listed nor watched, and nothing outside
+      // the workspace is ever named in an event.
+      try (Anchor dir = workspace.resolve("path", start.toString(), false, false); Anchor held = dir.hold("path", "")) {
+        if (held.name() == null && !Files.isDirectory(held.path())) {
+          return;
+        }
+        Tree.list(held, true, true, "path", request.raw(), e -> {
+          Path p = start.resolve(e.relativePath());
+          String rel = request.root().relativize(p).toString();
+          boolean excluded = request.exclude() != null && request.exclude().matches(rel);
+          if (announce) { // a file, a link (never followed), or something else
+            offer("create", p, rel, e.attributes().isDirectory(), excluded);
           }
-
-          @Override
-          public FileVisitResult visitFile(Path file, BasicFileAttributes attrs) {
-            if (announce) { // a file, a link (never followed), or something else
-              String rel = request.root().relativize(file).toString();
-              boolean excluded = request.exclude() != null && request.exclude().matches(rel);
-              offer("create", file, rel, attrs.isDirectory(), excluded);
-            }
-            return FileVisitResult.CONTINUE;
+          if (e.attributes().isDirectory() && !excluded) {
+            register(p);
           }
-
-          @Override
-          public FileVisitResult visitFileFailed(Path file, IOException e) {
-            return FileVisitResult.CONTINUE; // vanished or unreadable: not watched (see the class doc)
-          }
+          return true;
         });
-      } catch (IOException e) {
-        log.debug("watch {}: walking {} failed: {}", id, start, e.toString());
+      } catch (AgentException | IOException e) {
+        if (e instanceof AgentException && ((AgentException) e).code() == ErrorCode.TOO_MANY_WATCHES) {
+          throw (AgentException) e;
+        }
+        if (e instanceof AgentException && ((AgentException) e).code() == ErrorCode.PAYLOAD_TOO_LARGE && !announce) {
+          throw new AgentException(ErrorCode.PAYLOAD_TOO_LARGE, "the tree under '" + PathErrors.shorten(request.raw())
+              + "' is more than " + Tree.MAX_DEPTH + " directories deep; watch a directory deeper inside it, or with"
+              + " recursive: false", Map.of("path", PathErrors.shorten(request.raw()), "maxDepth", Tree.MAX_DEPTH));
+        }
+        log.debug("watch {}: walking below a directory failed: {}", id, e.toString());
+      }
+    }
+
+    /** Whether the path inside the workspace is a directory now (not a link to one). */
+    private boolean isDirectory(Path p) {
+      try (Anchor a = workspace.resolve("path", p.toString(), false, false)) {
+        return Files.isDirectory(a.path(), a.linkOptions());
+      } catch (AgentException e) {
+        return false;
       }
     }
 
@@ -531,33 +538,28 @@ final class WatchEndpoints {
         return true;
       }
       if (keys.size() >= MAX_DIRECTORIES) {
-        throw new AgentException(ErrorCode.TOO_MANY_WATCHES, "the watch of '" + WorkspacePaths.shorten(request.raw())
+        throw new AgentException(ErrorCode.TOO_MANY_WATCHES, "the watch of '" + PathErrors.shorten(request.raw())
             + "' would need more than " + MAX_DIRECTORIES + " directories; watch a smaller directory, with"
             + " recursive: false, or exclude large directories", Map.of("limit", MAX_DIRECTORIES, "path",
-            WorkspacePaths.shorten(request.raw())));
+            PathErrors.shorten(request.raw())));
       }
       WatchKey key;
-      try {
-        key = dir.register(service, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_DELETE,
+      // inotify is given the directory's descriptor path: the kernel watches the very directory the
+      // descriptor holds, never what a link swapped in meanwhile leads to.
+      try (Anchor a = workspace.resolve("path", dir.toString(), false, false); Anchor held = a.hold("path", "")) {
+        if (!Files.isDirectory(held.path())) {
+          return false; // a file or a link now
+        }
+        key = held.path().register(service, StandardWatchEventKinds.ENTRY_CREATE, StandardWatchEventKinds.ENTRY_DELETE,
             StandardWatchEventKinds.ENTRY_MODIFY);
-      } catch (NoSuchFileException | AccessDeniedException e) {
+      } catch (AgentException | NoSuchFileException | AccessDeniedException e) {
         return false;
       } catch (IOException e) {
         String reason = String.valueOf(e.getMessage());
         if (reason.contains("inotify") || reason.contains("No space left")) {
           throw limit(e);
         }
-        log.debug("watch {}: cannot watch {}: {}", id, dir, reason);
-        return false;
-      }
-      // inotify follows a link: if the directory was swapped for one after the walk saw it, stop.
-      try {
-        if (!dir.toRealPath().equals(dir)) {
-          key.cancel();
-          return false;
-        }
-      } catch (IOException e) {
-        key.cancel();
+        log.debug("watch {}: cannot watch a directory: {}", id, reason);
         return false;
       }
       Path previous = dirs.put(key, dir); // the same key if this inode was watched under another name
@@ -608,7 +610,7 @@ final class WatchEndpoints {
     private AgentException limit(IOException e) {
       return new AgentException(ErrorCode.TOO_MANY_WATCHES, "the system's inotify limit is reached ("
           + e.getMessage() + "); raise fs.inotify.max_user_watches / max_user_instances, or watch less",
-          Map.of("path", WorkspacePaths.shorten(request.raw())));
+          Map.of("path", PathErrors.shorten(request.raw())));
     }
 
     void close() {

@@ -55,6 +55,7 @@ final class Libc {
 
   private static volatile String unavailable;
   private static volatile boolean loaded;
+  private static volatile NativeLibrary library;
 
   private Libc() {}
 
@@ -102,12 +103,18 @@ final class Libc {
       c.getFunction("posix_spawn_file_actions_addclosefrom_np");
       c.getFunction("posix_spawn_file_actions_addchdir_np");
       Native.register(Libc.class, c);
+      library = c;
       loaded = true;
       return null;
     } catch (Throwable e) { // UnsatisfiedLinkError, a JNA stub that cannot be unpacked, ...
       unavailable = "native spawn is unavailable: " + e;
       return unavailable;
     }
+  }
+
+  /** The C library {@link #load()} bound, or null before it did. */
+  static NativeLibrary library() {
+    return library;
   }
 
   static native int posix_spawn(int[] pid, String path, Pointer fileActions, Pointer attr, Pointer argv, Pointer envp);

@@ -1,0 +1,80 @@
+package dev.sandboxsdk.agent.fs;
+
+import com.sun.jna.Native;
+import com.sun.jna.Platform;
+import dev.sandboxsdk.agent.process.NativeLibc;
+
+/**
+ * The system calls that resolve a caller's path relative to a directory descriptor, and that give
+ * one thread the command user's file system identity. JNA direct mapping, Linux on x86-64 and
+ * aarch64 only (the numbers below differ between the two).
+ */
+final class FsCalls {
+  // <fcntl.h>: O_PATH and O_CLOEXEC are the same on both, O_DIRECTORY and O_NOFOLLOW are not
+  static final int O_PATH = 0x200000;
+  static final int O_CLOEXEC = 0x80000;
+  static final int O_DIRECTORY = Platform.isIntel() ? 0x10000 : 0x4000;
+  static final int O_NOFOLLOW = Platform.isIntel() ? 0x20000 : 0x8000;
+  // errno
+  static final int ENOENT = 2;
+  static final int EACCES = 13;
+  static final int ENOTDIR = 20;
+  static final int EINVAL = 22;
+  static final int ENAMETOOLONG = 36;
+  static final int ELOOP = 40;
+  // syscall numbers: the raw calls change this thread's credentials only (glibc's wrappers of
+  // setgroups would change every thread's)
+  private static final long SYS_SETFSUID = Platform.isIntel() ? 122 : 151;
+  private static final long SYS_SETFSGID = Platform.isIntel() ? 123 : 152;
+  private static final long SYS_SETGROUPS = Platform.isIntel() ? 116 : 159;
+
+  private static final String UNAVAILABLE;
+
+  static {
+    String why = null;
+    try {
+      if (!Platform.isLinux() || !Platform.is64Bit() || !(Platform.isIntel() || Platform.isARM())) {
+        why = "the file routes need Linux on x86-64 or aarch64";
+      } else {
+        Native.register(FsCalls.class, NativeLibc.library());
+      }
+    } catch (Throwable e) { // UnsatisfiedLinkError, IllegalStateException from the loader
+      why = "the file routes cannot bind the C library: " + e.getMessage();
+    }
+    UNAVAILABLE = why;
+  }
+
+  private FsCalls() {}
+
+  /** Null when the calls are bound, else why not. */
+  static String unavailable() {
+    return UNAVAILABLE;
+  }
+
+  static native int openat(int dirfd, String path, int flags, int mode);
+
+  static native int close(int fd);
+
+  static native long readlinkat(int dirfd, String path, byte[] buf, long size);
+
+  static native int getgroups(int size, int[] list);
+
+  static native long syscall(long number, long arg1, int[] arg2);
+
+  static long setfsuid(long uid) {
+    return syscall(SYS_SETFSUID, uid, null);
+  }
+
+  static long setfsgid(long gid) {
+    return syscall(SYS_SETFSGID, gid, null);
+  }
+
+  /** This thread's supplementary groups; 0 on success. */
+  static long setgroups(int[] groups) {
+    return syscall(SYS_SETGROUPS, groups.length, groups.length == 0 ? null : groups);
+  }
+
+  static int errno() {
+    return Native.getLastError();
+  }
+}
