@@ -1,0 +1,251 @@
+package dev.sandboxsdk.agent;
+
+import static dev.sandboxsdk.agent.TestAgent.obj;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import java.io.IOException;
+import java.io.InputStream;
+import java.net.URLEncoder;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * The race harness: a command swaps workspace directories with symbolic links to a host directory
+ * and to {@code /proc/self} as fast as it can ({@code renameat2(RENAME_EXCHANGE)}), while clients
+ * use every route that takes a path through the swapped directories. Nothing may leave the
+ * workspace: no host byte read, no host file created, changed, deleted or moved, no host name in
+ * any answer or watch event, and never a 500.
+ */
+class HostilePathRaceIT {
+  private static final long RACE_MS = 6_000;
+  private static final int VICTIMS = 300;
+  private static final String SWAPPER = String.join("\n",
+      "import ctypes, os",
+      "libc = ctypes.CDLL(None, use_errno=True)",
+      "open('swapper-ready', 'w').close()",
+      "while True:",
+      "    libc.renameat2(-100, b'd', -100, b'l', 2)",
+      "    libc.renameat2(-100, b'd2', -100, b'p', 2)");
+
+  @TempDir
+  Path tmp;
+
+  @ParameterizedTest(name = "isolation {0}")
+  @ValueSource(strings = {"none", "bwrap"})
+  void noRouteLeavesTheWorkspaceWhileACommandSwapsLinksIn(String isolation) throws Exception {
+    Path host = Files.createDirectory(tmp.resolve("host"));
+    Map<String, String> hostFiles = new TreeMap<>();
+    hostFiles.put("f", "HOSTSECRET\n");
+    hostFiles.put("hostonly", "HOSTSECRET\n");
+    for (int i = 0; i < VICTIMS; i++) {
+      hostFiles.put("victim-" + i, "host victim\n");
+    }
+    for (var e : hostFiles.entrySet()) {
+      Files.writeString(host.resolve(e.getKey()), e.getValue());
+      Files.setPosixFilePermissions(host.resolve(e.getKey()), PosixFilePermissions.fromString("rw-------"));
+    }
+    try (TestAgent agent = TestAgent.start(b -> b.isolation(isolation))) {
+      Path ws = agent.workspace;
+      Files.createDirectory(ws.resolve("d"));
+      Files.writeString(ws.resolve("d/f"), "inside\n");
+      for (int i = 0; i < VICTIMS; i++) {
+        Files.writeString(ws.resolve("d/victim-" + i), "inside victim\n");
+      }
+      Files.createDirectory(ws.resolve("d2"));
+      Files.writeString(ws.resolve("d2/environ"), "decoy\n");
+      Files.createSymbolicLink(ws.resolve("l"), host);
+      Files.createSymbolicLink(ws.resolve("p"), Path.of("/proc/self"));
+      Files.writeString(ws.resolve("swapper.py"), SWAPPER);
+      JsonNode started = agent.post("/api/process/start", obj("command", "exec python3 swapper.py")).body();
+      String swapper = started.path("processId").asText();
+      assertThat(swapper).as("swapper started: %s", started).isNotEmpty();
+      long until = System.currentTimeMillis() + 10_000;
+      while (!Files.exists(ws.resolve("swapper-ready")) && System.currentTimeMillis() < until) {
+        Thread.sleep(20);
+      }
+      assertThat(ws.resolve("swapper-ready")).exists();
+
+      List<String> escapes = race(agent, host);
+      agent.delete("/api/process/" + swapper + "?signal=SIGKILL");
+
+      assertThat(escapes).as("answers that left the workspace").isEmpty();
+      try (Stream<Path> s = Files.list(host)) {
+        List<String> names = s.map(p -> p.getFileName().toString()).sorted().toList();
+        assertThat(names).as("the host directory's files").containsExactlyInAnyOrderElementsOf(hostFiles.keySet());
+      }
+      for (var e : hostFiles.entrySet()) {
+        assertThat(Files.readString(host.resolve(e.getKey()))).as(e.getKey()).isEqualTo(e.getValue());
+      }
+    }
+  }
+
+  /** Two clients use every path-taking route until the time is up; returns what escaped. */
+  private List<String> race(TestAgent agent, Path host) throws InterruptedException {
+    ConcurrentLinkedQueue<String> escapes = new ConcurrentLinkedQueue<>();
+    AtomicInteger counter = new AtomicInteger();
+    long end = System.currentTimeMillis() + RACE_MS;
+    List<Thread> clients = new ArrayList<>();
+    for (int c = 0; c < 2; c++) {
+      Thread t = new Thread(() -> {
+        while (System.currentTimeMillis() < end) {
+          int i = counter.getAndIncrement();
+          try {
+            String bad = oneRequest(agent, host, i);
+            if (bad != null) {
+              escapes.add(bad);
+            }
+          } catch (RuntimeException e) {
+            escapes.add("request failed: " + e);
+          }
+        }
+      });
+      t.start();
+      clients.add(t);
+    }
+    for (Thread t : clients) {
+      t.join();
+    }
+    Map<String, Integer> kinds = new TreeMap<>();
+    for (String e : escapes) {
+      kinds.merge(e.replaceAll(" (named|returned|answered|showed|failed|:).*", ""), 1, Integer::sum);
+    }
+    System.out.printf("path race: %d requests in %d ms, %d left the workspace %s%n", counter.get(), RACE_MS,
+        escapes.size(), kinds);
+    return new ArrayList<>(escapes);
+  }
+
+  /** One request of the rotation; null if its answer stayed inside the workspace, else what leaked. */
+  private static String oneRequest(TestAgent agent, Path host, int i) {
+    int victim = i % VICTIMS;
+    switch (i % 12) {
+      case 0:
+        return expectContent(agent.post("/api/read", obj("path", "d/f")), "read d/f", "inside\n");
+      case 1:
+        return rawGet(agent, "d/f");
+      case 2:
+        return expectContent(agent.post("/api/read", obj("path", "d2/environ")), "read d2/environ", "decoy\n");
+      case 3:
+        return clean(agent.post("/api/list-files", obj("path", "d")), "list d", host);
+      case 4:
+        return clean(agent.post("/api/write", obj("path", "d/w-" + i, "content", "x")), "write", host);
+      case 5:
+        return rawPut(agent, "d/u-" + i, host);
+      case 6:
+        return clean(agent.post("/api/mkdir", obj("path", "d/m-" + i)), "mkdir", host);
+      case 7:
+        return clean(agent.post("/api/delete", obj("path", "d/victim-" + victim)), "delete", host);
+      case 8:
+        return clean(agent.post("/api/rename", obj("oldPath", "d/victim-" + victim, "newPath", "moved-" + i)),
+            "rename", host);
+      case 9: {
+        TestAgent.Response r = agent.post("/api/exists", obj("path", "d/hostonly"));
+        if (r.status() == 200 && r.body().path("exists").asBoolean()) {
+          return "exists d/hostonly answered true";
+        }
+        return clean(r, "exists", host);
+      }
+      case 10: {
+        TestAgent.Response r = agent.post("/api/list-files", obj("path", "d2"));
+        if (r.status() == 200 && r.body().toString().contains("cmdline")) {
+          return "list d2 showed /proc/self";
+        }
+        return clean(r, "list d2", host);
+      }
+      default:
+        return watch(agent, host);
+    }
+  }
+
+  private static String expectContent(TestAgent.Response r, String what, String expected) {
+    if (r.status() >= 500) {
+      return what + ": " + r.status() + " " + r.body();
+    }
+    if (r.status() == 200 && !r.text("content").equals(expected)) {
+      return what + " returned another file: " + r.body();
+    }
+    return null;
+  }
+
+  private static String clean(TestAgent.Response r, String what, Path host) {
+    String body = String.valueOf(r.body());
+    if (r.status() >= 500) {
+      return what + ": " + r.status() + " " + body;
+    }
+    if (body.contains("hostonly") && !what.startsWith("exists") || body.contains(host.toString())
+        || body.contains("HOSTSECRET")) {
+      return what + " named the host: " + body;
+    }
+    return null;
+  }
+
+  private static String rawGet(TestAgent agent, String path) {
+    try {
+      HttpResponse<String> r = agent.http.send(agent.request("/api/files/raw?path=" + enc(path)).GET().build(),
+          HttpResponse.BodyHandlers.ofString());
+      if (r.statusCode() >= 500) {
+        return "raw GET: " + r.statusCode();
+      }
+      return r.statusCode() == 200 && !r.body().equals("inside\n") ? "raw GET returned another file" : null;
+    } catch (IOException e) {
+      return null; // a cut connection is allowed (the file changed while it was sent)
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "interrupted";
+    }
+  }
+
+  private static String rawPut(TestAgent agent, String path, Path host) {
+    TestAgent.Response r = agent.send(agent.request("/api/files/raw?path=" + enc(path))
+        .PUT(HttpRequest.BodyPublishers.ofString("x")).build());
+    return clean(r, "raw PUT", host);
+  }
+
+  /** A short watch of d while the test writes a file into the host directory: no event may name it. */
+  private static String watch(TestAgent agent, Path host) {
+    try {
+      HttpResponse<InputStream> r = agent.http.send(agent.request("/api/watch")
+              .header("Content-Type", "application/json")
+              .POST(HttpRequest.BodyPublishers.ofString(obj("path", "d", "recursive", true, "timeoutMs", 150))).build(),
+          HttpResponse.BodyHandlers.ofInputStream());
+      Path touched = host.resolve("hostonly-event");
+      Files.writeString(touched, "x");
+      Files.delete(touched);
+      String body;
+      try (InputStream in = r.body()) {
+        body = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+      }
+      if (r.statusCode() >= 500 || body.contains("INTERNAL_ERROR")) {
+        return "watch: " + r.statusCode() + " " + body;
+      }
+      if (body.contains("hostonly") || body.contains(host.toString()) || body.contains("victim-0\"")
+          && body.contains("\"f\"") && body.contains("hostonly")) {
+        return "watch named the host: " + body;
+      }
+      return null;
+    } catch (IOException e) {
+      return null;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return "interrupted";
+    }
+  }
+
+  private static String enc(String s) {
+    return URLEncoder.encode(s, StandardCharsets.UTF_8);
+  }
+}
