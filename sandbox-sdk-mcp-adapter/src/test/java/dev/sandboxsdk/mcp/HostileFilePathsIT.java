@@ -1,0 +1,118 @@
+package dev.sandboxsdk.mcp;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The file tools driven as a model would while a command in the (default, local) sandbox swaps a
+ * workspace directory with a link to a host directory as fast as it can: readFile, writeFile,
+ * listFiles, deleteFile, moveFile, fileExists and statFile must never read, name, change, delete
+ * or move a host file.
+ */
+@Timeout(value = 180, unit = TimeUnit.SECONDS)
+class HostileFilePathsIT {
+  private static final long RACE_MS = 6_000;
+  private static final int VICTIMS = 200;
+
+  @TempDir
+  Path tmp;
+
+  @Test
+  void fileToolsNeverLeaveTheWorkspaceWhileACommandSwapsLinksIn() throws Exception {
+    Path host = Files.createDirectory(tmp.resolve("host"));
+    Map<String, String> hostFiles = new TreeMap<>();
+    hostFiles.put("f", "HOSTSECRET\n");
+    hostFiles.put("hostonly", "HOSTSECRET\n");
+    for (int i = 0; i < VICTIMS; i++) {
+      hostFiles.put("victim-" + i, "host victim\n");
+    }
+    for (var e : hostFiles.entrySet()) {
+      Files.writeString(host.resolve(e.getKey()), e.getValue());
+      Files.setPosixFilePermissions(host.resolve(e.getKey()), PosixFilePermissions.fromString("rw-------"));
+    }
+    try (JarClient.Stdio server = JarClient.Stdio.start(tmp, List.of(), Map.of())) {
+      server.initialize();
+      String setup = "set -e; mkdir d; printf inside > d/f; for i in $(seq 0 " + (VICTIMS - 1) + "); do"
+          + " printf inside > d/victim-$i; done; ln -s " + host + " l; printf '%s\\n' 'import ctypes'"
+          + " 'libc = ctypes.CDLL(None)' 'while True: libc.renameat2(-100, b\"d\", -100, b\"l\", 2)' > swap.py";
+      JsonNode made = server.call("exec", args("command", setup));
+      assertThat(made.path("isError").asBoolean()).as("setup: %s", made).isFalse();
+      JsonNode swapper = server.call("startProcess", args("command", "exec python3 swap.py"));
+      assertThat(swapper.path("isError").asBoolean()).as("swapper: %s", swapper).isFalse();
+
+      List<String> escapes = new ArrayList<>();
+      long end = System.currentTimeMillis() + RACE_MS;
+      int calls = 0;
+      for (int i = 0; System.currentTimeMillis() < end; i++, calls++) {
+        JsonNode r = server.call(tool(i), arguments(i));
+        String text = r.toString();
+        boolean found = (tool(i).equals("fileExists") || tool(i).equals("statFile")) && !r.path("isError").asBoolean()
+            && (r.path("structuredContent").path("exists").asBoolean(true));
+        if (text.contains("HOSTSECRET") || text.contains(host.toString()) || found) {
+          escapes.add(tool(i) + ": " + text);
+        }
+      }
+      System.out.printf("MCP file tools race: %d calls in %d ms, %d left the workspace%n", calls, RACE_MS,
+          escapes.size());
+      server.call("killAllProcesses", args());
+
+      assertThat(escapes).as("tool results that left the workspace").isEmpty();
+      try (Stream<Path> s = Files.list(host)) {
+        assertThat(s.map(p -> p.getFileName().toString()).toList())
+            .containsExactlyInAnyOrderElementsOf(hostFiles.keySet());
+      }
+      for (var e : hostFiles.entrySet()) {
+        assertThat(Files.readString(host.resolve(e.getKey()))).as(e.getKey()).isEqualTo(e.getValue());
+      }
+    }
+  }
+
+  private static final String[] TOOLS = {"readFile", "writeFile", "listFiles", "deleteFile", "moveFile", "fileExists",
+      "statFile"};
+
+  private static String tool(int i) {
+    return TOOLS[i % TOOLS.length];
+  }
+
+  private static ObjectNode arguments(int i) {
+    int victim = i % VICTIMS;
+    switch (tool(i)) {
+      case "readFile":
+        return args("path", "d/f");
+      case "writeFile":
+        return args("path", "d/w-" + i, "content", "x");
+      case "listFiles":
+        return args("path", "d");
+      case "deleteFile":
+        return args("path", "d/victim-" + victim);
+      case "moveFile":
+        return args("from", "d/victim-" + victim, "to", "moved-" + i);
+      case "fileExists":
+        return args("path", "d/hostonly");
+      default:
+        return args("path", "d/hostonly");
+    }
+  }
+
+  private static ObjectNode args(Object... kv) {
+    ObjectNode o = JarClient.MAPPER.createObjectNode();
+    for (int i = 0; i < kv.length; i += 2) {
+      o.set((String) kv[i], JarClient.MAPPER.valueToTree(kv[i + 1]));
+    }
+    return o;
+  }
+}
