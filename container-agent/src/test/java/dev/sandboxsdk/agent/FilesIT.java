@@ -58,6 +58,28 @@ class FilesIT {
   }
 
   @Test
+  void aChainDeeperThanThePathLimitIsListedAndDeletedWithinTheCapNeverAServerError() {
+    // 2,100 levels: more than PATH_MAX allows by name, made one level at a time by a command.
+    TestAgent.Response made = agent.post("/api/execute", obj("command",
+        "perl -e 'mkdir \"chain\"; chdir \"chain\" or die; for (1..2100) { mkdir \"d\" or die; chdir \"d\" or die }'"));
+    try {
+      assertThat(made.body().path("exitCode").asInt()).as("%s", made.body()).isZero();
+
+      TestAgent.Response list = agent.post("/api/list-files", obj("path", "chain", "options", Map.of("recursive", true)));
+      assertThat(list.status()).as("%s", list.body()).isEqualTo(413);
+      assertThat(list.text("code")).isEqualTo("PAYLOAD_TOO_LARGE");
+      assertThat(list.body().path("context").path("maxDepth").asInt()).isEqualTo(512);
+
+      TestAgent.Response delete = agent.post("/api/delete", obj("path", "chain", "recursive", true));
+      assertThat(delete.status()).as("%s", delete.body()).isEqualTo(413);
+    } finally {
+      // rm walks by descriptors too; the workspace's own cleanup could not (its names are too long).
+      agent.post("/api/execute", obj("command", "rm -rf chain"));
+    }
+    assertThat(agent.post("/api/exists", obj("path", "chain")).body().path("exists").asBoolean()).isFalse();
+  }
+
+  @Test
   void writesAndReadsTextWithCloudflaresFields() throws Exception {
     TestAgent.Response w = agent.post("/api/write", obj("path", "notes/hello.txt", "content", "hé llo\n", "sessionId", "s1"));
     assertThat(w.status()).isEqualTo(200);

@@ -78,6 +78,31 @@ class WatchIT {
   }
 
   @Test
+  void aRecursiveWatchOfATreeDeeperThanTheCapIsRefusedAndHoldsNoDescriptors() throws Exception {
+    Path d = agent.workspace.resolve("deep");
+    Files.createDirectory(d);
+    for (int i = 0; i < 600; i++) {
+      d = Files.createDirectory(d.resolve("d"));
+    }
+    long before = openFds();
+    for (int i = 0; i < 4; i++) {
+      TestAgent.Response r = agent.post("/api/watch", obj("path", "deep", "recursive", true));
+      assertThat(r.status()).as("%s", r.body()).isEqualTo(413);
+      assertThat(r.body().path("context").path("maxDepth").asInt()).isEqualTo(512);
+    }
+    assertThat(openFds()).as("descriptors after four refused deep watches").isLessThanOrEqualTo(before + 8);
+    try (SseReader shallow = watch(obj("path", "deep", "recursive", false))) {
+      assertThat(shallow.status()).isEqualTo(200); // a watch of its top alone still works
+    }
+  }
+
+  private static long openFds() throws IOException {
+    try (var s = Files.list(Path.of("/proc/self/fd"))) {
+      return s.count();
+    }
+  }
+
+  @Test
   void createModifyDeleteAndRenameOfAFileAreReported() throws Exception {
     Files.createDirectories(agent.workspace.resolve("w"));
     Path f = real("w/a.txt");

@@ -16,6 +16,8 @@ import java.util.ArrayList;
 import java.util.Deque;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Walks below an {@link Anchor} with the JDK's {@link SecureDirectoryStream}: every directory is
@@ -28,6 +30,14 @@ import java.util.Map;
 public final class Tree {
   /** How deep a listing or a recursive delete goes; deeper trees are refused with this figure. */
   public static final int MAX_DEPTH = 512;
+  /**
+   * Directory descriptors all walks of the agent may hold at once (each level of each walk holds
+   * one): many deep walks at once wait for each other instead of taking the agent's descriptors.
+   */
+  static final int MAX_OPEN = 1024;
+  /** How long a walk waits for a descriptor of the budget before it answers 503. */
+  private static final long WAIT_MS = 10_000;
+  private static final Semaphore DESCRIPTORS = new Semaphore(MAX_OPEN);
 
   private Tree() {}
 
@@ -55,7 +65,7 @@ public final class Tree {
       while (!stack.isEmpty()) {
         Frame f = stack.peek();
         if (f.next >= f.names.size()) {
-          stack.pop().stream.close();
+          stack.pop().close();
           continue;
         }
         String name = f.names.get(f.next++);
@@ -94,7 +104,7 @@ public final class Tree {
       while (!stack.isEmpty()) {
         Frame f = stack.peek();
         if (f.next >= f.names.size()) {
-          stack.pop().stream.close();
+          stack.pop().close();
           (stack.isEmpty() ? parent : stack.peek().stream).deleteDirectory(Path.of(f.prefix));
           continue;
         }
@@ -166,7 +176,7 @@ public final class Tree {
   private static void closeAll(Deque<Frame> stack) {
     while (!stack.isEmpty()) {
       try {
-        stack.pop().stream.close();
+        stack.pop().close();
       } catch (IOException e) {
         // closing a directory stream does not fail in a way worth reporting
       }
@@ -184,6 +194,17 @@ public final class Tree {
       this.stream = stream;
       this.prefix = prefix;
       try {
+        if (!DESCRIPTORS.tryAcquire(WAIT_MS, TimeUnit.MILLISECONDS)) {
+          stream.close();
+          throw new AgentException(ErrorCode.OUTPUT_BUDGET_EXHAUSTED, "the agent's directory walks hold all "
+              + MAX_OPEN + " descriptors they may; retry later", Map.of("limit", MAX_OPEN));
+        }
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+        stream.close();
+        throw new AgentException(ErrorCode.INTERNAL_ERROR, "interrupted");
+      }
+      try {
         for (Path c : stream) {
           String n = c.getFileName().toString();
           if (hidden || !n.startsWith(".")) {
@@ -191,13 +212,21 @@ public final class Tree {
           }
         }
       } catch (RuntimeException e) { // DirectoryIteratorException
-        stream.close();
+        close();
         if (e.getCause() instanceof IOException) {
           throw (IOException) e.getCause();
         }
         throw e;
       }
       names.sort(null);
+    }
+
+    void close() throws IOException {
+      try {
+        stream.close();
+      } finally {
+        DESCRIPTORS.release();
+      }
     }
   }
 }
