@@ -30,8 +30,9 @@ class ContainerPathRaceIT {
   private static final int VICTIMS = 200;
   /** renameat2 is 316 on x86-64 and 276 on aarch64; AT_FDCWD is -100, RENAME_EXCHANGE 2. */
   private static final String SWAPPER = "cd /workspace && touch swapper-ready && exec perl -e '"
-      + "my $nr = (`uname -m` =~ /aarch64/) ? 276 : 316; "
-      + "while (1) { syscall($nr, -100, \"d\", -100, \"l\", 2); syscall($nr, -100, \"d2\", -100, \"p\", 2); }'";
+      + "my $nr = (`uname -m` =~ /aarch64/) ? 276 : 316; my ($d, $l, $d2, $p) = (\"d\", \"l\", \"d2\", \"p\");"
+      + " while (1) { syscall($nr, -100, $d, -100, $l, 2) == 0 or die \"renameat2: $!\";"
+      + " syscall($nr, -100, $d2, -100, $p, 2) == 0 or die \"renameat2: $!\"; }'";
 
   @Test
   void noFileCallLeavesTheWorkspaceWhileACommandSwapsLinksIn() throws Exception {
@@ -51,6 +52,7 @@ class ContainerPathRaceIT {
       }
 
       List<String> escapes = race(sandbox, token);
+      assertThat(swapper.status().isTerminal()).as("the swapper ran throughout: %s", swapper.logs()).isFalse();
       swapper.kill();
 
       assertThat(escapes).as("calls that left the workspace").isEmpty();
