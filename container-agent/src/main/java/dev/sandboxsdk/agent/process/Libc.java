@@ -99,11 +99,11 @@ final class Libc {
           Trees.deleteQuietly(unpack);
         }
       }
+      library = c; // usable by the file routes even where the native spawn is not
       // Fails here, not at the first spawn, if glibc is too old (or not glibc).
       c.getFunction("posix_spawn_file_actions_addclosefrom_np");
       c.getFunction("posix_spawn_file_actions_addchdir_np");
       Native.register(Libc.class, c);
-      library = c;
       loaded = true;
       return null;
     } catch (Throwable e) { // UnsatisfiedLinkError, a JNA stub that cannot be unpacked, ...

@@ -15,7 +15,7 @@ public final class NativeLibc {
    * @throws IllegalStateException with the reason when it cannot be bound here
    */
   public static NativeLibrary library() {
-    String why = Libc.load();
+    String why = Libc.load(); // binds the library even when the spawn functions are missing
     NativeLibrary c = Libc.library();
     if (c == null) {
       throw new IllegalStateException(why != null ? why : "the C library is not bound");
