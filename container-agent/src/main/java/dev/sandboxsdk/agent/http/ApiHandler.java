@@ -46,6 +46,7 @@ public final class ApiHandler implements HttpHandler {
   private final ProcessEndpoints process;
   private final Workspace workspace;
   private final FileEndpoints files;
+  private final FileTransfers transfers;
   private final PortEndpoints ports;
   private final GitEndpoints git;
   private final WatchEndpoints watches;
@@ -65,6 +66,7 @@ public final class ApiHandler implements HttpHandler {
     this.process = new ProcessEndpoints(processes);
     this.workspace = Workspace.open(config.workspace(), processes.commandUser());
     this.files = new FileEndpoints(processes, workspace);
+    this.transfers = new FileTransfers(files, workspace);
     this.ports = new PortEndpoints(processes);
     this.git = new GitEndpoints(processes, workspace);
     this.watches = new WatchEndpoints(processes, workspace);
@@ -405,7 +407,7 @@ public final class ApiHandler implements HttpHandler {
         return;
       case "/api/read/stream":
         allow(method, "POST");
-        files.asUser(() -> files.readStream(exchange));
+        files.asUser(() -> transfers.readStream(exchange));
         return;
       case "/api/write":
         allow(method, "POST");
@@ -469,10 +471,10 @@ public final class ApiHandler implements HttpHandler {
         return;
       case "/api/files/raw":
         if (method.equals("PUT")) {
-          files.asUser(() -> files.upload(exchange));
+          files.asUser(() -> transfers.upload(exchange));
         } else {
           allow(method, "GET", "PUT");
-          files.asUser(() -> files.download(exchange));
+          files.asUser(() -> transfers.download(exchange));
         }
         return;
       default:

@@ -12,15 +12,10 @@ import dev.sandboxsdk.agent.fs.Tree;
 import dev.sandboxsdk.agent.fs.Workspace;
 import dev.sandboxsdk.agent.process.OutputBudget;
 import dev.sandboxsdk.agent.process.ProcessManager;
-import dev.sandboxsdk.agent.text.ByteBuf;
-import dev.sandboxsdk.agent.text.Utf8Sanitizer;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
 import java.nio.ByteBuffer;
 import java.nio.channels.Channels;
 import java.nio.channels.FileChannel;
-import java.nio.channels.ReadableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.FileAlreadyExistsException;
@@ -38,8 +33,6 @@ import java.util.Base64;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * The file routes: Cloudflare's {@code /api/read}, {@code /api/read/stream}, {@code /api/write},
@@ -50,13 +43,8 @@ import org.slf4j.LoggerFactory;
  * to that user, so commands can change it.
  */
 final class FileEndpoints {
-  private static final Logger log = LoggerFactory.getLogger(FileEndpoints.class);
   /** Cloudflare's cap on a file answered in one JSON body (before base64). */
   static final int MAX_JSON_READ_BYTES = 32 * 1024 * 1024;
-  /** Bytes per {@code chunk} event: Cloudflare's size, a multiple of 3 so base64 chunks join cleanly. */
-  static final int STREAM_CHUNK = 65535;
-  /** Buffer of the raw routes. */
-  private static final int RAW_BUFFER = 64 * 1024;
   /** The most entries one list-files answer holds; more sets {@code truncated}. */
   static final int MAX_LIST_ENTRIES = 10_000;
   private static final LinkOption[] NOFOLLOW = {LinkOption.NOFOLLOW_LINKS};
@@ -129,81 +117,6 @@ final class FileEndpoints {
         Responses.send(exchange, 200, out);
       } finally {
         budget.release(charge);
-      }
-    }
-  }
-
-  void readStream(HttpExchange exchange) throws IOException {
-    Json body = readBody(exchange, Set.of("path", "sessionId"));
-    String raw = body.string("path");
-    try (Anchor a = workspace.resolve("path", raw, true, false); Anchor file = a.hold("path", raw);
-        FileChannel ch = openForReading(file, raw)) {
-      long size = ch.size();
-      ByteBuffer buf = ByteBuffer.allocate(STREAM_CHUNK);
-      try {
-        fill(ch, buf); // the first chunk decides text or binary
-      } catch (IOException e) {
-        throw PathErrors.failure(e, "path", raw);
-      }
-      String mime = FileTypes.mimeType(a.name(), buf.array(), buf.position());
-      int sample = Math.min(buf.position(), FileTypes.SNIFF_BYTES);
-      boolean binary = !(FileTypes.isTextMime(mime) && FileTypes.validUtf8Prefix(buf.array(), sample, sample == size));
-      SseWriter sse = SseWriter.open(exchange);
-      try {
-        ObjectNode meta = Json.object();
-        meta.put("type", "metadata");
-        meta.put("mimeType", mime);
-        meta.put("size", size);
-        meta.put("isBinary", binary);
-        meta.put("encoding", binary ? "base64" : "utf-8");
-        sse.send(meta);
-        Utf8Sanitizer utf8 = new Utf8Sanitizer();
-        ByteBuf text = new ByteBuf(STREAM_CHUNK + 8);
-        long offset = 0;
-        while (buf.position() > 0) {
-          int n = buf.position();
-          boolean last = buf.hasRemaining(); // a short fill means the end of the file was reached
-          ObjectNode chunk = Json.object();
-          chunk.put("type", "chunk");
-          if (binary) {
-            chunk.put("data", Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(buf.array(), n)));
-          } else {
-            text.clear();
-            utf8.sanitize(buf.array(), 0, n, false, text);
-            chunk.put("data", new String(text.array(), 0, text.size(), StandardCharsets.UTF_8));
-          }
-          chunk.put("offset", offset);
-          sse.send(chunk);
-          offset += n;
-          buf.clear();
-          if (last) {
-            break;
-          }
-          try {
-            fill(ch, buf);
-          } catch (IOException e) {
-            sendError(sse, PathErrors.failure(e, "path", raw));
-            return;
-          }
-        }
-        if (!binary && utf8.pending() > 0) {
-          text.clear();
-          utf8.sanitize(new byte[0], 0, 0, true, text);
-          ObjectNode tail = Json.object();
-          tail.put("type", "chunk");
-          tail.put("data", new String(text.array(), 0, text.size(), StandardCharsets.UTF_8));
-          tail.put("offset", offset);
-          sse.send(tail);
-        }
-        ObjectNode complete = Json.object();
-        complete.put("type", "complete");
-        complete.put("bytesRead", offset);
-        sse.send(complete);
-      } catch (RuntimeException e) {
-        sse.sendInternalError(e);
-        throw e;
-      } finally {
-        sse.close();
       }
     }
   }
@@ -398,114 +311,9 @@ final class FileEndpoints {
     Responses.ok(exchange, out);
   }
 
-  /** {@code GET /api/files/raw?path=}: the file's bytes as the body, with Content-Length, streamed. */
-  void download(HttpExchange exchange) throws IOException {
-    String raw = Query.parse(exchange.getRequestURI(), Set.of("path")).string("path");
-    try (Anchor a = workspace.resolve("path", raw, true, false); Anchor file = a.hold("path", raw);
-        FileChannel ch = openForReading(file, raw)) {
-      long size = ch.size();
-      exchange.getResponseHeaders().set("Content-Type", "application/octet-stream");
-      exchange.sendResponseHeaders(200, size == 0 ? -1 : size);
-      if (size == 0) {
-        return;
-      }
-      OutputStream out = exchange.getResponseBody();
-      ByteBuffer buf = ByteBuffer.allocate(RAW_BUFFER);
-      long left = size;
-      while (left > 0) {
-        buf.clear().limit((int) Math.min(buf.capacity(), left));
-        int n;
-        try {
-          n = ch.read(buf);
-        } catch (IOException e) {
-          throw new IOException("reading '" + PathErrors.shorten(raw) + "' failed after " + (size - left) + " bytes: "
-              + e.getMessage(), e);
-        }
-        if (n < 0) {
-          // The file shrank: cut the connection rather than pretend the short body is complete.
-          throw new IOException("'" + PathErrors.shorten(raw) + "' shrank to " + (size - left)
-              + " bytes while being sent (" + size + " announced)");
-        }
-        out.write(buf.array(), 0, n);
-        left -= n;
-      }
-      out.close();
-    }
-  }
-
-  /**
-   * {@code PUT /api/files/raw?path=}: the request body becomes the file. It is written to a
-   * temporary file in the same directory and moved into place atomically, so readers see the old
-   * file or the whole new one, never a part.
-   */
-  void upload(HttpExchange exchange) throws IOException {
-    String raw = Query.parse(exchange.getRequestURI(), Set.of("path")).string("path");
-    long written;
-    try (Anchor a = workspace.resolve("path", raw, true, true)) {
-      refuseDirectory(a, raw);
-      Integer previousMode = null;
-      try {
-        previousMode = (Integer) Files.getAttribute(a.path(), "unix:mode", LinkOption.NOFOLLOW_LINKS) & 07777;
-      } catch (NoSuchFileException e) {
-        // a new file
-      } catch (IOException e) {
-        throw PathErrors.failure(e, "path", raw);
-      }
-      written = upload(exchange, a, raw, previousMode);
-    }
-    ObjectNode out = answer(raw);
-    out.put("size", written);
-    Responses.ok(exchange, out);
-  }
-
-  private long upload(HttpExchange exchange, Anchor a, String raw, Integer previousMode) throws IOException {
-    Path tmp;
-    try {
-      tmp = Files.createTempFile(a.directory(), "." + a.name() + ".", ".upload"); // O_EXCL: never through a link
-    } catch (IOException e) {
-      throw PathErrors.failure(e, "path", raw);
-    }
-    try {
-      long written = 0;
-      try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
-        InputStream in = exchange.getRequestBody();
-        byte[] buf = new byte[RAW_BUFFER];
-        for (int n; (n = in.read(buf)) >= 0; ) { // an IOException from in is the client's: it closes the connection
-          try {
-            ByteBuffer b = ByteBuffer.wrap(buf, 0, n);
-            while (b.hasRemaining()) {
-              ch.write(b);
-            }
-          } catch (IOException e) {
-            throw PathErrors.failure(e, "path", raw);
-          }
-          written += n;
-        }
-        try {
-          ch.force(false);
-        } catch (IOException e) {
-          throw PathErrors.failure(e, "path", raw);
-        }
-      }
-      try {
-        Files.setAttribute(tmp, "unix:mode", previousMode != null ? previousMode : 0644, LinkOption.NOFOLLOW_LINKS);
-        Files.move(tmp, a.path(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-      } catch (IOException e) {
-        throw PathErrors.failure(e, "path", raw);
-      }
-      return written;
-    } finally {
-      try {
-        Files.deleteIfExists(tmp);
-      } catch (IOException e) {
-        log.debug("cannot remove a partial upload of '{}': {}", PathErrors.shorten(raw), e.toString());
-      }
-    }
-  }
-
   // ---- helpers ----
 
-  private Json readBody(HttpExchange exchange, Set<String> allowed) throws IOException {
+  Json readBody(HttpExchange exchange, Set<String> allowed) throws IOException {
     Query.none(exchange);
     return Json.read(exchange, config.maxBodyBytes(), budget).allowOnly(allowed);
   }
@@ -623,11 +431,11 @@ final class FileEndpoints {
     }
   }
 
-  private static BasicFileAttributes attributes(Anchor a, String field, String raw) {
+  static BasicFileAttributes attributes(Anchor a, String field, String raw) {
     return posix(a, field, raw);
   }
 
-  private static PosixFileAttributes posix(Anchor a, String field, String raw) {
+  static PosixFileAttributes posix(Anchor a, String field, String raw) {
     try {
       return Files.readAttributes(a.path(), PosixFileAttributes.class, a.linkOptions());
     } catch (IOException e) {
@@ -636,7 +444,7 @@ final class FileEndpoints {
   }
 
   /** A regular file, or the matching error (a FIFO or device would block or never end). */
-  private static BasicFileAttributes regularFile(Anchor a, String raw) {
+  static BasicFileAttributes regularFile(Anchor a, String raw) {
     BasicFileAttributes attrs = attributes(a, "path", raw);
     if (attrs.isDirectory()) {
       throw new AgentException(ErrorCode.IS_DIRECTORY, "'" + PathErrors.shorten(raw) + "' is a directory, not a file",
@@ -653,7 +461,7 @@ final class FileEndpoints {
     return attrs;
   }
 
-  private static void refuseDirectory(Anchor a, String raw) {
+  static void refuseDirectory(Anchor a, String raw) {
     if (a.name() == null || Files.isDirectory(a.path(), LinkOption.NOFOLLOW_LINKS)) {
       throw new AgentException(ErrorCode.IS_DIRECTORY, "'" + PathErrors.shorten(raw) + "' is a directory",
           Map.of("field", "path", "path", PathErrors.shorten(raw)));
@@ -670,7 +478,7 @@ final class FileEndpoints {
    * Opens a held file for reading once it is known to be a regular file (a FIFO a command put there
    * would hang the open); the descriptor fixes which file both the check and the open see.
    */
-  private static FileChannel openForReading(Anchor file, String raw) {
+  static FileChannel openForReading(Anchor file, String raw) {
     regularFile(file, raw);
     try {
       return FileChannel.open(file.path(), StandardOpenOption.READ);
@@ -701,25 +509,8 @@ final class FileEndpoints {
     return a.isSymbolicLink() ? "symlink" : a.isDirectory() ? "directory" : a.isRegularFile() ? "file" : "other";
   }
 
-  private static void fill(ReadableByteChannel ch, ByteBuffer buf) throws IOException {
-    while (buf.hasRemaining()) {
-      if (ch.read(buf) < 0) {
-        return;
-      }
-    }
-  }
-
-  private static void sendError(SseWriter sse, AgentException e) throws IOException {
-    ObjectNode error = Json.object();
-    error.put("type", "error");
-    error.put("error", e.getMessage()); // Cloudflare's field
-    error.put("code", e.code().name());
-    error.put("message", e.getMessage());
-    sse.send(error);
-  }
-
   /** A successful answer's body: {@code success}, and the caller's {@code path} unless null. */
-  private static ObjectNode answer(String path) {
+  static ObjectNode answer(String path) {
     ObjectNode out = Json.object();
     out.put("success", true);
     if (path != null) {

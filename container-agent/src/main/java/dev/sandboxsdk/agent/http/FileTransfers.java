@@ -1,0 +1,249 @@
+package dev.sandboxsdk.agent.http;
+
+import static dev.sandboxsdk.agent.http.FileEndpoints.answer;
+import static dev.sandboxsdk.agent.http.FileEndpoints.openForReading;
+import static dev.sandboxsdk.agent.http.FileEndpoints.refuseDirectory;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.sun.net.httpserver.HttpExchange;
+import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.fs.Anchor;
+import dev.sandboxsdk.agent.fs.PathErrors;
+import dev.sandboxsdk.agent.fs.Workspace;
+import dev.sandboxsdk.agent.text.ByteBuf;
+import dev.sandboxsdk.agent.text.Utf8Sanitizer;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
+import java.util.Base64;
+import java.util.Set;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The file routes that stream: Cloudflare's {@code /api/read/stream} (SSE chunks) and our {@code
+ * GET/PUT /api/files/raw}, in bounded memory whatever the file's size. Paths are resolved as the
+ * other file routes resolve them ({@link Workspace}).
+ */
+final class FileTransfers {
+  private static final Logger log = LoggerFactory.getLogger(FileTransfers.class);
+  /** Bytes per {@code chunk} event: Cloudflare's size, a multiple of 3 so base64 chunks join cleanly. */
+  static final int STREAM_CHUNK = 65535;
+  /** Buffer of the raw routes. */
+  private static final int RAW_BUFFER = 64 * 1024;
+
+  private final FileEndpoints files;
+  private final Workspace workspace;
+
+  FileTransfers(FileEndpoints files, Workspace workspace) {
+    this.files = files;
+    this.workspace = workspace;
+  }
+
+  void readStream(HttpExchange exchange) throws IOException {
+    Json body = files.readBody(exchange, Set.of("path", "sessionId"));
+    String raw = body.string("path");
+    try (Anchor a = workspace.resolve("path", raw, true, false); Anchor file = a.hold("path", raw);
+        FileChannel ch = openForReading(file, raw)) {
+      long size = ch.size();
+      ByteBuffer buf = ByteBuffer.allocate(STREAM_CHUNK);
+      try {
+        fill(ch, buf); // the first chunk decides text or binary
+      } catch (IOException e) {
+        throw PathErrors.failure(e, "path", raw);
+      }
+      String mime = FileTypes.mimeType(a.name(), buf.array(), buf.position());
+      int sample = Math.min(buf.position(), FileTypes.SNIFF_BYTES);
+      boolean binary = !(FileTypes.isTextMime(mime) && FileTypes.validUtf8Prefix(buf.array(), sample, sample == size));
+      SseWriter sse = SseWriter.open(exchange);
+      try {
+        ObjectNode meta = Json.object();
+        meta.put("type", "metadata");
+        meta.put("mimeType", mime);
+        meta.put("size", size);
+        meta.put("isBinary", binary);
+        meta.put("encoding", binary ? "base64" : "utf-8");
+        sse.send(meta);
+        Utf8Sanitizer utf8 = new Utf8Sanitizer();
+        ByteBuf text = new ByteBuf(STREAM_CHUNK + 8);
+        long offset = 0;
+        while (buf.position() > 0) {
+          int n = buf.position();
+          boolean last = buf.hasRemaining(); // a short fill means the end of the file was reached
+          ObjectNode chunk = Json.object();
+          chunk.put("type", "chunk");
+          if (binary) {
+            chunk.put("data", Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(buf.array(), n)));
+          } else {
+            text.clear();
+            utf8.sanitize(buf.array(), 0, n, false, text);
+            chunk.put("data", new String(text.array(), 0, text.size(), StandardCharsets.UTF_8));
+          }
+          chunk.put("offset", offset);
+          sse.send(chunk);
+          offset += n;
+          buf.clear();
+          if (last) {
+            break;
+          }
+          try {
+            fill(ch, buf);
+          } catch (IOException e) {
+            sendError(sse, PathErrors.failure(e, "path", raw));
+            return;
+          }
+        }
+        if (!binary && utf8.pending() > 0) {
+          text.clear();
+          utf8.sanitize(new byte[0], 0, 0, true, text);
+          ObjectNode tail = Json.object();
+          tail.put("type", "chunk");
+          tail.put("data", new String(text.array(), 0, text.size(), StandardCharsets.UTF_8));
+          tail.put("offset", offset);
+          sse.send(tail);
+        }
+        ObjectNode complete = Json.object();
+        complete.put("type", "complete");
+        complete.put("bytesRead", offset);
+        sse.send(complete);
+      } catch (RuntimeException e) {
+        sse.sendInternalError(e);
+        throw e;
+      } finally {
+        sse.close();
+      }
+    }
+  }
+
+  /** {@code GET /api/files/raw?path=}: the file's bytes as the body, with Content-Length, streamed. */
+  void download(HttpExchange exchange) throws IOException {
+    String raw = Query.parse(exchange.getRequestURI(), Set.of("path")).string("path");
+    try (Anchor a = workspace.resolve("path", raw, true, false); Anchor file = a.hold("path", raw);
+        FileChannel ch = openForReading(file, raw)) {
+      long size = ch.size();
+      exchange.getResponseHeaders().set("Content-Type", "application/octet-stream");
+      exchange.sendResponseHeaders(200, size == 0 ? -1 : size);
+      if (size == 0) {
+        return;
+      }
+      OutputStream out = exchange.getResponseBody();
+      ByteBuffer buf = ByteBuffer.allocate(RAW_BUFFER);
+      long left = size;
+      while (left > 0) {
+        buf.clear().limit((int) Math.min(buf.capacity(), left));
+        int n;
+        try {
+          n = ch.read(buf);
+        } catch (IOException e) {
+          throw new IOException("reading '" + PathErrors.shorten(raw) + "' failed after " + (size - left) + " bytes: "
+              + e.getMessage(), e);
+        }
+        if (n < 0) {
+          // The file shrank: cut the connection rather than pretend the short body is complete.
+          throw new IOException("'" + PathErrors.shorten(raw) + "' shrank to " + (size - left)
+              + " bytes while being sent (" + size + " announced)");
+        }
+        out.write(buf.array(), 0, n);
+        left -= n;
+      }
+      out.close();
+    }
+  }
+
+  /**
+   * {@code PUT /api/files/raw?path=}: the request body becomes the file. It is written to a
+   * temporary file in the same directory and moved into place atomically, so readers see the old
+   * file or the whole new one, never a part.
+   */
+  void upload(HttpExchange exchange) throws IOException {
+    String raw = Query.parse(exchange.getRequestURI(), Set.of("path")).string("path");
+    long written;
+    try (Anchor a = workspace.resolve("path", raw, true, true)) {
+      refuseDirectory(a, raw);
+      Integer previousMode = null;
+      try {
+        previousMode = (Integer) Files.getAttribute(a.path(), "unix:mode", LinkOption.NOFOLLOW_LINKS) & 07777;
+      } catch (NoSuchFileException e) {
+        // a new file
+      } catch (IOException e) {
+        throw PathErrors.failure(e, "path", raw);
+      }
+      written = upload(exchange, a, raw, previousMode);
+    }
+    ObjectNode out = answer(raw);
+    out.put("size", written);
+    Responses.ok(exchange, out);
+  }
+
+  private long upload(HttpExchange exchange, Anchor a, String raw, Integer previousMode) throws IOException {
+    Path tmp;
+    try {
+      tmp = Files.createTempFile(a.directory(), "." + a.name() + ".", ".upload"); // O_EXCL: never through a link
+    } catch (IOException e) {
+      throw PathErrors.failure(e, "path", raw);
+    }
+    try {
+      long written = 0;
+      try (FileChannel ch = FileChannel.open(tmp, StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS)) {
+        InputStream in = exchange.getRequestBody();
+        byte[] buf = new byte[RAW_BUFFER];
+        for (int n; (n = in.read(buf)) >= 0; ) { // an IOException from in is the client's: it closes the connection
+          try {
+            ByteBuffer b = ByteBuffer.wrap(buf, 0, n);
+            while (b.hasRemaining()) {
+              ch.write(b);
+            }
+          } catch (IOException e) {
+            throw PathErrors.failure(e, "path", raw);
+          }
+          written += n;
+        }
+        try {
+          ch.force(false);
+        } catch (IOException e) {
+          throw PathErrors.failure(e, "path", raw);
+        }
+      }
+      try {
+        Files.setAttribute(tmp, "unix:mode", previousMode != null ? previousMode : 0644, LinkOption.NOFOLLOW_LINKS);
+        Files.move(tmp, a.path(), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+      } catch (IOException e) {
+        throw PathErrors.failure(e, "path", raw);
+      }
+      return written;
+    } finally {
+      try {
+        Files.deleteIfExists(tmp);
+      } catch (IOException e) {
+        log.debug("cannot remove a partial upload of '{}': {}", PathErrors.shorten(raw), e.toString());
+      }
+    }
+  }
+
+  private static void fill(ReadableByteChannel ch, ByteBuffer buf) throws IOException {
+    while (buf.hasRemaining()) {
+      if (ch.read(buf) < 0) {
+        return;
+      }
+    }
+  }
+
+  private static void sendError(SseWriter sse, AgentException e) throws IOException {
+    ObjectNode error = Json.object();
+    error.put("type", "error");
+    error.put("error", e.getMessage()); // Cloudflare's field
+    error.put("code", e.code().name());
+    error.put("message", e.getMessage());
+    sse.send(error);
+  }
+}
