@@ -191,7 +191,7 @@ class RobustnessIT {
     String mine = "sandbox-agent-pipes-" + ProcessHandle.current().pid() + "-*";
     TestAgent.Response wipe = agent.post("/api/execute",
         obj("command", "rm -rf " + System.getProperty("java.io.tmpdir") + "/" + mine + "; echo wiped"));
-    assertThat(wipe.text("stdout")).isEqualTo("wiped\n");
+    assertThat(wipe.text("stdout")).as("%s", wipe.body()).isEqualTo("wiped\n");
 
     for (int i = 0; i < 100; i++) { // more than one batch of pipes
       assertThat(agent.post("/api/execute", obj("argv", List.of("echo", "again " + i))).text("stdout")).isEqualTo("again " + i + "\n");
