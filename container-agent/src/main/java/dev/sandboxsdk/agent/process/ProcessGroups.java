@@ -205,7 +205,41 @@ final class ProcessGroups {
    * In command-user mode the environ files are read by a helper running as that user.
    */
   List<Marked> find(String name, String prefix) {
-    return scanAs == null ? marked(name, prefix) : markedAsUser(name, prefix);
+    if (scanAs == null) {
+      return marked(name, prefix);
+    }
+    if (libc) {
+      List<Marked> found = markedWithUsersFileIds(name, prefix);
+      if (found != null) {
+        return found;
+      }
+    }
+    return markedAsUser(name, prefix);
+  }
+
+  /**
+   * {@link #marked} for processes of the command user, read by the agent itself on this thread
+   * with its file-system uid and gid switched to the user's for the scan (they are per thread,
+   * and the kernel checks a reader of /proc/<pid>/environ by them, as it would the user's own
+   * grep). No helper process and no new thread: kill-all and a timeout's kill scan this way while
+   * a fork bomb holds every process slot of the container. Null if the switch did not take
+   * (no CAP_SETUID or CAP_SETGID); the caller then runs the helper.
+   */
+  private List<Marked> markedWithUsersFileIds(String name, String prefix) {
+    int gid = (int) scanAs.gid();
+    int uid = (int) scanAs.uid();
+    int oldGid = Libc.setfsgid(gid);
+    int oldUid = Libc.setfsuid(uid);
+    try {
+      if (Libc.setfsgid(-1) != gid || Libc.setfsuid(-1) != uid) {
+        log.debug("cannot switch the file-system ids to {}; scanning with a helper", scanAs);
+        return null;
+      }
+      return marked(name, prefix);
+    } finally {
+      Libc.setfsuid(oldUid);
+      Libc.setfsgid(oldGid);
+    }
   }
 
   /**
@@ -263,7 +297,8 @@ final class ProcessGroups {
         if (!p.waitFor(10, TimeUnit.SECONDS)) {
           p.destroyForcibly();
         }
-      } catch (IOException e) {
+      } catch (IOException | OutOfMemoryError e) {
+        // OutOfMemoryError: no native thread for the JDK's process reaper (a pids limit)
         log.warn("cannot run {} as {} to find escaped processes: {}", grepBinary, scanAs, e.toString());
         return found;
       } catch (InterruptedException e) {

@@ -992,11 +992,13 @@ public final class ProcessManager implements AutoCloseable {
         }
       }
     }
+    // The groups first: a group signal reaches every member at once, even one forking right then
+    // (a fork bomb), and it needs nothing the bomb may hold; the scan for escapees comes after.
+    groups.signal(pgids, Signal.SIGTERM);
     List<Long> escaped = escapees(pgids, escapeesToo);
     if (pgids.isEmpty() && escaped.isEmpty()) {
       return;
     }
-    groups.signal(pgids, Signal.SIGTERM);
     if (!escaped.isEmpty()) {
       log.info("{} process(es) that left their process group: SIGTERM", escaped.size());
       groups.signalProcesses(escaped, Signal.SIGTERM);
