@@ -44,6 +44,7 @@ final class Libc {
   static final int EPOLL_EVENT_SIZE = Platform.isIntel() ? 12 : 16;
   static final int EPOLL_DATA_OFFSET = Platform.isIntel() ? 4 : 8;
   // errno
+  static final int ESRCH = 3;
   static final int EINTR = 4;
   static final int EIO = 5;
   static final int EAGAIN = 11;

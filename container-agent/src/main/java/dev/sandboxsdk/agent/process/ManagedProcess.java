@@ -251,7 +251,7 @@ public final class ManagedProcess {
   }
 
   private void escalate() {
-    boolean groupAlive = !finished.isDone() || ProcessGroups.liveGroups().contains(pid);
+    boolean groupAlive = !finished.isDone() || !ProcessGroups.existing(List.of(pid)).isEmpty();
     if (!finished.isDone()) {
       lastSignalSent = Signal.SIGKILL;
     }

@@ -55,6 +55,35 @@ final class ProcessGroups {
    */
   void useLibc() {
     libc = true;
+    probeWithKill = true;
+  }
+
+  /** Whether {@link #existing} asks the kernel with kill(2) and signal 0 instead of scanning /proc. */
+  private static volatile boolean probeWithKill;
+
+  /**
+   * Those of {@code pgids} that still have a member, zombies included (a zombie holds its pid, and
+   * so its group number, until it is reaped). With libc loaded the kernel answers for each group
+   * at once (kill(2) with signal 0: ESRCH once no task is left in it); a /proc scan can miss the
+   * members of a group that forks and exits faster than the scan reads (a fork bomb under load).
+   */
+  static List<Long> existing(Collection<Long> pgids) {
+    List<Long> found = new ArrayList<>();
+    if (probeWithKill) {
+      for (long pgid : pgids) {
+        if (pgid > 1 && (Libc.kill((int) -pgid, 0) == 0 || Libc.errno() != Libc.ESRCH)) {
+          found.add(pgid);
+        }
+      }
+      return found;
+    }
+    Set<Long> groups = groupsWithAnyMember();
+    for (long pgid : pgids) {
+      if (groups.contains(pgid)) {
+        found.add(pgid);
+      }
+    }
+    return found;
   }
 
   /** kill(2) for each id ({@code group}: to its process group); ids already gone are ignored. */
@@ -170,6 +199,21 @@ final class ProcessGroups {
     Set<Long> groups = new HashSet<>();
     forEachProcess((pid, dir) -> {
       long pgid = liveGroupOf(dir);
+      if (pgid >= 0) {
+        groups.add(pgid);
+      }
+    });
+    return groups;
+  }
+
+  /**
+   * The process groups that have any member left, zombies included (a zombie holds its pid until
+   * it is reaped).
+   */
+  static Set<Long> groupsWithAnyMember() {
+    Set<Long> groups = new HashSet<>();
+    forEachProcess((pid, dir) -> {
+      long pgid = groupOf(dir, true);
       if (pgid >= 0) {
         groups.add(pgid);
       }
@@ -375,6 +419,11 @@ final class ProcessGroups {
 
   /** The process group of {@code /proc/<pid>}, or -1 if it is gone or a zombie. */
   private static long liveGroupOf(Path dir) {
+    return groupOf(dir, false);
+  }
+
+  /** The process group of {@code /proc/<pid>}, or -1 if it is gone (or a zombie, unless {@code zombies}). */
+  private static long groupOf(Path dir, boolean zombies) {
     String stat;
     try {
       stat = Files.readString(dir.resolve("stat"), StandardCharsets.ISO_8859_1);
@@ -387,7 +436,7 @@ final class ProcessGroups {
       return -1;
     }
     String[] f = stat.substring(close + 2).split(" ", 4);
-    if (f.length < 3 || f[0].equals("Z") || f[0].equals("X")) {
+    if (f.length < 3 || !zombies && (f[0].equals("Z") || f[0].equals("X"))) {
       return -1;
     }
     try {
