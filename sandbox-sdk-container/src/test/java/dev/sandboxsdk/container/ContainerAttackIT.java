@@ -155,8 +155,8 @@ class ContainerAttackIT {
   }
 
   /**
-   * Two bombs: one in an exec, which its timeout ends, and one in a background process, which
-   * still holds every process slot when kill-all comes. The pids limit stops both; kill-all then
+   * Two bombs: the classic one in an exec, which its timeout ends, and one in a background process
+   * that still holds every process slot when kill-all comes. The pids limit stops both; kill-all then
    * answers (never 429: it needs no new thread or process) and right after it an exec, a process
    * listing and a file round trip all work, each at the first try.
    */
@@ -176,8 +176,14 @@ class ContainerAttackIT {
     assertThat(cgroupCounter("pids/pids.events", "pids.events", "max")).as("round %d: forks refused at pids.max", round)
         .isGreaterThan(refusedBefore);
 
-    sandbox.startProcess(bomb + "sleep 600");
-    Thread.sleep(2000); // the bomb fills the limit within milliseconds; it keeps trying until killed
+    // This one keeps what it took and takes every slot that frees within 10 ms, so the limit
+    // stays full (the shells above die of their failed forks and free slots now and then; perl
+    // is in every Debian image, perl-base being essential). The wait is longer than the 5 s after
+    // which the agent lets an idle request thread go: no thread is left for kill-all's request
+    // but the reserved ones.
+    sandbox.startProcess("perl -e 'while (1) { my $p = fork; if (!defined $p) { select(undef, undef, undef, 0.01) }"
+        + " elsif ($p == 0) { sleep 600; exit } }'");
+    Thread.sleep(7000);
     assertUsableAfterKillAll(round + " (background)");
   }
 
