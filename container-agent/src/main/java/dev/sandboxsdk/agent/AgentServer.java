@@ -12,10 +12,6 @@ import java.net.URI;
 import java.nio.file.Files;
 import java.util.Properties;
 import java.util.concurrent.ExecutorService;
-import java.util.concurrent.SynchronousQueue;
-import java.util.concurrent.ThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -69,6 +65,9 @@ public final class AgentServer implements AutoCloseable {
     }
   }
 
+  /** Request threads made at start and kept: enough for kill-all next to a few streams. */
+  static final int RESERVED_REQUEST_THREADS = 4;
+
   private final AgentConfig config;
   private final HttpServer server;
   private final ProcessManager processes;
@@ -91,14 +90,10 @@ public final class AgentServer implements AutoCloseable {
       server.stop(0);
       throw e;
     }
-    AtomicInteger n = new AtomicInteger();
     // Streams hold a thread each for their lifetime, so the pool grows with demand; the connection
-    // cap bounds it (a connection runs one exchange at a time) and idle threads go after 5 s.
-    this.requestThreads = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 5, TimeUnit.SECONDS, new SynchronousQueue<>(), r -> {
-      Thread t = new Thread(null, r, "agent-http-" + n.incrementAndGet(), 512 * 1024);
-      t.setDaemon(true);
-      return t;
-    });
+    // cap bounds it (a connection runs one exchange at a time) and idle threads go after 5 s. A few
+    // made now stay, for when a fork bomb leaves no room for a new one.
+    this.requestThreads = new RequestThreads(RESERVED_REQUEST_THREADS);
     server.setExecutor(requestThreads);
     this.handler = new ApiHandler(processes, config.token(), version(), server.getAddress().getPort());
     server.createContext("/", handler);

@@ -8,6 +8,7 @@ import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.kubernetes.internal.AgentLink;
 import dev.sandboxsdk.kubernetes.internal.Cluster;
 import dev.sandboxsdk.kubernetes.internal.PodSpecs;
+import dev.sandboxsdk.kubernetes.internal.Pods;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Objects;
@@ -141,13 +142,14 @@ public final class KubernetesProvider implements SandboxProvider {
 
   /**
    * A sandbox by its pod name, or a named sandbox by its name, from any JVM that can use the same
-   * namespace: a running one, or a named one that ended (whose handle says so and can destroy it).
-   * Closing the handle leaves the sandbox as it is; {@code destroy()} deletes it.
+   * namespace: a running one, or a named one that ended (whose handle says so and can destroy it);
+   * never one being deleted, even while its pod is still there. Closing the handle leaves the
+   * sandbox as it is; {@code destroy()} deletes it.
    */
   @Override
   public Optional<ManagedSandbox> get(String id) {
     Objects.requireNonNull(id, "id == null");
-    return cluster.findSandbox(id).filter(f -> f.running() || f.name() != null).map(f -> {
+    return cluster.findSandbox(id).filter(Pods.Found::gettable).map(f -> {
       AgentLink link = null;
       String token = null;
       if (f.running()) {

@@ -44,6 +44,7 @@ final class Libc {
   static final int EPOLL_EVENT_SIZE = Platform.isIntel() ? 12 : 16;
   static final int EPOLL_DATA_OFFSET = Platform.isIntel() ? 4 : 8;
   // errno
+  static final int ESRCH = 3;
   static final int EINTR = 4;
   static final int EIO = 5;
   static final int EAGAIN = 11;
@@ -177,6 +178,15 @@ final class Libc {
   static native int waitpid(int pid, int[] status, int options);
 
   static native int kill(int pid, int signal);
+
+  /**
+   * Sets this thread's file-system uid (Linux credentials are per thread; glibc does not pass this
+   * one on to the other threads) and returns the previous one; {@code -1} only reads it.
+   */
+  static native int setfsuid(int fsuid);
+
+  /** As {@link #setfsuid}, for the file-system gid. */
+  static native int setfsgid(int fsgid);
 
   static native long syscall(long number, int arg1, int arg2);
 

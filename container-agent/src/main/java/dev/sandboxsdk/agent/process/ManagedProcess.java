@@ -244,14 +244,14 @@ public final class ManagedProcess {
    */
   void terminate(Signal signal, long graceMs, KillReason reason) {
     noteSignalled(signal, reason);
-    manager.signalTree(this, signal, true);
-    if (signal != Signal.SIGKILL) {
+    if (signal != Signal.SIGKILL) { // first: the SIGKILL must come even if signalling below fails
       manager.scheduler().schedule(this::escalate, graceMs, TimeUnit.MILLISECONDS);
     }
+    manager.signalTree(this, signal, true);
   }
 
   private void escalate() {
-    boolean groupAlive = !finished.isDone() || ProcessGroups.liveGroups().contains(pid);
+    boolean groupAlive = !finished.isDone() || !ProcessGroups.existing(List.of(pid)).isEmpty();
     if (!finished.isDone()) {
       lastSignalSent = Signal.SIGKILL;
     }

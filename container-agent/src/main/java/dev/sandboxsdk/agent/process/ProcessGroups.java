@@ -55,6 +55,35 @@ final class ProcessGroups {
    */
   void useLibc() {
     libc = true;
+    probeWithKill = true;
+  }
+
+  /** Whether {@link #existing} asks the kernel with kill(2) and signal 0 instead of scanning /proc. */
+  private static volatile boolean probeWithKill;
+
+  /**
+   * Those of {@code pgids} that still have a member, zombies included (a zombie holds its pid, and
+   * so its group number, until it is reaped). With libc loaded the kernel answers for each group
+   * at once (kill(2) with signal 0: ESRCH once no task is left in it); a /proc scan can miss the
+   * members of a group that forks and exits faster than the scan reads (a fork bomb under load).
+   */
+  static List<Long> existing(Collection<Long> pgids) {
+    List<Long> found = new ArrayList<>();
+    if (probeWithKill) {
+      for (long pgid : pgids) {
+        if (pgid > 1 && (Libc.kill((int) -pgid, 0) == 0 || Libc.errno() != Libc.ESRCH)) {
+          found.add(pgid);
+        }
+      }
+      return found;
+    }
+    Set<Long> groups = groupsWithAnyMember();
+    for (long pgid : pgids) {
+      if (groups.contains(pgid)) {
+        found.add(pgid);
+      }
+    }
+    return found;
   }
 
   /** kill(2) for each id ({@code group}: to its process group); ids already gone are ignored. */
@@ -177,6 +206,21 @@ final class ProcessGroups {
     return groups;
   }
 
+  /**
+   * The process groups that have any member left, zombies included (a zombie holds its pid until
+   * it is reaped).
+   */
+  static Set<Long> groupsWithAnyMember() {
+    Set<Long> groups = new HashSet<>();
+    forEachProcess((pid, dir) -> {
+      long pgid = groupOf(dir, true);
+      if (pgid >= 0) {
+        groups.add(pgid);
+      }
+    });
+    return groups;
+  }
+
   /** Calls {@code action} with the pid and {@code /proc/<pid>} directory of every process. */
   private static void forEachProcess(java.util.function.BiConsumer<Long, Path> action) {
     try (DirectoryStream<Path> dirs = Files.newDirectoryStream(PROC)) {
@@ -205,7 +249,41 @@ final class ProcessGroups {
    * In command-user mode the environ files are read by a helper running as that user.
    */
   List<Marked> find(String name, String prefix) {
-    return scanAs == null ? marked(name, prefix) : markedAsUser(name, prefix);
+    if (scanAs == null) {
+      return marked(name, prefix);
+    }
+    if (libc) {
+      List<Marked> found = markedWithUsersFileIds(name, prefix);
+      if (found != null) {
+        return found;
+      }
+    }
+    return markedAsUser(name, prefix);
+  }
+
+  /**
+   * {@link #marked} for processes of the command user, read by the agent itself on this thread
+   * with its file-system uid and gid switched to the user's for the scan (they are per thread,
+   * and the kernel checks a reader of /proc/<pid>/environ by them, as it would the user's own
+   * grep). No helper process and no new thread: kill-all and a timeout's kill scan this way while
+   * a fork bomb holds every process slot of the container. Null if the switch did not take
+   * (no CAP_SETUID or CAP_SETGID); the caller then runs the helper.
+   */
+  private List<Marked> markedWithUsersFileIds(String name, String prefix) {
+    int gid = (int) scanAs.gid();
+    int uid = (int) scanAs.uid();
+    int oldGid = Libc.setfsgid(gid);
+    int oldUid = Libc.setfsuid(uid);
+    try {
+      if (Libc.setfsgid(-1) != gid || Libc.setfsuid(-1) != uid) {
+        log.debug("cannot switch the file-system ids to {}; scanning with a helper", scanAs);
+        return null;
+      }
+      return marked(name, prefix);
+    } finally {
+      Libc.setfsuid(oldUid);
+      Libc.setfsgid(oldGid);
+    }
   }
 
   /**
@@ -263,7 +341,8 @@ final class ProcessGroups {
         if (!p.waitFor(10, TimeUnit.SECONDS)) {
           p.destroyForcibly();
         }
-      } catch (IOException e) {
+      } catch (IOException | OutOfMemoryError e) {
+        // OutOfMemoryError: no native thread for the JDK's process reaper (a pids limit)
         log.warn("cannot run {} as {} to find escaped processes: {}", grepBinary, scanAs, e.toString());
         return found;
       } catch (InterruptedException e) {
@@ -340,6 +419,11 @@ final class ProcessGroups {
 
   /** The process group of {@code /proc/<pid>}, or -1 if it is gone or a zombie. */
   private static long liveGroupOf(Path dir) {
+    return groupOf(dir, false);
+  }
+
+  /** The process group of {@code /proc/<pid>}, or -1 if it is gone (or a zombie, unless {@code zombies}). */
+  private static long groupOf(Path dir, boolean zombies) {
     String stat;
     try {
       stat = Files.readString(dir.resolve("stat"), StandardCharsets.ISO_8859_1);
@@ -352,7 +436,7 @@ final class ProcessGroups {
       return -1;
     }
     String[] f = stat.substring(close + 2).split(" ", 4);
-    if (f.length < 3 || f[0].equals("Z") || f[0].equals("X")) {
+    if (f.length < 3 || !zombies && (f[0].equals("Z") || f[0].equals("X"))) {
       return -1;
     }
     try {

@@ -969,7 +969,7 @@ public final class ProcessManager implements AutoCloseable {
     if (finished.isEmpty()) {
       return; // no /proc scan while only live processes are tracked
     }
-    Set<Long> alive = ProcessGroups.liveGroups();
+    Set<Long> alive = new HashSet<>(ProcessGroups.existing(finished));
     for (Long pgid : finished) {
       if (!alive.contains(pgid) && startedGroups.remove(pgid) && watchdog != null) {
         watchdog.forget(pgid);
@@ -984,27 +984,22 @@ public final class ProcessManager implements AutoCloseable {
       p.noteSignalled(Signal.SIGTERM, reason);
       pgids.add(p.pid());
     }
-    if (!lingering.isEmpty()) {
-      Set<Long> alive = ProcessGroups.liveGroups();
-      for (Long pgid : lingering) {
-        if (alive.contains(pgid)) {
-          pgids.add(pgid);
-        }
-      }
-    }
+    pgids.addAll(ProcessGroups.existing(lingering));
+    // The groups first: a group signal reaches every member at once, even one forking right then
+    // (a fork bomb), and it needs nothing the bomb may hold; the scan for escapees comes after.
+    groups.signal(pgids, Signal.SIGTERM);
     List<Long> escaped = escapees(pgids, escapeesToo);
     if (pgids.isEmpty() && escaped.isEmpty()) {
       return;
     }
-    groups.signal(pgids, Signal.SIGTERM);
     if (!escaped.isEmpty()) {
       log.info("{} process(es) that left their process group: SIGTERM", escaped.size());
       groups.signalProcesses(escaped, Signal.SIGTERM);
     }
     long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(config.graceMs());
-    awaitFinished(targets, deadline);
+    KillWaits.awaitFinished(targets, deadline);
     // Anything left after the grace period, including children of leaders that already exited.
-    List<Long> leftovers = awaitGroupsGone(pgids, deadline);
+    List<Long> leftovers = KillWaits.awaitGroupsGone(pgids, deadline);
     // Escapees still there, and any started meanwhile by a process that had not yet been signalled.
     List<Long> escapedLeft = awaitEscapeesGone(pgids, escapeesToo, escaped.isEmpty() ? System.nanoTime() : deadline);
     if (!escapedLeft.isEmpty()) {
@@ -1019,64 +1014,16 @@ public final class ProcessManager implements AutoCloseable {
       }
       log.info("{} process group(s) outlived the {} ms grace period: SIGKILL", leftovers.size(), config.graceMs());
       groups.signal(leftovers, Signal.SIGKILL);
-      awaitFinished(targets, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
-      awaitGroupsGone(leftovers, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
+      KillWaits.awaitFinished(targets, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+      KillWaits.awaitGroupsGone(leftovers, System.nanoTime() + TimeUnit.SECONDS.toNanos(2));
     }
+    KillWaits.awaitGroupsGone(pgids, System.nanoTime() + TimeUnit.SECONDS.toNanos(2)); // reaped, so a command has room
     pruneStartedGroups();
   }
 
   /** Polls until no escapee is left or the deadline passes; returns those still there. */
   private List<Long> awaitEscapeesGone(List<Long> pgids, Predicate<String> include, long deadlineNanos) {
-    return pollUntilEmpty(() -> escapees(pgids, include), deadlineNanos);
-  }
-
-  /** Polls until none of {@code pgids} has a live member or the deadline passes; returns the survivors. */
-  private static List<Long> awaitGroupsGone(List<Long> pgids, long deadlineNanos) {
-    return pollUntilEmpty(() -> {
-      Set<Long> alive = ProcessGroups.liveGroups();
-      List<Long> left = new ArrayList<>();
-      for (Long pgid : pgids) {
-        if (alive.contains(pgid)) {
-          left.add(pgid);
-        }
-      }
-      return left;
-    }, deadlineNanos);
-  }
-
-  /** Asks {@code remaining} every 50 ms until it is empty or the deadline passes; returns its last answer. */
-  private static List<Long> pollUntilEmpty(java.util.function.Supplier<List<Long>> remaining, long deadlineNanos) {
-    while (true) {
-      List<Long> left = remaining.get();
-      if (left.isEmpty() || System.nanoTime() >= deadlineNanos) {
-        return left;
-      }
-      try {
-        Thread.sleep(50);
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return left;
-      }
-    }
-  }
-
-  private static void awaitFinished(List<ManagedProcess> targets, long deadlineNanos) {
-    for (ManagedProcess p : targets) {
-      long left = deadlineNanos - System.nanoTime();
-      if (left <= 0) {
-        return;
-      }
-      try {
-        p.finished().get(left, TimeUnit.NANOSECONDS);
-      } catch (java.util.concurrent.TimeoutException e) {
-        return;
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        return;
-      } catch (java.util.concurrent.ExecutionException e) {
-        // finished() never completes exceptionally
-      }
-    }
+    return KillWaits.pollUntilEmpty(() -> escapees(pgids, include), deadlineNanos);
   }
 
   /** Drops the records of finished background processes; returns how many were dropped. */

@@ -16,11 +16,20 @@ public final class Pods {
   private Pods() {}
 
   /** A sandbox pod as the provider needs it. */
-  public record Found(String pod, String name, boolean running, String podIp) {}
+  public record Found(String pod, String name, boolean running, String podIp, boolean stopping) {
+    /**
+     * Whether {@code get} hands out this sandbox: one that runs, or a named one that ended (its
+     * handle can destroy it), but never one being deleted: its pod may linger for a while (its
+     * grace period, a busy kubelet), and a destroyed sandbox must not be found again meanwhile.
+     */
+    public boolean gettable() {
+      return !stopping && (running || name != null);
+    }
+  }
 
   static Found found(Pod p) {
     return new Found(p.getMetadata().getName(), sandboxName(p), isRunning(p),
-        p.getStatus() == null ? null : p.getStatus().getPodIP());
+        p.getStatus() == null ? null : p.getStatus().getPodIP(), p.getMetadata().getDeletionTimestamp() != null);
   }
 
   /** Whether {@code s} is a valid sandbox name (as {@code SandboxSpec.Builder#name} checks). */
