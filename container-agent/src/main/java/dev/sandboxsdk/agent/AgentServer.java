@@ -1,6 +1,7 @@
 package dev.sandboxsdk.agent;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.sandboxsdk.agent.http.Admission;
 import dev.sandboxsdk.agent.http.ApiHandler;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.IOException;
@@ -74,6 +75,7 @@ public final class AgentServer implements AutoCloseable {
   private final ProcessManager processes;
   private final ApiHandler handler;
   private final ExecutorService requestThreads;
+  private final Admission admission;
   private final URI uri;
   private volatile boolean closed;
 
@@ -99,8 +101,9 @@ public final class AgentServer implements AutoCloseable {
       t.setDaemon(true);
       return t;
     });
-    server.setExecutor(requestThreads);
-    this.handler = new ApiHandler(processes, config.token(), version(), server.getAddress().getPort());
+    this.admission = new Admission(config.effectiveMaxConnections(), config.requestTimeoutSeconds());
+    server.setExecutor(admission.executor(requestThreads));
+    this.handler = new ApiHandler(processes, config.token(), version(), server.getAddress().getPort(), admission);
     server.createContext("/", handler);
     try {
       processes.awaitStarted();
@@ -108,6 +111,7 @@ public final class AgentServer implements AutoCloseable {
       server.stop(0);
       processes.close();
       requestThreads.shutdownNow();
+      admission.close();
       throw e;
     }
     server.start();
@@ -208,6 +212,7 @@ public final class AgentServer implements AutoCloseable {
     server.stop(0);
     handler.close();
     requestThreads.shutdownNow();
+    admission.close();
     log.info("sandbox agent stopped");
   }
 }

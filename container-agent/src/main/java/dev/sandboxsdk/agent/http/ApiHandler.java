@@ -39,6 +39,7 @@ public final class ApiHandler implements HttpHandler {
   public static final String KEEP_ALIVE_HEADER = "Sandbox-Keep-Alive-Ms";
 
   private final AgentConfig config;
+  private final Admission admission;
   private final byte[] tokenDigest;
   private final String version;
   private final ExecEndpoints exec;
@@ -54,8 +55,9 @@ public final class ApiHandler implements HttpHandler {
   private final String keepAliveText;
 
   /** {@code agentPort}: the port the agent listens on, which the proxy refuses to forward to. */
-  public ApiHandler(ProcessManager processes, String token, String version, int agentPort) {
+  public ApiHandler(ProcessManager processes, String token, String version, int agentPort, Admission admission) {
     this.config = processes.config();
+    this.admission = admission;
     this.keepAliveText = Long.toString(config.keepAliveMs());
     this.tokenDigest = token == null ? null : sha256(token.getBytes(StandardCharsets.UTF_8));
     this.version = version;
@@ -123,6 +125,7 @@ public final class ApiHandler implements HttpHandler {
    */
   @Override
   public void handle(HttpExchange exchange) throws IOException {
+    Admission.headersDone();
     inFlight.incrementAndGet();
     ResponseGuard guard = new ResponseGuard(exchange.getResponseBody());
     exchange.setStreams(null, guard);
@@ -167,10 +170,14 @@ public final class ApiHandler implements HttpHandler {
     if (exchange.getResponseCode() != -1) {
       return null; // headers already went out (a stream); the stream itself reports errors
     }
-    if (e.code() == ErrorCode.UNAUTHORIZED) {
-      exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"sandbox-agent\"");
-    }
-    if (!drainRequestBody(exchange)) {
+    if (e.code() == ErrorCode.UNAUTHORIZED || e.code() == ErrorCode.TOO_MANY_PROXIED_REQUESTS) {
+      // No body is read for a client without a token, and its connection is not kept: neither a
+      // slow body nor idle connections let it hold a share of the connection cap.
+      if (e.code() == ErrorCode.UNAUTHORIZED) {
+        exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"sandbox-agent\"");
+      }
+      exchange.getResponseHeaders().set("Connection", "close");
+    } else if (!drainRequestBody(exchange)) {
       // An unread body would be taken for the next request; tell the client not to reuse this connection.
       exchange.getResponseHeaders().set("Connection", "close");
     }
@@ -298,14 +305,7 @@ public final class ApiHandler implements HttpHandler {
       // The proxy's own auth: the bearer token, or an exposure's preview token or cookie.
       ProxyEndpoints.Target target = proxy.authorize(exchange, rawPath);
       if (target != null) {
-        lastActivityNanos = System.nanoTime();
-        activeCalls.incrementAndGet();
-        try {
-          proxy.forward(exchange, target);
-        } finally {
-          lastActivityNanos = System.nanoTime();
-          activeCalls.decrementAndGet();
-        }
+        forward(exchange, target);
       }
       return;
     }
@@ -326,6 +326,34 @@ public final class ApiHandler implements HttpHandler {
     } finally {
       lastActivityNanos = System.nanoTime();
       activeCalls.decrementAndGet();
+    }
+  }
+
+  /**
+   * Forwards a proxied request; one without the bearer token (a preview URL's) only within the
+   * preview clients' share of connections, and its connection is kept for the next request only
+   * while that share has room.
+   */
+  private void forward(HttpExchange exchange, ProxyEndpoints.Target target) throws IOException {
+    boolean preview = !target.bearer();
+    if (preview && !admission.admitPreview()) {
+      throw new AgentException(ErrorCode.TOO_MANY_PROXIED_REQUESTS, "preview clients use all "
+          + admission.maxPreview() + " connections the agent gives them; try again when one is done",
+          Map.of("limit", admission.maxPreview()));
+    }
+    if (preview && !admission.keepPreviewConnection(String.valueOf(exchange.getRemoteAddress()))) {
+      exchange.getResponseHeaders().set("Connection", "close");
+    }
+    lastActivityNanos = System.nanoTime();
+    activeCalls.incrementAndGet();
+    try {
+      proxy.forward(exchange, target);
+    } finally {
+      lastActivityNanos = System.nanoTime();
+      activeCalls.decrementAndGet();
+      if (preview) {
+        admission.releasePreview();
+      }
     }
   }
 
