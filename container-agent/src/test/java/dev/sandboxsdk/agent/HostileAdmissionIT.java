@@ -65,8 +65,8 @@ class HostileAdmissionIT {
   }
 
   /**
-   * 100 connections without a token keep sending an unfinished request a byte a second and are
-   * reopened as soon as the agent closes them; authenticated execs meanwhile for 25 s (past two
+   * 100 connections without a token keep sending an unfinished request a byte a second (in its
+   * headers, or in a body declared after them) and are reopened as soon as the agent closes them; authenticated execs meanwhile for 25 s (past two
    * header deadlines), each on a new connection. Before the fix the strangers held the whole cap
    * and almost every exec was refused.
    */
@@ -169,7 +169,11 @@ class HostileAdmissionIT {
    */
   static void holdUnfinished(ChildAgent agent, int n, AtomicBoolean stop, AtomicInteger opened) {
     Socket[] held = new Socket[n];
-    byte[] start = "POST /api/execute HTTP/1.1\r\nHost: agent\r\nX-Slow: ".getBytes(StandardCharsets.US_ASCII);
+    // Headers never finished; headers done but a body that trickles, to a route that needs the
+    // token (answered 401) and to the one that does not (ping).
+    byte[][] starts = {"POST /api/execute HTTP/1.1\r\nHost: agent\r\nX-Slow: ".getBytes(StandardCharsets.US_ASCII),
+        "POST /api/execute HTTP/1.1\r\nHost: agent\r\nContent-Length: 100000\r\n\r\n{".getBytes(StandardCharsets.US_ASCII),
+        "GET /api/ping HTTP/1.1\r\nHost: agent\r\nContent-Length: 100000\r\n\r\n{".getBytes(StandardCharsets.US_ASCII)};
     long lastTrickle = 0;
     while (!stop.get()) {
       boolean trickle = System.nanoTime() - lastTrickle > TimeUnit.SECONDS.toNanos(1);
@@ -178,7 +182,7 @@ class HostileAdmissionIT {
         try {
           if (held[i] == null) {
             held[i] = agent.connect();
-            held[i].getOutputStream().write(start);
+            held[i].getOutputStream().write(starts[i % starts.length]);
             opened.incrementAndGet();
           } else if (trickle) {
             held[i].getOutputStream().write('x');

@@ -16,7 +16,8 @@ import org.slf4j.LoggerFactory;
  *
  * <p>The JDK server reads a request's line and headers on a thread of the executor it is given,
  * before any handler runs; this class is that executor's wrapper, so it knows which connections
- * are still sending headers (none of them has shown a token yet) and for how long:
+ * have not shown a token yet (still sending headers, or being answered without one) and for how
+ * long:
  *
  * <ul>
  *   <li>A connection still sending its headers after {@link #headerDeadlineNanos} is closed (by
@@ -104,15 +105,28 @@ public final class Admission implements AutoCloseable {
 
   /**
    * Called first by the handler: the headers are in. Throws if the connection was closed for
-   * being too slow meanwhile (the JDK server then forgets it).
+   * being too slow meanwhile (the JDK server then forgets it). Until {@link #authenticated()} the
+   * exchange still counts as one without a token: answering it (a ping, a 404, a 401, and the
+   * JDK's draining of a body nobody read) stays within the same deadline and share.
    */
   public static void headersDone() throws IOException {
+    Slot slot = CURRENT.get();
+    if (slot != null && slot.phase == Phase.SHED) {
+      throw new IOException("the connection was closed while it sent its headers");
+    }
+  }
+
+  /**
+   * Called once the request showed the bearer token (or a preview admission): from here on the
+   * exchange is no longer cut by the header deadline or the share. Throws if it was cut already.
+   */
+  public static void authenticated() throws IOException {
     Slot slot = CURRENT.get();
     if (slot == null) {
       return; // not a thread of an admission's executor (a test's own server)
     }
     if (!slot.enterHandler()) {
-      throw new IOException("the connection was closed while it sent its headers");
+      throw new IOException("the connection was closed before the request was authenticated");
     }
     slot.owner.reading.remove(slot);
   }

@@ -313,6 +313,7 @@ public final class ApiHandler implements HttpHandler {
       throw notFound(path);
     }
     authenticate(exchange);
+    Admission.authenticated();
     // Asking for the version (which reports the last activity, read by a provider's list) is not
     // using the sandbox: it neither keeps an idle agent alive nor moves lastActivityAt.
     if (path.equals("/api/version")) {
@@ -340,6 +341,14 @@ public final class ApiHandler implements HttpHandler {
       throw new AgentException(ErrorCode.TOO_MANY_PROXIED_REQUESTS, "preview clients use all "
           + admission.maxPreview() + " connections the agent gives them; try again when one is done",
           Map.of("limit", admission.maxPreview()));
+    }
+    try {
+      Admission.authenticated();
+    } catch (IOException e) {
+      if (preview) {
+        admission.releasePreview();
+      }
+      throw e;
     }
     if (preview && !admission.keepPreviewConnection(String.valueOf(exchange.getRemoteAddress()))) {
       exchange.getResponseHeaders().set("Connection", "close");
