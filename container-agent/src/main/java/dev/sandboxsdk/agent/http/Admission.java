@@ -145,7 +145,7 @@ public final class Admission implements AutoCloseable {
   }
 
   private void enforceDeadlines(long periodMs) {
-    long lastLog = 0;
+    long lastLog = System.nanoTime() - TimeUnit.SECONDS.toNanos(61); // the first cut is logged at once
     int lastShed = 0;
     while (!closed) {
       try {
