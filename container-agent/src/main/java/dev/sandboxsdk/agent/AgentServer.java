@@ -1,6 +1,7 @@
 package dev.sandboxsdk.agent;
 
 import com.sun.net.httpserver.HttpServer;
+import dev.sandboxsdk.agent.http.Admission;
 import dev.sandboxsdk.agent.http.ApiHandler;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.IOException;
@@ -73,6 +74,7 @@ public final class AgentServer implements AutoCloseable {
   private final ProcessManager processes;
   private final ApiHandler handler;
   private final ExecutorService requestThreads;
+  private final Admission admission;
   private final URI uri;
   private volatile boolean closed;
 
@@ -94,8 +96,9 @@ public final class AgentServer implements AutoCloseable {
     // cap bounds it (a connection runs one exchange at a time) and idle threads go after 5 s. A few
     // made now stay, for when a fork bomb leaves no room for a new one.
     this.requestThreads = new RequestThreads(RESERVED_REQUEST_THREADS);
-    server.setExecutor(requestThreads);
-    this.handler = new ApiHandler(processes, config.token(), version(), server.getAddress().getPort());
+    this.admission = new Admission(config.effectiveMaxConnections(), config.requestTimeoutSeconds());
+    server.setExecutor(admission.executor(requestThreads));
+    this.handler = new ApiHandler(processes, config.token(), version(), server.getAddress().getPort(), admission);
     server.createContext("/", handler);
     try {
       processes.awaitStarted();
@@ -103,6 +106,7 @@ public final class AgentServer implements AutoCloseable {
       server.stop(0);
       processes.close();
       requestThreads.shutdownNow();
+      admission.close();
       throw e;
     }
     server.start();
@@ -203,6 +207,7 @@ public final class AgentServer implements AutoCloseable {
     server.stop(0);
     handler.close();
     requestThreads.shutdownNow();
+    admission.close();
     log.info("sandbox agent stopped");
   }
 }

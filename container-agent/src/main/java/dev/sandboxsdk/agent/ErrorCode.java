@@ -66,6 +66,8 @@ public enum ErrorCode {
   TOO_MANY_WATCHES(429),
   /** expose-port: 256 ports are exposed already (ours). */
   TOO_MANY_EXPOSED_PORTS(429),
+  /** proxy: preview (non-bearer) clients use their whole share of connections already (ours). */
+  TOO_MANY_PROXIED_REQUESTS(429),
   INTERNAL_ERROR(500),
   /** process/start with a pty on an agent that cannot give commands a terminal ({@code --spawn jdk}) (ours). */
   TERMINAL_UNAVAILABLE(501),

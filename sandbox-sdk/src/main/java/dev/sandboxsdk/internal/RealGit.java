@@ -80,8 +80,12 @@ final class RealGit {
     return URLEncoder.encode(s, StandardCharsets.UTF_8).replace("+", "%20");
   }
 
-  /** A URL for messages: any user information replaced. */
+  /**
+   * A URL for messages: everything from the scheme's {@code ://} to the last {@code @} replaced,
+   * so user information of any scheme goes, even with an unencoded {@code /} or {@code @} in a
+   * password (a path holding an {@code @} loses more than that, which is the safe side).
+   */
   static String redacted(String repoUrl) {
-    return repoUrl.replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1***@");
+    return repoUrl.replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^\\s]*@", "$1***@");
   }
 }

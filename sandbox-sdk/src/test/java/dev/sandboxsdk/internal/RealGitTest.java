@@ -51,5 +51,11 @@ class RealGitTest {
   void messagesShowUrlsWithoutUserInformation() {
     assertThat(RealGit.redacted("https://u:tok@h/r.git")).isEqualTo("https://***@h/r.git");
     assertThat(RealGit.redacted("/workspace/repo")).isEqualTo("/workspace/repo");
+    assertThat(RealGit.redacted("ssh://u:tok@h/r.git")).isEqualTo("ssh://***@h/r.git");
+    assertThat(RealGit.redacted("git://u:tok@h/r.git")).isEqualTo("git://***@h/r.git");
+    assertThat(RealGit.redacted("https://u:to/k@h/r.git")).as("an unencoded '/' in the password")
+        .isEqualTo("https://***@h/r.git");
+    assertThat(RealGit.redacted("https://u:t@k@h/r.git")).as("an unencoded '@' in the password")
+        .isEqualTo("https://***@h/r.git");
   }
 }

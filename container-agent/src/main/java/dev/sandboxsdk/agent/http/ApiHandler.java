@@ -1,5 +1,11 @@
 package dev.sandboxsdk.agent.http;
 
+import static dev.sandboxsdk.agent.http.Replies.allow;
+import static dev.sandboxsdk.agent.http.Replies.decode;
+import static dev.sandboxsdk.agent.http.Replies.noRoomForThread;
+import static dev.sandboxsdk.agent.http.Replies.notFound;
+import static dev.sandboxsdk.agent.http.Replies.respondError;
+
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
@@ -8,13 +14,7 @@ import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.fs.Workspace;
 import dev.sandboxsdk.agent.process.ProcessManager;
-import java.io.FilterOutputStream;
 import java.io.IOException;
-import java.io.InputStream;
-import java.io.OutputStream;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -40,7 +40,8 @@ public final class ApiHandler implements HttpHandler {
   public static final String KEEP_ALIVE_HEADER = "Sandbox-Keep-Alive-Ms";
 
   private final AgentConfig config;
-  private final byte[] tokenDigest;
+  private final Admission admission;
+  private final BearerAuth auth;
   private final String version;
   private final ExecEndpoints exec;
   private final ProcessEndpoints process;
@@ -57,10 +58,11 @@ public final class ApiHandler implements HttpHandler {
   private final String keepAliveText;
 
   /** {@code agentPort}: the port the agent listens on, which the proxy refuses to forward to. */
-  public ApiHandler(ProcessManager processes, String token, String version, int agentPort) {
+  public ApiHandler(ProcessManager processes, String token, String version, int agentPort, Admission admission) {
     this.config = processes.config();
+    this.admission = admission;
     this.keepAliveText = Long.toString(config.keepAliveMs());
-    this.tokenDigest = token == null ? null : sha256(token.getBytes(StandardCharsets.UTF_8));
+    this.auth = new BearerAuth(token);
     this.version = version;
     this.exec = new ExecEndpoints(processes);
     this.process = new ProcessEndpoints(processes);
@@ -71,7 +73,7 @@ public final class ApiHandler implements HttpHandler {
     this.git = new GitEndpoints(processes, workspace);
     this.watches = new WatchEndpoints(processes, workspace);
     this.checkpoints = new CheckpointEndpoints(processes);
-    this.proxy = new ProxyEndpoints(processes, tokenDigest != null, this::hasValidBearer, bootId.substring(0, 8), agentPort);
+    this.proxy = new ProxyEndpoints(processes, auth.required(), auth::valid, bootId.substring(0, 8), agentPort);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
     this.network = processes.network();
@@ -115,11 +117,6 @@ public final class ApiHandler implements HttpHandler {
     return inFlight.get();
   }
 
-  /** The JVM's answer when the OS refuses a thread (a pids or nproc limit), which is not the heap running out. */
-  private static boolean noRoomForThread(OutOfMemoryError e) {
-    return e.getMessage() != null && e.getMessage().contains("unable to create native thread");
-  }
-
   /**
    * Handles one exchange. If the response could not be completed (the client hung up, a write or
    * the final flush failed, or no response was sent at all) this throws: the JDK server closes
@@ -128,11 +125,15 @@ public final class ApiHandler implements HttpHandler {
    */
   @Override
   public void handle(HttpExchange exchange) throws IOException {
+    Admission.headersDone();
     inFlight.incrementAndGet();
     ResponseGuard guard = new ResponseGuard(exchange.getResponseBody());
     exchange.setStreams(null, guard);
     exchange.getResponseHeaders().set(BOOT_ID_HEADER, bootId);
     exchange.getResponseHeaders().set(KEEP_ALIVE_HEADER, keepAliveText);
+    // Until the request shows the token (admitted() below) its connection is not kept: an idle
+    // connection left after a ping or a 401 would hold a share of the cap outside every deadline.
+    exchange.getResponseHeaders().set("Connection", "close");
     IOException failure = null;
     try {
       route(exchange);
@@ -167,123 +168,6 @@ public final class ApiHandler implements HttpHandler {
     }
   }
 
-  /** Sends the error unless a response already started; returns the failure to send it, if any. */
-  private static IOException respondError(HttpExchange exchange, AgentException e) {
-    if (exchange.getResponseCode() != -1) {
-      return null; // headers already went out (a stream); the stream itself reports errors
-    }
-    if (e.code() == ErrorCode.UNAUTHORIZED) {
-      exchange.getResponseHeaders().set("WWW-Authenticate", "Bearer realm=\"sandbox-agent\"");
-    }
-    if (!drainRequestBody(exchange)) {
-      // An unread body would be taken for the next request; tell the client not to reuse this connection.
-      exchange.getResponseHeaders().set("Connection", "close");
-    }
-    if (e.code() == ErrorCode.METHOD_NOT_ALLOWED) {
-      exchange.getResponseHeaders().set("Allow", String.valueOf(e.context().get("allow")));
-    }
-    try {
-      Responses.error(exchange, e);
-      return null;
-    } catch (IOException io) {
-      return io;
-    }
-  }
-
-  /**
-   * The response body as handlers see it; remembers whether any write, flush or close failed.
-   * After a failure it does not pass close on: closing the JDK's stream then would still report the
-   * response as written and keep the dead connection for reuse.
-   */
-  private static final class ResponseGuard extends FilterOutputStream {
-    private volatile IOException failure;
-    private volatile boolean closed;
-
-    ResponseGuard(OutputStream out) {
-      super(out);
-    }
-
-    IOException failure() {
-      return failure;
-    }
-
-    @Override
-    public void write(int b) throws IOException {
-      check();
-      try {
-        out.write(b);
-      } catch (IOException e) {
-        throw failed(e);
-      }
-    }
-
-    @Override
-    public void write(byte[] b, int off, int len) throws IOException {
-      check();
-      try {
-        out.write(b, off, len);
-      } catch (IOException e) {
-        throw failed(e);
-      }
-    }
-
-    @Override
-    public void flush() throws IOException {
-      check();
-      try {
-        out.flush();
-      } catch (IOException e) {
-        throw failed(e);
-      }
-    }
-
-    @Override
-    public void close() throws IOException {
-      if (closed) {
-        return;
-      }
-      closed = true; // before closing: the JDK's stream calls back here when it gives up
-      check();
-      try {
-        out.close();
-      } catch (IOException e) {
-        throw failed(e);
-      }
-    }
-
-    private void check() throws IOException {
-      if (failure != null) {
-        throw new IOException("the connection already failed", failure);
-      }
-    }
-
-    private IOException failed(IOException e) {
-      if (failure == null) {
-        failure = e;
-      }
-      return e;
-    }
-  }
-
-  /** Reads what is left of a request body, up to a small limit; true if it reached the end. */
-  private static boolean drainRequestBody(HttpExchange exchange) {
-    try {
-      InputStream in = exchange.getRequestBody();
-      long left = 64 * 1024;
-      byte[] skip = new byte[8192];
-      while (left > 0) {
-        int n = in.read(skip, 0, (int) Math.min(skip.length, left));
-        if (n < 0) {
-          return true;
-        }
-        left -= n;
-      }
-      return in.read() < 0;
-    } catch (IOException e) {
-      return false;
-    }
-  }
-
   private void route(HttpExchange exchange) throws IOException {
     String method = exchange.getRequestMethod();
     String path = exchange.getRequestURI().getRawPath();
@@ -291,6 +175,9 @@ public final class ApiHandler implements HttpHandler {
       path = path.substring(0, path.length() - 1);
     }
     if (path.equals("/api/ping")) {
+      if (auth.valid(exchange)) {
+        admitted(exchange); // a client with the token may keep its connection, as after any call
+      }
       allow(method, "GET");
       Query.none(exchange);
       ObjectNode body = Json.object();
@@ -303,21 +190,15 @@ public final class ApiHandler implements HttpHandler {
       // The proxy's own auth: the bearer token, or an exposure's preview token or cookie.
       ProxyEndpoints.Target target = proxy.authorize(exchange, rawPath);
       if (target != null) {
-        lastActivityNanos = System.nanoTime();
-        activeCalls.incrementAndGet();
-        try {
-          proxy.forward(exchange, target);
-        } finally {
-          lastActivityNanos = System.nanoTime();
-          activeCalls.decrementAndGet();
-        }
+        forward(exchange, target);
       }
       return;
     }
     if (!path.startsWith("/api/")) {
       throw notFound(path);
     }
-    authenticate(exchange);
+    auth.check(exchange);
+    admitted(exchange);
     // Asking for the version (which reports the last activity, read by a provider's list) is not
     // using the sandbox: it neither keeps an idle agent alive nor moves lastActivityAt.
     if (path.equals("/api/version")) {
@@ -332,6 +213,48 @@ public final class ApiHandler implements HttpHandler {
       lastActivityNanos = System.nanoTime();
       activeCalls.decrementAndGet();
     }
+  }
+
+  /**
+   * Forwards a proxied request; one without the bearer token (a preview URL's) only within the
+   * preview clients' share of connections, and its connection is kept for the next request only
+   * while that share has room.
+   */
+  private void forward(HttpExchange exchange, ProxyEndpoints.Target target) throws IOException {
+    boolean preview = !target.bearer();
+    if (preview && !admission.admitPreview()) {
+      throw new AgentException(ErrorCode.TOO_MANY_PROXIED_REQUESTS, "preview clients use all "
+          + admission.maxPreview() + " connections the agent gives them; try again when one is done",
+          Map.of("limit", admission.maxPreview()));
+    }
+    try {
+      admitted(exchange);
+    } catch (IOException e) {
+      if (preview) {
+        admission.releasePreview();
+      }
+      throw e;
+    }
+    if (preview && !admission.keepPreviewConnection(String.valueOf(exchange.getRemoteAddress()))) {
+      exchange.getResponseHeaders().set("Connection", "close");
+    }
+    lastActivityNanos = System.nanoTime();
+    activeCalls.incrementAndGet();
+    try {
+      proxy.forward(exchange, target);
+    } finally {
+      lastActivityNanos = System.nanoTime();
+      activeCalls.decrementAndGet();
+      if (preview) {
+        admission.releasePreview();
+      }
+    }
+  }
+
+  /** The request showed the token (or a preview admission): it leaves the unauthenticated share. */
+  private static void admitted(HttpExchange exchange) throws IOException {
+    Admission.authenticated();
+    exchange.getResponseHeaders().remove("Connection");
   }
 
   /** When the agent last served a request that counts as activity: now while one is in progress. */
@@ -548,80 +471,9 @@ public final class ApiHandler implements HttpHandler {
     throw notFound(path);
   }
 
-  private static String decode(String segment) {
-    return decode(segment, "processId");
-  }
-
-  private static String decode(String segment, String field) {
-    try {
-      return java.net.URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
-    } catch (IllegalArgumentException e) {
-      throw AgentException.invalid(field, "malformed " + (field.equals("processId") ? "process" : "checkpoint")
-          + " id in path");
-    }
-  }
-
-  private static AgentException notFound(String path) {
-    String shown = path.length() > 200 ? path.substring(0, 200) + "..." : path;
-    return new AgentException(ErrorCode.NOT_FOUND, "no such endpoint: " + shown, Map.of("path", shown));
-  }
-
-  /** Throws 405 unless {@code method} is the first allowed one (further ones are only listed). */
-  private static void allow(String method, String expected, String... alsoAllowed) {
-    if (method.equals(expected)) {
-      return;
-    }
-    StringBuilder allowed = new StringBuilder(expected);
-    for (String m : alsoAllowed) {
-      allowed.append(", ").append(m);
-    }
-    throw new AgentException(ErrorCode.METHOD_NOT_ALLOWED,
-        "method " + method + " is not allowed here; use " + allowed, Map.of("allow", allowed.toString()));
-  }
-
   /** Releases what the routes hold beyond their requests (the proxy's timeout thread); the server has stopped. */
   public void close() {
     proxy.close();
     checkpoints.close();
-  }
-
-  /** Whether the request carries the agent's bearer token (always true without a token). */
-  private boolean hasValidBearer(HttpExchange exchange) {
-    try {
-      authenticate(exchange);
-      return true;
-    } catch (AgentException e) {
-      return false;
-    }
-  }
-
-  private void authenticate(HttpExchange exchange) {
-    if (tokenDigest == null) {
-      return;
-    }
-    String header = exchange.getRequestHeaders().getFirst("Authorization");
-    byte[] presented = null;
-    if (header != null && header.regionMatches(true, 0, "Bearer ", 0, 7)) {
-      int start = 7;
-      while (start < header.length() && header.charAt(start) == ' ') {
-        start++; // RFC 6750 allows several spaces after the scheme, but nothing after the token
-      }
-      // The JDK hands over each header byte as one char: these are the exact bytes sent.
-      presented = header.substring(start).getBytes(StandardCharsets.ISO_8859_1);
-    }
-    // Compare fixed-length digests in constant time, so neither content nor length leaks.
-    if (presented == null || !MessageDigest.isEqual(tokenDigest, sha256(presented))) {
-      throw new AgentException(ErrorCode.UNAUTHORIZED, presented == null
-          ? "missing bearer token: send 'Authorization: Bearer <token>'"
-          : "invalid bearer token");
-    }
-  }
-
-  private static byte[] sha256(byte[] bytes) {
-    try {
-      return MessageDigest.getInstance("SHA-256").digest(bytes);
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException("SHA-256 is required by every JDK", e);
-    }
   }
 }

@@ -49,8 +49,12 @@ final class GitEndpoints {
   private static final Pattern URL = Pattern.compile("([A-Za-z][A-Za-z0-9+.-]*)://(?:([^/@]*)@)?(.*)", Pattern.DOTALL);
   /** scp-like {@code [user@]host:path} (git's rule: a colon before any slash). */
   private static final Pattern SCP_LIKE = Pattern.compile("(?:[^@/:]+@)?[A-Za-z0-9.-]+:(?!//).*");
-  /** Any {@code user:pass@} or {@code user@} of a URL, for redaction. */
-  private static final Pattern USERINFO = Pattern.compile("(://)[^/@\\s]+@");
+  /**
+   * For redaction: from a scheme's {@code ://} to the last {@code @} before the URL ends (at
+   * whitespace or a quote), so a password with an unencoded {@code /}, {@code @} or {@code ?}
+   * is covered whole. A URL whose path holds an {@code @} loses more than its user information.
+   */
+  private static final Pattern USERINFO = Pattern.compile("(://)[^\\s'\"<>`]*@");
   static final String USER_VAR = "SANDBOX_GIT_USERNAME";
   static final String PASSWORD_VAR = "SANDBOX_GIT_PASSWORD";
   /** Answers git's {@code get} with the two variables; stores and erases nothing. */
@@ -69,8 +73,9 @@ final class GitEndpoints {
 
   /** A repository URL split into what git may see and what only its credential helper may. */
   record Source(String url, String user, String password, boolean remote) {
+    /** The URL for messages and logs: credentials of http(s) were taken out already, any other user info goes here. */
     String redacted() {
-      return url; // credentials were removed already
+      return redact(url);
     }
   }
 
@@ -169,19 +174,20 @@ final class GitEndpoints {
       String scheme = m.group(1).toLowerCase(Locale.ROOT);
       switch (scheme) {
         case "http":
-        case "https": {
-          String info = m.group(2);
-          if (info == null) {
-            return new Source(raw, null, null, true);
-          }
-          int colon = info.indexOf(':');
-          String user = decode(colon < 0 ? info : info.substring(0, colon), raw);
-          String password = colon < 0 ? null : decode(info.substring(colon + 1), raw);
-          return new Source(scheme + "://" + m.group(3), user, password, true);
-        }
+        case "https":
+          return httpSource(raw, scheme, raw.substring(raw.indexOf("://") + 3));
         case "git":
-        case "ssh":
+        case "ssh": {
+          String rest = raw.substring(raw.indexOf("://") + 3);
+          int at = userInfoEnd(raw, rest);
+          if (at >= 0 && rest.substring(0, at).indexOf(':') >= 0) {
+            // git would hand 'user:password' to ssh as the user name (into its argv), and git://
+            // has no authentication at all: a password here can only leak.
+            throw invalidUrl(raw, "a password in a " + scheme + ":// URL is not supported (ssh uses the"
+                + " sandbox's keys; git:// has no authentication); use https with credentials");
+          }
           return new Source(raw, null, null, true);
+        }
         case "file":
           return new Source(raw, null, null, false);
         default:
@@ -195,6 +201,53 @@ final class GitEndpoints {
       return new Source(raw, null, null, true); // git@github.com:owner/repo.git
     }
     return new Source(raw, null, null, false); // a local path
+  }
+
+  /**
+   * An http(s) URL without its user information, which travels to git's credential helper
+   * instead. The user information ends at the last {@code @} of the authority, so an unencoded
+   * {@code @} in a password is taken whole; an unencoded {@code /}, {@code ?} or {@code #} in it
+   * cannot be told from a path and is refused (its error shows the URL redacted).
+   */
+  private static Source httpSource(String raw, String scheme, String rest) {
+    int at = userInfoEnd(raw, rest);
+    if (at < 0) {
+      return new Source(raw, null, null, true);
+    }
+    String info = rest.substring(0, at);
+    int colon = info.indexOf(':');
+    String user = decode(colon < 0 ? info : info.substring(0, colon), raw);
+    String password = colon < 0 ? null : decode(info.substring(colon + 1), raw);
+    return new Source(scheme + "://" + rest.substring(at + 1), user, password, true);
+  }
+
+  /**
+   * Where the user information of {@code rest} (a URL after {@code ://}) ends: the last {@code @}
+   * of the authority, or -1 without one. A {@code user:pass} cut short by an unencoded {@code /},
+   * {@code ?} or {@code #} (a colon not followed by a port, and an {@code @} further on) is refused.
+   */
+  private static int userInfoEnd(String raw, String rest) {
+    int authorityEnd = indexOfAny(rest, "/?#");
+    int at = rest.lastIndexOf('@', authorityEnd - 1);
+    if (at >= 0) {
+      return at;
+    }
+    int colon = rest.indexOf(':');
+    if (colon >= 0 && colon < authorityEnd && rest.indexOf('@', authorityEnd) > 0
+        && !rest.substring(colon + 1, authorityEnd).matches("[0-9]*")) {
+      throw invalidUrl(raw, "its user information holds an unencoded '/', '?' or '#':"
+          + " percent-encode the user name and password (%2F, %3F, %23)");
+    }
+    return -1;
+  }
+
+  private static int indexOfAny(String s, String chars) {
+    for (int i = 0; i < s.length(); i++) {
+      if (chars.indexOf(s.charAt(i)) >= 0) {
+        return i;
+      }
+    }
+    return s.length();
   }
 
   private static String decode(String s, String raw) {

@@ -57,6 +57,8 @@ final class ProxyEndpoints {
   /** The largest response head (status line and headers) accepted from a server. */
   static final int MAX_HEAD_BYTES = 64 * 1024;
   private static final int BUFFER = 16 * 1024;
+  /** How long a server may stay silent towards a preview (non-bearer) client, at most. */
+  static final long PREVIEW_SILENCE_MS = 30_000;
   /** RFC 9110 hop-by-hop headers, plus the old Proxy-Connection; never forwarded either way. */
   private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
       "proxy-authorization", "proxy-connection", "te", "trailer", "transfer-encoding", "upgrade");
@@ -330,7 +332,10 @@ final class ProxyEndpoints {
       throw new AgentException(ErrorCode.SERVICE_NOT_RESPONDING, "cannot reach port " + target.port()
           + " in the sandbox: " + e.getMessage(), Map.of("port", target.port()));
     }
-    Timeouts.Watch watch = timeouts.watch(up);
+    // A preview client's exchange waits on a silent server for less long: it holds one of the few
+    // connections preview clients get, and the agent cannot see its client hang up meanwhile.
+    Timeouts.Watch watch = timeouts.watch(up, target.bearer() ? config.proxyTimeoutMs()
+        : Math.min(config.proxyTimeoutMs(), PREVIEW_SILENCE_MS));
     try {
       pass(exchange, target, up, watch);
     } finally {
@@ -606,7 +611,7 @@ final class ProxyEndpoints {
   private AgentException upstreamFailed(Target target, Timeouts.Watch watch, String message) {
     if (watch.timedOut()) {
       return new AgentException(ErrorCode.UPSTREAM_TIMEOUT, "the server on port " + target.port() + " did not answer within "
-          + config.proxyTimeoutMs() + " ms", Map.of("port", target.port(), "timeoutMs", config.proxyTimeoutMs()));
+          + watch.limitMs() + " ms", Map.of("port", target.port(), "timeoutMs", watch.limitMs()));
     }
     return new AgentException(ErrorCode.UPSTREAM_INVALID_RESPONSE, "port " + target.port() + ": " + message,
         Map.of("port", target.port()));
@@ -788,11 +793,13 @@ final class ProxyEndpoints {
     /** One connection under watch. */
     static final class Watch {
       private final Upstreams.Connection connection;
+      private final long limitNanos;
       private volatile long lastNanos = System.nanoTime();
       private volatile boolean timedOut;
 
-      Watch(Upstreams.Connection connection) {
+      Watch(Upstreams.Connection connection, long limitNanos) {
         this.connection = connection;
+        this.limitNanos = limitNanos;
       }
 
       void touch() {
@@ -802,11 +809,15 @@ final class ProxyEndpoints {
       boolean timedOut() {
         return timedOut;
       }
+
+      long limitMs() {
+        return TimeUnit.NANOSECONDS.toMillis(limitNanos);
+      }
     }
 
-    /** Watches {@code c}; once closed, closes it and throws. */
-    Watch watch(Upstreams.Connection c) throws IOException {
-      Watch w = new Watch(c);
+    /** Watches {@code c}, silent for at most {@code limitMs}; once closed, closes it and throws. */
+    Watch watch(Upstreams.Connection c, long limitMs) throws IOException {
+      Watch w = new Watch(c, Math.min(timeoutNanos, TimeUnit.MILLISECONDS.toNanos(limitMs)));
       watches.add(w);
       if (!startThread()) {
         watches.remove(w);
@@ -828,7 +839,8 @@ final class ProxyEndpoints {
       if (thread != null) {
         return true;
       }
-      long periodMs = Math.max(10, Math.min(1000, TimeUnit.NANOSECONDS.toMillis(timeoutNanos) / 4));
+      long periodMs = Math.max(10, Math.min(1000,
+          TimeUnit.NANOSECONDS.toMillis(Math.min(timeoutNanos, TimeUnit.MILLISECONDS.toNanos(PREVIEW_SILENCE_MS))) / 4));
       thread = new Thread(null, () -> {
         while (true) {
           try {
@@ -838,7 +850,7 @@ final class ProxyEndpoints {
           }
           long now = System.nanoTime();
           for (Watch w : watches) {
-            if (now - w.lastNanos > timeoutNanos) {
+            if (now - w.lastNanos > w.limitNanos) {
               w.timedOut = true;
               watches.remove(w);
               try {

@@ -12,7 +12,7 @@ import org.junit.jupiter.api.Test;
 class ProxyEndpointsTest {
   private static ProxyEndpoints.UpstreamReader reader(String bytes) {
     return new ProxyEndpoints.UpstreamReader(new ByteArrayInputStream(bytes.getBytes(StandardCharsets.ISO_8859_1)),
-        new ProxyEndpoints.Timeouts.Watch(null));
+        new ProxyEndpoints.Timeouts.Watch(null, Long.MAX_VALUE));
   }
 
   @Test

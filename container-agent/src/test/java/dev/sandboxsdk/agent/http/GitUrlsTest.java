@@ -1,0 +1,65 @@
+package dev.sandboxsdk.agent.http;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+
+import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.ErrorCode;
+import org.junit.jupiter.api.Test;
+
+/** Repository URLs: credentials never reach git's argv, an error, the context or the log line. */
+class GitUrlsTest {
+  private static final String SECRET = "s3cr3tPW";
+
+  @Test
+  void redactionCoversUserInformationOfEveryScheme() {
+    for (String url : new String[] {"ssh://u:" + SECRET + "@h/r.git", "git://u:" + SECRET + "@h/r.git",
+        "https://u:" + SECRET + "@h/r.git", "https://u:ab/" + SECRET + "@h/r.git", "https://u:ab@" + SECRET + "@h/r.git",
+        "HTTP://u:ab?" + SECRET + "@h/r.git"}) {
+      assertThat(GitEndpoints.redact("fatal: unable to access '" + url + "/': 403"))
+          .as(url).doesNotContain(SECRET).contains("://***@h/r.git/': 403");
+    }
+    assertThat(GitEndpoints.redact("a https://u:p@h/x and ssh://k:q@g/y"))
+        .as("each URL of a text on its own").isEqualTo("a https://***@h/x and ssh://***@g/y");
+  }
+
+  @Test
+  void aPasswordInAnSshOrGitUrlIsRefusedWithoutShowingIt() {
+    for (String url : new String[] {"ssh://u:" + SECRET + "@h/r.git", "git://u:" + SECRET + "@h/r.git",
+        "ssh://u:ab/" + SECRET + "@h/r.git"}) {
+      AgentException e = catchThrowableOfType(() -> GitEndpoints.source(url), AgentException.class);
+      assertThat(e).as(url).isNotNull();
+      assertThat(e.code()).isEqualTo(ErrorCode.INVALID_GIT_URL);
+      assertThat(e.getMessage() + e.context()).as(url).doesNotContain(SECRET);
+    }
+    GitEndpoints.Source user = GitEndpoints.source("ssh://git@h:22/r.git");
+    assertThat(user.url()).isEqualTo("ssh://git@h:22/r.git");
+    assertThat(user.redacted()).isEqualTo("ssh://***@h:22/r.git");
+    assertThat(GitEndpoints.source("ssh://h:22/r@v1.git").url()).as("a port, then an '@' in the path")
+        .isEqualTo("ssh://h:22/r@v1.git");
+  }
+
+  @Test
+  void httpCredentialsLeaveTheUrlEvenWithAnUnencodedAt() {
+    GitEndpoints.Source s = GitEndpoints.source("https://u:ab@" + SECRET + "@h/r.git");
+    assertThat(s.url()).isEqualTo("https://h/r.git");
+    assertThat(s.user()).isEqualTo("u");
+    assertThat(s.password()).isEqualTo("ab@" + SECRET);
+    GitEndpoints.Source encoded = GitEndpoints.source("https://u:ab%2F" + SECRET + "@h/r.git");
+    assertThat(encoded.url()).isEqualTo("https://h/r.git");
+    assertThat(encoded.password()).isEqualTo("ab/" + SECRET);
+  }
+
+  @Test
+  void anHttpPasswordCutShortByAnUnencodedSlashIsRefusedRedacted() {
+    for (String url : new String[] {"https://u:ab/" + SECRET + "@h/r.git", "https://u:ab?" + SECRET + "@h/r.git",
+        "http://u:ab#" + SECRET + "@h/r.git"}) {
+      AgentException e = catchThrowableOfType(() -> GitEndpoints.source(url), AgentException.class);
+      assertThat(e).as(url).isNotNull();
+      assertThat(e.code()).isEqualTo(ErrorCode.INVALID_GIT_URL);
+      assertThat(e.getMessage() + e.context()).as(url).doesNotContain(SECRET).contains("://***@h/r.git");
+    }
+    assertThat(GitEndpoints.source("https://h:8443/r@v1.git").url()).as("a port, then an '@' in the path")
+        .isEqualTo("https://h:8443/r@v1.git");
+  }
+}
