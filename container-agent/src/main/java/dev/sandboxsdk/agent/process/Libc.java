@@ -113,6 +113,11 @@ final class Libc {
     }
   }
 
+  /** Whether {@link #load()} bound every function. */
+  static boolean isLoaded() {
+    return loaded;
+  }
+
   /** The C library {@link #load()} bound, or null before it did. */
   static NativeLibrary library() {
     return library;

@@ -33,6 +33,11 @@ final class OutputPump {
   private FileInputStream in;
   // The event-loop mode: the FIFO's descriptor, opened non-blocking, or -1.
   private int fd = -1;
+  /**
+   * Our read end, opened (non-blocking) before the spawn where the C library is bound: a command
+   * that deletes the FIFO's name (a wiped temp directory) cannot then keep us from reading it.
+   */
+  private int early = -1;
   private EventLoop loop;
   private long loopKey;
   private ManagedProcess.OutputSink loopSink;
@@ -56,6 +61,9 @@ final class OutputPump {
   static OutputPump prepare(FifoPool pool, Executor io, String name) throws IOException {
     OutputPump pump = new OutputPump(pool.take(), pool, io, name);
     pump.holder = new RandomAccessFile(pump.fifo.toFile(), "rw");
+    if (Libc.isLoaded()) {
+      pump.early = Libc.open(pump.fifo.toString(), Libc.O_RDONLY | Libc.O_NONBLOCK | Libc.O_CLOEXEC, 0);
+    }
     return pump;
   }
 
@@ -95,15 +103,25 @@ final class OutputPump {
   void spawned(EventLoop loop) throws IOException {
     try {
       if (loop != null) {
-        fd = Libc.open(fifo.toString(), Libc.O_RDONLY | Libc.O_NONBLOCK | Libc.O_CLOEXEC, 0);
+        if (early >= 0) {
+          fd = early;
+          early = -1;
+        } else {
+          fd = Libc.open(fifo.toString(), Libc.O_RDONLY | Libc.O_NONBLOCK | Libc.O_CLOEXEC, 0);
+        }
         if (fd < 0) {
           throw new IOException("cannot open " + fifo + ": " + Libc.strerror(Libc.errno()));
         }
         this.loop = loop;
       } else {
-        in = new FileInputStream(fifo.toFile()); // writers exist, so this does not block
+        // Writers exist, so this does not block; through our early descriptor the name is not needed.
+        in = new FileInputStream(early >= 0 ? "/proc/self/fd/" + early : fifo.toString());
       }
     } finally {
+      if (early >= 0) {
+        Libc.close(early);
+        early = -1;
+      }
       holder.close();
     }
   }
@@ -115,6 +133,10 @@ final class OutputPump {
     }
     try {
       holder.close();
+      if (early >= 0) {
+        Libc.close(early);
+        early = -1;
+      }
       if (in != null) {
         in.close();
       }
