@@ -147,7 +147,9 @@ class HostileAdmissionIT {
         + " %d preview requests refused with 429 and %d at the cap, %d cut with 504 within %d ms%n", ok, ms, refused,
         closed, cut, holdMs);
     assertThat(ok).as("authenticated execs during the hold").isEqualTo(20);
-    assertThat(refused).as("preview requests past their share, answered 429").isGreaterThanOrEqualTo(80 - 16 - 16);
+    // How many get their 429 before the JDK's cap closes the rest at accept depends on how fast the
+    // agent runs (32 and 32 on a loaded machine); either way none of them reaches the server.
+    assertThat(refused).as("preview requests past their share, answered 429").isPositive();
     assertThat(refused + closed + failedToSend).as("preview requests past their share, answered 429 or closed at the cap")
         .isEqualTo(80 - 16);
     assertThat(cut).as("held preview requests cut by the preview silence limit").isEqualTo(16);
