@@ -5,9 +5,8 @@ import com.sun.jna.Platform;
 import dev.sandboxsdk.agent.process.NativeLibc;
 
 /**
- * The system calls that resolve a caller's path relative to a directory descriptor, and that give
- * one thread the command user's file system identity. JNA direct mapping, Linux on x86-64 and
- * aarch64 only (the numbers below differ between the two).
+ * The system calls that resolve a caller's path relative to a directory descriptor. JNA direct
+ * mapping, Linux on x86-64 and aarch64 only (O_DIRECTORY and O_NOFOLLOW differ between the two).
  */
 final class FsCalls {
   // <fcntl.h>: O_PATH and O_CLOEXEC are the same on both, O_DIRECTORY and O_NOFOLLOW are not
@@ -19,15 +18,8 @@ final class FsCalls {
   static final int ENOENT = 2;
   static final int EACCES = 13;
   static final int ENOTDIR = 20;
-  static final int EINVAL = 22;
   static final int ENAMETOOLONG = 36;
   static final int ELOOP = 40;
-  // syscall numbers: the raw calls change this thread's credentials only (glibc's wrappers of
-  // setgroups would change every thread's)
-  private static final long SYS_SETFSUID = Platform.isIntel() ? 122 : 151;
-  private static final long SYS_SETFSGID = Platform.isIntel() ? 123 : 152;
-  private static final long SYS_SETGROUPS = Platform.isIntel() ? 116 : 159;
-
   private static final String UNAVAILABLE;
 
   static {
@@ -56,23 +48,6 @@ final class FsCalls {
   static native int close(int fd);
 
   static native long readlinkat(int dirfd, String path, byte[] buf, long size);
-
-  static native int getgroups(int size, int[] list);
-
-  static native long syscall(long number, long arg1, int[] arg2);
-
-  static long setfsuid(long uid) {
-    return syscall(SYS_SETFSUID, uid, null);
-  }
-
-  static long setfsgid(long gid) {
-    return syscall(SYS_SETFSGID, gid, null);
-  }
-
-  /** This thread's supplementary groups; 0 on success. */
-  static long setgroups(int[] groups) {
-    return syscall(SYS_SETGROUPS, groups.length, groups.length == 0 ? null : groups);
-  }
 
   static int errno() {
     return Native.getLastError();

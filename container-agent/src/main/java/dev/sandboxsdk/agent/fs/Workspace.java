@@ -3,6 +3,7 @@ package dev.sandboxsdk.agent.fs;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.process.CommandUser;
+import dev.sandboxsdk.agent.process.FileIdentity;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
@@ -79,8 +80,8 @@ public final class Workspace {
   }
 
   /** Runs {@code action} with the command user's file system identity on this thread, if there is one. */
-  public <T> T asUser(FsAction<T> action) throws IOException {
-    return user == null ? action.run() : Credentials.as(user.uid(), user.gid(), action);
+  public <T> T asUser(FileIdentity.Work<T> work) throws IOException {
+    return user == null ? work.run() : FileIdentity.as(user.uid(), user.gid(), work);
   }
 
   /**

@@ -47,7 +47,6 @@ final class FileEndpoints {
   static final int MAX_JSON_READ_BYTES = 32 * 1024 * 1024;
   /** The most entries one list-files answer holds; more sets {@code truncated}. */
   static final int MAX_LIST_ENTRIES = 10_000;
-  private static final LinkOption[] NOFOLLOW = {LinkOption.NOFOLLOW_LINKS};
 
   private final AgentConfig config;
   private final OutputBudget budget;

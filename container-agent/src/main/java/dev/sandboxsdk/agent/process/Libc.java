@@ -184,14 +184,6 @@ final class Libc {
 
   static native int kill(int pid, int signal);
 
-  /**
-   * Sets this thread's file-system uid (Linux credentials are per thread; glibc does not pass this
-   * one on to the other threads) and returns the previous one; {@code -1} only reads it.
-   */
-  static native int setfsuid(int fsuid);
-
-  /** As {@link #setfsuid}, for the file-system gid. */
-  static native int setfsgid(int fsgid);
 
   static native long syscall(long number, int arg1, int arg2);
 

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.agent.process;
 
+import dev.sandboxsdk.agent.AgentException;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -270,19 +271,11 @@ final class ProcessGroups {
    * (no CAP_SETUID or CAP_SETGID); the caller then runs the helper.
    */
   private List<Marked> markedWithUsersFileIds(String name, String prefix) {
-    int gid = (int) scanAs.gid();
-    int uid = (int) scanAs.uid();
-    int oldGid = Libc.setfsgid(gid);
-    int oldUid = Libc.setfsuid(uid);
     try {
-      if (Libc.setfsgid(-1) != gid || Libc.setfsuid(-1) != uid) {
-        log.debug("cannot switch the file-system ids to {}; scanning with a helper", scanAs);
-        return null;
-      }
-      return marked(name, prefix);
-    } finally {
-      Libc.setfsuid(oldUid);
-      Libc.setfsgid(oldGid);
+      return FileIdentity.as(scanAs.uid(), scanAs.gid(), () -> marked(name, prefix));
+    } catch (AgentException | IOException e) {
+      log.debug("cannot switch the file-system ids to {}; scanning with a helper: {}", scanAs, e.getMessage());
+      return null;
     }
   }
 
