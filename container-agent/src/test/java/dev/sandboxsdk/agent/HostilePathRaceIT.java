@@ -80,8 +80,19 @@ class HostilePathRaceIT {
       }
       assertThat(ws.resolve("swapper-ready")).exists();
 
+      long fdsBefore = openFds();
+      int threadsBefore = Thread.activeCount();
       List<String> escapes = race(agent, host);
       agent.delete("/api/process/" + swapper + "?signal=SIGKILL");
+      long settle = System.currentTimeMillis() + 15_000;
+      while ((openFds() > fdsBefore + 16 || Thread.activeCount() > threadsBefore + 16)
+          && System.currentTimeMillis() < settle) {
+        Thread.sleep(100);
+      }
+      // The agent runs in this JVM: its descriptors (directory walks, held anchors) and threads
+      // (watches) must come back after thousands of raced requests.
+      assertThat(openFds()).as("descriptors after the race").isLessThanOrEqualTo(fdsBefore + 16);
+      assertThat(Thread.activeCount()).as("threads after the race").isLessThanOrEqualTo(threadsBefore + 16);
 
       assertThat(escapes).as("answers that left the workspace").isEmpty();
       try (Stream<Path> s = Files.list(host)) {
@@ -241,6 +252,12 @@ class HostilePathRaceIT {
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
       return "interrupted";
+    }
+  }
+
+  private static long openFds() throws IOException {
+    try (Stream<Path> s = Files.list(Path.of("/proc/self/fd"))) {
+      return s.count();
     }
   }
 
