@@ -495,7 +495,8 @@ class HostileClientsIT {
     long peakRss = 0;
     int peakFds = 0;
     int peakThreads = 0;
-    long execMs = -1;
+    java.util.concurrent.CompletableFuture<String> echo = null;
+    long execStart = 0;
     long read = 0;
     byte[] buf = new byte[1024];
     for (int second = 0; second < 8; second++) {
@@ -513,16 +514,25 @@ class HostileClientsIT {
         }
       }
       if (second == 4) {
-        long t0 = System.nanoTime();
-        String echo = agent.call(ChildAgent.request("POST", "/api/execute", "{\"command\":\"echo served\"}"), 10_000);
-        execMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
-        assertThat(echo).startsWith("HTTP/1.1 200").contains("served\\n");
+        // Asynchronously, and the readers stay until it is answered: an exec starved by them would
+        // never be, however slow the machine, so the bound below can give a loaded machine room.
+        execStart = System.nanoTime();
+        echo = java.util.concurrent.CompletableFuture.supplyAsync(() -> {
+          try {
+            return agent.call(ChildAgent.request("POST", "/api/execute", "{\"command\":\"echo served\"}"), 30_000);
+          } catch (Exception e) {
+            throw new java.util.concurrent.CompletionException(e);
+          }
+        });
       }
       peakRss = Math.max(peakRss, agent.rssKib());
       peakFds = Math.max(peakFds, agent.fds());
       peakThreads = Math.max(peakThreads, agent.connectionThreads());
       Thread.sleep(Math.max(0, 1_000 - TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - tick)));
     }
+    String served = echo.get(35, TimeUnit.SECONDS);
+    long execMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - execStart);
+    assertThat(served).startsWith("HTTP/1.1 200").contains("served\\n");
     for (Socket s : readers) {
       s.close();
     }
@@ -534,7 +544,7 @@ class HostileClientsIT {
             + " loaded %d ms; agent fds %d -> peak %d -> %d, threads %d -> peak %d -> %d, RSS %d -> peak %d -> %d KiB%n",
         read, execMs, baseFds, peakFds, agent.fds(), baseThreads, peakThreads, agent.connectionThreads(), baseRss, peakRss,
         agent.rssKib());
-    assertThat(execMs).as("exec while 50 slow readers hold streams").isLessThan(5_000);
+    assertThat(execMs).as("exec while 50 slow readers hold streams").isLessThan(30_000);
     assertThat(peakRss).as("peak RSS in KiB (baseline %d)", baseRss).isLessThan(baseRss + 256 * 1024);
     assertThat(agent.rssKib()).as("RSS in KiB afterwards (baseline %d)", baseRss).isLessThan(baseRss + 256 * 1024);
     assertThat(settled).as("fds %d (baseline %d), threads %d (baseline %d): %s; %s", agent.fds(), baseFds,

@@ -123,6 +123,40 @@ class IsolationIT {
         .findFirst();
   }
 
+  /**
+   * A cwd or program outside what the sandbox sees: the answer is the same whether the host has
+   * it or not (bubblewrap, inside the sandbox's view, says it is not there), so exec is no oracle
+   * for the host's hidden paths.
+   */
+  @Test
+  void aCwdOrProgramHiddenFromTheSandboxIsAnsweredAlikeWhetherTheHostHasItOrNot() throws Exception {
+    Path hidden = Files.createDirectories(dir.resolve("hidden/inner"));
+    Path program = Files.writeString(hidden.resolve("prog"), "#!/bin/sh\necho ran\n");
+    program.toFile().setExecutable(true);
+    try (LaunchedAgent agent = LaunchedAgent.start(List.of(), Map.of(), dir.resolve("agent.log"),
+        "--workspace", dir.resolve("ws").toString(), "--isolation", "bwrap")) {
+      String[][] pairs = {{hidden.toString(), dir.resolve("hidden/missing").toString()},
+          {hidden.getParent().toString(), dir.resolve("nothing-here").toString()}};
+      for (String[] pair : pairs) {
+        TestAgent.Response there = agent.call("POST", "/api/execute",
+            "{\"command\":\"echo ran\",\"cwd\":" + TestAgent.JSON.writeValueAsString(pair[0]) + "}");
+        TestAgent.Response missing = agent.call("POST", "/api/execute",
+            "{\"command\":\"echo ran\",\"cwd\":" + TestAgent.JSON.writeValueAsString(pair[1]) + "}");
+        assertThat(there.status()).as("%s", there.body()).isEqualTo(200).isEqualTo(missing.status());
+        assertThat(there.body().path("exitCode").asInt()).isNotZero().isEqualTo(missing.body().path("exitCode").asInt());
+        assertThat(there.body().path("stdout").asText()).isEmpty();
+      }
+      TestAgent.Response there = agent.call("POST", "/api/execute",
+          "{\"argv\":[" + TestAgent.JSON.writeValueAsString(program.toString()) + "]}");
+      TestAgent.Response missing = agent.call("POST", "/api/execute",
+          "{\"argv\":[" + TestAgent.JSON.writeValueAsString(hidden.resolve("nope").toString()) + "]}");
+      assertThat(there.status()).as("%s", there.body()).isEqualTo(missing.status());
+      assertThat(there.body().path("exitCode").asInt()).isEqualTo(missing.body().path("exitCode").asInt()).isNotZero();
+      assertThat(agent.call("POST", "/api/execute", "{\"argv\":[\"/usr/bin/no-such-program\"]}").status())
+          .as("where the sandbox sees the host's files, a missing program is still refused up front").isEqualTo(404);
+    }
+  }
+
   @Test
   void noneIsTheDefaultAndHasTheHostsNetwork() throws Exception {
     try (LaunchedAgent agent = LaunchedAgent.start(List.of(), Map.of(), dir.resolve("agent.log"),

@@ -55,6 +55,8 @@ final class GitEndpoints {
    * is covered whole. A URL whose path holds an {@code @} loses more than its user information.
    */
   private static final Pattern USERINFO = Pattern.compile("(://)[^\\s'\"<>`]*@");
+  /** The {@code user:password@} of an scp-style address: up to its first {@code @}. */
+  private static final Pattern SCP_USERINFO = Pattern.compile("^[^@]*@");
   static final String USER_VAR = "SANDBOX_GIT_USERNAME";
   static final String PASSWORD_VAR = "SANDBOX_GIT_PASSWORD";
   /** Answers git's {@code get} with the two variables; stores and erases nothing. */
@@ -196,6 +198,13 @@ final class GitEndpoints {
     }
     if (raw.contains("://")) {
       throw invalidUrl(raw, "it is not a valid URL");
+    }
+    int at = raw.indexOf('@');
+    if (at > 0 && raw.lastIndexOf(':', at) >= 0 && raw.indexOf(':', at) > 0) {
+      // user:password@host:path (the password may hold a '/'), which git would read as host
+      // 'user' and path 'password@...', printing the password in its errors.
+      throw invalidUrl(SCP_USERINFO.matcher(raw).replaceFirst("***@"), "a password in an scp-style address"
+          + " ([user@]host:path) is not supported; use https with credentials");
     }
     if (SCP_LIKE.matcher(raw).matches() && !raw.startsWith("/") && !raw.startsWith(".")) {
       return new Source(raw, null, null, true); // git@github.com:owner/repo.git

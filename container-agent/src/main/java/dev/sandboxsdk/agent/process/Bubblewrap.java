@@ -160,6 +160,16 @@ public final class Bubblewrap {
     return network;
   }
 
+  /**
+   * Whether a command sees {@code p} as the host does: inside the workspace or a system
+   * directory bound read-only. Elsewhere the sandbox's view is its own, so the agent must not
+   * answer a caller from what the host holds there (that would tell of hidden host paths).
+   */
+  boolean seenAsOnHost(Path p) {
+    Path n = p.toAbsolutePath().normalize();
+    return n.startsWith(workspace) || SYSTEM_DIRS.stream().anyMatch(d -> n.startsWith(d));
+  }
+
   /** What goes between {@code setsid} and the command's argv, for a command that starts in {@code cwd}. */
   List<String> prefix(Path cwd) {
     List<String> cmd = new ArrayList<>();

@@ -551,7 +551,8 @@ public final class ProcessManager implements AutoCloseable {
       cmd.add("--chdir=" + cwd);
       pb.directory(ROOT_DIR);
     } else {
-      pb.directory(cwd.toFile());
+      // Isolated, the host directory may not be the one bubblewrap changes into (--chdir).
+      pb.directory(bubblewrap != null ? config.workspace().toFile() : cwd.toFile());
     }
     if (bubblewrap != null) {
       // setsid (or the native spawn's own session), then bwrap: the outer bwrap is the group
@@ -568,7 +569,7 @@ public final class ProcessManager implements AutoCloseable {
       if (commandUser != null) {
         checkExecutableAsUser(spec.argv().get(0), cwd, env.get("PATH"));
       } else {
-        checkExecutable(spec.argv().get(0), cwd, env.get("PATH"));
+        checkExecutable(spec.argv().get(0), cwd, env.get("PATH"), p -> bubblewrap == null || bubblewrap.seenAsOnHost(p));
       }
       cmd.addAll(spec.argv());
     } else {
@@ -726,7 +727,14 @@ public final class ProcessManager implements AutoCloseable {
     } catch (InvalidPathException e) {
       throw AgentException.invalid("cwd", "cwd is not a valid path: " + e.getMessage());
     }
-    Seen seen = commandUser != null ? lookAsUser(dir) : Files.isDirectory(dir) ? Seen.DIRECTORY : Seen.MISSING;
+    Seen seen;
+    if (bubblewrap != null && !bubblewrap.seenAsOnHost(dir)) {
+      // The sandbox's view outside the workspace is not the host's: bubblewrap changes into it
+      // there (and says so if it cannot), so no answer here tells what the host holds.
+      seen = Seen.UNKNOWN;
+    } else {
+      seen = commandUser != null ? lookAsUser(dir) : Files.isDirectory(dir) ? Seen.DIRECTORY : Seen.MISSING;
+    }
     if (seen != Seen.DIRECTORY && seen != Seen.UNKNOWN) {
       throw new AgentException(ErrorCode.VALIDATION_FAILED,
           "cwd '" + abbreviate(cwd) + "' is not an existing directory in the sandbox",
@@ -735,14 +743,24 @@ public final class ProcessManager implements AutoCloseable {
     return dir;
   }
 
-  private static void checkExecutable(String program, Path cwd, String path) {
+  /**
+   * Refuses a program that is not there or not executable, looking only where {@code visible}
+   * says the command sees what the host holds; elsewhere the command finds out itself.
+   */
+  private static void checkExecutable(String program, Path cwd, String path, Predicate<Path> visible) {
     Path found = null;
     if (program.contains("/")) {
       Path p = cwd.resolve(program);
+      if (!visible.test(p)) {
+        return;
+      }
       found = Files.exists(p) ? p : null;
     } else {
       for (String dir : (path == null ? ProcessGroups.DEFAULT_PATH : path).split(":")) {
         Path p = cwd.resolve(dir.isEmpty() ? "." : dir).resolve(program);
+        if (!visible.test(p)) {
+          return; // a PATH entry the sandbox sees otherwise: the command's own lookup decides
+        }
         if (Files.isRegularFile(p) && Files.isExecutable(p)) {
           return;
         }

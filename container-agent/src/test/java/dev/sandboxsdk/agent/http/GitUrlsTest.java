@@ -40,6 +40,20 @@ class GitUrlsTest {
   }
 
   @Test
+  void aPasswordInAnScpStyleAddressIsRefusedWithoutShowingIt() {
+    for (String url : new String[] {"u:" + SECRET + "@h:r.git", "u:ab/" + SECRET + "@h:r.git",
+        "u:" + SECRET + "@github.com:o/r.git", ":" + SECRET + "@h:r"}) {
+      AgentException e = catchThrowableOfType(() -> GitEndpoints.source(url), AgentException.class);
+      assertThat(e).as(url).isNotNull();
+      assertThat(e.code()).isEqualTo(ErrorCode.INVALID_GIT_URL);
+      assertThat(e.getMessage() + e.context()).as(url).doesNotContain(SECRET).contains("***@");
+    }
+    assertThat(GitEndpoints.source("git@github.com:o/r.git").url()).isEqualTo("git@github.com:o/r.git");
+    assertThat(GitEndpoints.source("github.com:o/r@v1.git").url()).as("an '@' after the path's slash")
+        .isEqualTo("github.com:o/r@v1.git");
+  }
+
+  @Test
   void httpCredentialsLeaveTheUrlEvenWithAnUnencodedAt() {
     GitEndpoints.Source s = GitEndpoints.source("https://u:ab@" + SECRET + "@h/r.git");
     assertThat(s.url()).isEqualTo("https://h/r.git");
