@@ -111,6 +111,7 @@ public final class AgentServer implements AutoCloseable {
     }
     server.start();
     int port = server.getAddress().getPort();
+    admission.watchSilentConnections(port);
     String host = address.isAnyLocalAddress() ? "127.0.0.1" : address.getHostAddress();
     if (address instanceof Inet6Address && !address.isAnyLocalAddress()) {
       host = "[" + host + "]";

@@ -101,6 +101,79 @@ class HostileAdmissionIT {
   }
 
   /**
+   * 150 connections that send nothing, each reopened as soon as the agent closes it, on an agent
+   * with 64 connections; authenticated execs meanwhile for 25 s, each on a new connection. Before
+   * the fix the silent ones held the cap until the JDK server's 30 s idle deadline and, reopened,
+   * kept every exec out; now the kernel hands them over only after the header deadline and the
+   * agent closes them a second later.
+   */
+  @Test
+  void clientsThatConnectAndSendNothingCannotStarveAuthenticatedOnes() throws Exception {
+    ChildAgent agent = agent("--max-connections", "64");
+    agent.call("GET", "/api/ping", null);
+    int baseFds = agent.fds();
+    int baseThreads = agent.connectionThreads();
+    AtomicBoolean stop = new AtomicBoolean();
+    AtomicInteger opened = new AtomicInteger();
+    Thread attacker = new Thread(() -> holdSilent(agent, 150, stop, opened), "silent-holder");
+    attacker.setDaemon(true);
+    attacker.start();
+    int[] ok;
+    long ms;
+    try {
+      assertThat(ChildAgent.await(10_000, () -> opened.get() >= 150)).as("the holder opened its connections").isTrue();
+      Thread.sleep(1_000);
+      long start = System.nanoTime();
+      ok = execs(agent, 200, 25_000);
+      ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+    } finally {
+      stop.set(true);
+      attacker.join(10_000);
+    }
+    System.out.printf("150 silent holders (%d connections opened in all): %d of %d authenticated execs succeeded"
+        + " in %d ms%n", opened.get(), ok[0], ok[1], ms);
+    assertThat(ok[0]).as("authenticated execs that succeeded of %d", ok[1]).isGreaterThanOrEqualTo(ok[1] * 99 / 100);
+    assertThat(opened.get()).as("the agent closed and the holder reopened connections").isGreaterThan(150);
+    assertSettled(agent, baseFds, baseThreads);
+  }
+
+  /** Keeps {@code n} connections open that send nothing, reopening each the agent closes, until {@code stop}. */
+  static void holdSilent(ChildAgent agent, int n, AtomicBoolean stop, AtomicInteger opened) {
+    java.net.InetSocketAddress address = new java.net.InetSocketAddress("127.0.0.1", agent.port);
+    try (java.nio.channels.Selector selector = java.nio.channels.Selector.open()) {
+      int open = 0;
+      while (!stop.get()) {
+        for (; open < n && !stop.get(); open++) {
+          java.nio.channels.SocketChannel c = java.nio.channels.SocketChannel.open(address);
+          c.configureBlocking(false);
+          c.register(selector, java.nio.channels.SelectionKey.OP_READ);
+          opened.incrementAndGet();
+        }
+        selector.select(50);
+        for (java.nio.channels.SelectionKey k : selector.selectedKeys()) {
+          java.nio.channels.SocketChannel c = (java.nio.channels.SocketChannel) k.channel();
+          try {
+            if (c.read(java.nio.ByteBuffer.allocate(256)) >= 0) {
+              continue; // an answer without a request would be a defect; the test sees it as no close
+            }
+          } catch (IOException e) {
+            // reset: closed as well
+          }
+          k.cancel();
+          c.close();
+          open--;
+        }
+        selector.selectedKeys().clear();
+      }
+      for (java.nio.channels.SelectionKey k : selector.keys()) {
+        k.channel().close();
+      }
+    } catch (IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
+  }
+
+  /**
    * 80 requests through a preview URL (its cookie, no bearer token) to a server that accepts and
    * never answers, on an agent with 64 connections: the API stays reachable during the hold, the
    * exchanges past the preview share get 429 at once, and the held ones end within the preview

@@ -29,6 +29,8 @@ import org.slf4j.LoggerFactory;
  *       their token at once.
  *   <li>Proxied exchanges without the bearer token (preview URLs) may use at most {@link
  *       #maxPreview} connections: in progress, and kept open afterwards for the next request.
+ *   <li>Connections that send nothing at all are kept to the same deadline and share by {@link
+ *       SilentConnections}, once {@link #watchSilentConnections} is called.
  * </ul>
  *
  * <p>Thread-safe. {@link #close()} stops the deadline thread.
@@ -51,6 +53,7 @@ public final class Admission implements AutoCloseable {
   private final AtomicInteger shed = new AtomicInteger();
   private final Thread deadlines;
   private volatile boolean closed;
+  private volatile SilentConnections silent;
 
   /**
    * @param maxConnections the JDK server's connection cap
@@ -204,6 +207,24 @@ public final class Admission implements AutoCloseable {
   public void close() {
     closed = true;
     deadlines.interrupt();
+    SilentConnections s = silent;
+    if (s != null) {
+      s.close();
+    }
+  }
+
+  /**
+   * Starts keeping connections that send nothing (which this executor never sees) to the same
+   * deadline and share, on the server's {@code port}: see {@link SilentConnections}.
+   */
+  public void watchSilentConnections(int port) {
+    silent = SilentConnections.start(port, maxReading, TimeUnit.NANOSECONDS.toMillis(headerDeadlineNanos));
+  }
+
+  /** Connections shut down so far for sending nothing. */
+  public int silentShutCount() {
+    SilentConnections s = silent;
+    return s == null ? 0 : s.shutCount();
   }
 
   private enum Phase { READING, HANDLER, SHED, DONE }
