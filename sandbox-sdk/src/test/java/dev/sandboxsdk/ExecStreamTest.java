@@ -370,21 +370,40 @@ class ExecStreamTest extends MockAgentTest {
   }
 
   @Test
-  void aStreamWhoseAnswerNeverComesFailsWithTimeoutException() throws Exception {
-    // No status line at all: the liveness window also covers the wait for the response.
+  void aStreamWhoseAnswerNeverComesFailsWithTimeoutExceptionAfterTheReadTimeout() throws Exception {
+    // No status line at all: the wait for the response is bounded by readTimeout (longer than the window here).
     try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
           exchange.awaitHangUp();
           return false;
         });
         Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t")
-            .streamIdleTimeout(Duration.ofMillis(500)).build()) {
+            .streamIdleTimeout(Duration.ofMillis(500)).readTimeout(Duration.ofMillis(1500)).build()) {
       long start = System.nanoTime();
       client.execStream("make").subscribe(subscriber);
       subscriber.request(Long.MAX_VALUE);
 
       subscriber.takeError(SandboxTimeoutException.class);
-      assertThat(Duration.ofNanos(System.nanoTime() - start)).isBetween(Duration.ofMillis(300), Duration.ofSeconds(4));
+      assertThat(Duration.ofNanos(System.nanoTime() - start)).isBetween(Duration.ofMillis(1200), Duration.ofSeconds(6));
       assertThat(raw.hungUp.await(5, SECONDS)).as("the dead connection was closed").isTrue();
+    }
+  }
+
+  @Test
+  void anAnswerThatBeginsLaterThanTheWindowButWithinTheReadTimeoutIsWaitedFor() throws Exception {
+    // A loaded agent may queue a command's start for longer than the window while it is alive.
+    try (RawHttpServer raw = new RawHttpServer((request, exchange) -> {
+          Thread.sleep(1_500);
+          exchange.startEventStream();
+          exchange.write(sse(START));
+          exchange.write(sse(COMPLETE));
+          return false;
+        });
+        Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t")
+            .streamIdleTimeout(Duration.ofMillis(300)).readTimeout(Duration.ofSeconds(20)).build()) {
+      client.execStream("make").subscribe(subscriber);
+      subscriber.request(Long.MAX_VALUE);
+
+      assertThat(subscriber.takeAllUntilComplete()).hasSize(2);
     }
   }
 

@@ -591,6 +591,16 @@ class RealSandboxTest extends MockAgentTest {
   }
 
   @Test
+  void anExecWhoseAnswerBeginsLaterThanTheWindowButWithinTheReadTimeoutSucceeds() {
+    // The agent sends its first byte once the command has started, which a loaded agent may queue.
+    server.enqueue(json(Fixtures.read("execute-response.json")).setHeadersDelay(1_500, TimeUnit.MILLISECONDS));
+    try (Sandbox patient = Sandbox.builder().baseUrl(URI.create(server.url("/").toString())).token("t")
+        .streamIdleTimeout(Duration.ofMillis(300)).readTimeout(Duration.ofSeconds(20)).build()) {
+      assertThat(patient.exec("sleep 5; echo done").exitCode()).isEqualTo(3);
+    }
+  }
+
+  @Test
   void execToleratesLeadingWhitespaceHeartbeats() {
     server.enqueue(json("\n\n  " + Fixtures.read("execute-response.json")));
 

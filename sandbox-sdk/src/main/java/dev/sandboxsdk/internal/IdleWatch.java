@@ -19,6 +19,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 final class IdleWatch {
   private final long windowNanos;
+  /** The window in force: the first wait's (for the response to begin) until bytes arrive. */
+  private volatile long window;
   private final Runnable onSilence;
   private final AtomicBoolean scheduled = new AtomicBoolean();
   private volatile long readingSince; // System.nanoTime() when the current wait began; 0 between waits
@@ -27,7 +29,17 @@ final class IdleWatch {
   private volatile ScheduledFuture<?> pending;
 
   IdleWatch(long windowNanos, Runnable onSilence) {
+    this(windowNanos, windowNanos, onSilence);
+  }
+
+  /**
+   * @param firstWaitNanos how long the wait for the response may take: the agent sends its first
+   *     byte only once it has started the command, which a loaded agent may queue for longer than
+   *     the window, while alive; from the first bytes on, {@code windowNanos} holds
+   */
+  IdleWatch(long windowNanos, long firstWaitNanos, Runnable onSilence) {
     this.windowNanos = windowNanos;
+    this.window = Math.max(windowNanos, firstWaitNanos);
     this.onSilence = onSilence;
   }
 
@@ -36,13 +48,22 @@ final class IdleWatch {
     long now = System.nanoTime();
     readingSince = now == 0 ? 1 : now;
     if (!scheduled.get() && scheduled.compareAndSet(false, true)) {
-      schedule(windowNanos);
+      schedule(window);
     }
   }
 
   /** The wait ended: bytes arrived, or the read failed. */
   void afterRead() {
     readingSince = 0;
+    if (window != windowNanos) {
+      // The first bytes: the check scheduled for the first wait's longer window goes, so that
+      // the next read schedules one for the stream's window.
+      window = windowNanos;
+      ScheduledFuture<?> p = pending;
+      if (p != null && p.cancel(false)) {
+        scheduled.set(false);
+      }
+    }
   }
 
   /** Whether the window passed during a wait, so the failure that followed is a timeout. */
@@ -86,11 +107,12 @@ final class IdleWatch {
       }
     }
     long silent = System.nanoTime() - since;
-    if (silent >= windowNanos) {
+    long w = window;
+    if (silent >= w) {
       expired = true;
       onSilence.run();
       return;
     }
-    schedule(windowNanos - silent);
+    schedule(w - silent);
   }
 }

@@ -972,9 +972,10 @@ public final class RealSandbox implements Sandbox {
     request = request.newBuilder().header("Accept", "text/event-stream").build();
     Duration idle = streamIdleTimeout();
     // Streams wait exactly the liveness window, shorter or longer than readTimeout; the IdleWatch
-    // keeps it instead of okio's per-read timeout (see there why), from the request on.
+    // keeps it instead of okio's per-read timeout (see there why). The wait for the response to
+    // begin gets readTimeout if longer: a loaded agent may queue the start of a command.
     Call call = withReadTimeout(Duration.ZERO).newCall(request);
-    IdleWatch watch = new IdleWatch(idle.toNanos(), call::cancel);
+    IdleWatch watch = new IdleWatch(idle.toNanos(), readTimeout.toNanos(), call::cancel);
     activity.begin();
     calls.add(call);
     abort.onAbort(call::cancel);
@@ -1024,16 +1025,20 @@ public final class RealSandbox implements Sandbox {
 
   /**
    * The client for {@code POST /api/execute}: a long command sends nothing but heartbeat bytes
-   * (one per keep-alive interval), so each read waits exactly the stream liveness window,
-   * whatever {@code readTimeout} the caller chose for ordinary calls: shorter would fail a quiet
-   * command, longer would leave a stopped agent unnoticed for longer than a stream does. When the
+   * (one per keep-alive interval), so each read of the body waits exactly the stream liveness
+   * window, whatever {@code readTimeout} the caller chose for ordinary calls: shorter would fail a
+   * quiet command, longer would leave a stopped agent unnoticed for longer than a stream does. The
+   * wait for the headers gets {@code readTimeout} if that is longer. When the
    * window is not known yet (not configured, and {@code /api/version} not fetched) this uses the
    * largest the protocol allows (keep-alive at most 15 s: 31 s) rather than asking
    * {@code /api/version} on the caller's thread.
    */
   private OkHttpClient execClient() {
     Duration known = streamIdle != null ? streamIdle : configuredStreamIdle;
-    return withReadTimeout(known != null ? known : Duration.ofMillis(2 * MAX_KEEP_ALIVE_MS + 1000));
+    Duration window = known != null ? known : Duration.ofMillis(2 * MAX_KEEP_ALIVE_MS + 1000);
+    // Until the headers, readTimeout if longer (a loaded agent may queue the command's start);
+    // readExecBodyWithWindow then reads the heartbeats with the window.
+    return withReadTimeout(window.compareTo(readTimeout) < 0 ? readTimeout : window);
   }
 
   /** The client, or one that waits at least {@code minimum} for each read. */
