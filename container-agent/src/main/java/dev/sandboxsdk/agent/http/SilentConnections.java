@@ -31,10 +31,14 @@ import org.slf4j.LoggerFactory;
  *   <li>{@code TCP_DEFER_ACCEPT} on the listening socket: the kernel hands a connection to the
  *       server only once its first bytes arrive, or after {@link Admission#HEADER_DEADLINE_MS}
  *       of silence. A client that sends its request at once is not delayed at all.
- *   <li>A sweep, every {@link #PERIOD_MS}, of the agent's accepted connections (its descriptors,
- *       asked for {@code TCP_INFO}): one that has received no byte {@link #graceMs} after it was
- *       accepted is shut down ({@code shutdown(2)}; the JDK then sees its end and closes it), and
- *       past {@code maxSilent} such connections the longest-silent go first.
+ *   <li>A sweep, every {@link #PERIOD_MS} ms ({@link #ATTACKED_PERIOD_MS} ms for 30 s after one
+ *       found a silent connection), and soon after connections arrive on the listening socket
+ *       (at most every {@link #MIN_GAP_MS} ms), of the agent's accepted connections (its
+ *       descriptors, asked for {@code TCP_INFO}): one that has received no byte is shut down
+ *       ({@code shutdown(2)}; the JDK then sees its end and closes it) at once where accepting is
+ *       deferred (it has been silent for the deadline), else once it has been silent for the
+ *       deadline since its accept; past {@code maxSilent} such connections the longest-silent go
+ *       first.
  * </ul>
  *
  * <p>A descriptor is acted on only through a duplicate checked to be the same socket, so a
@@ -44,7 +48,14 @@ import org.slf4j.LoggerFactory;
  */
 final class SilentConnections implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SilentConnections.class);
-  static final long PERIOD_MS = 250;
+  static final long PERIOD_MS = 100;
+  /** The period for 30 s after a sweep found a silent connection. */
+  static final long ATTACKED_PERIOD_MS = 20;
+  /** The least time between two sweeps, however many connections arrive. */
+  static final long MIN_GAP_MS = 10;
+  /** How long after connections arrive the sweep waits for the JDK server to accept them. */
+  private static final long ACCEPT_MS = 2;
+  private static final int POLLIN = 1;
   // <sys/socket.h>, <netinet/tcp.h>: the same on x86-64 and aarch64
   private static final int SOL_SOCKET = 1;
   private static final int SO_ACCEPTCONN = 30;
@@ -61,14 +72,17 @@ final class SilentConnections implements AutoCloseable {
   private static final String UNAVAILABLE = bind();
 
   private final int port;
+  /** A duplicate of the listening socket's descriptor, to wait for connections on; or -1. */
+  private final int listening;
   private final int maxSilent;
   private final long graceMs;
   private final AtomicInteger shut = new AtomicInteger();
   private final Thread sweeper;
   private volatile boolean closed;
 
-  private SilentConnections(int port, int maxSilent, long graceMs) {
+  private SilentConnections(int port, int maxSilent, long graceMs, int listening) {
     this.port = port;
+    this.listening = listening;
     this.maxSilent = maxSilent;
     this.graceMs = graceMs;
     this.sweeper = new Thread(null, this::sweepLoop, "agent-silent-connections", 256 * 1024);
@@ -81,14 +95,15 @@ final class SilentConnections implements AutoCloseable {
    * @param maxSilent how many accepted connections may be silent at once
    */
   static SilentConnections start(int port, int maxSilent, long headerDeadlineMs) {
-    boolean deferred = UNAVAILABLE == null && deferAccept(port, headerDeadlineMs);
+    int listening = UNAVAILABLE == null ? deferAccept(port, headerDeadlineMs) : -1;
+    boolean deferred = listening >= 0;
     if (UNAVAILABLE != null) {
       log.warn("connections that send nothing are closed only by the JDK server's idle deadline: {}", UNAVAILABLE);
     } else if (!deferred) {
       log.warn("could not set TCP_DEFER_ACCEPT on port {}: connections that send nothing count from their accept", port);
     }
-    // Deferred, an accepted silent connection has been silent for the deadline already.
-    SilentConnections s = new SilentConnections(port, maxSilent, deferred ? 1_000 : headerDeadlineMs);
+    // Deferred, an accepted connection without a byte has been silent for the deadline already.
+    SilentConnections s = new SilentConnections(port, maxSilent, deferred ? 0 : headerDeadlineMs, listening);
     if (UNAVAILABLE == null) {
       s.sweeper.start();
     }
@@ -104,15 +119,29 @@ final class SilentConnections implements AutoCloseable {
   public void close() {
     closed = true;
     sweeper.interrupt();
+    if (listening >= 0) {
+      try {
+        sweeper.join(1_000); // it may be in poll() on the duplicate, which must outlive that
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+      Calls.close(listening);
+    }
   }
 
   private void sweepLoop() {
     long lastLog = System.nanoTime() - TimeUnit.SECONDS.toNanos(61);
     int lastShut = 0;
+    long lastFound = System.nanoTime() - TimeUnit.SECONDS.toNanos(31);
     while (!closed) {
       try {
-        Thread.sleep(PERIOD_MS);
-        sweep();
+        // The kernel hands over a holder's deferred connections in bursts that fill the cap until
+        // the next sweep: while one is under way, sweep more often.
+        boolean attacked = System.nanoTime() - lastFound < TimeUnit.SECONDS.toNanos(30);
+        awaitConnections(attacked ? ATTACKED_PERIOD_MS : PERIOD_MS);
+        if (sweep() > 0) {
+          lastFound = System.nanoTime();
+        }
       } catch (InterruptedException e) {
         return;
       } catch (RuntimeException e) {
@@ -120,8 +149,8 @@ final class SilentConnections implements AutoCloseable {
       }
       int total = shut.get();
       if (total != lastShut && System.nanoTime() - lastLog > TimeUnit.SECONDS.toNanos(60)) {
-        log.warn("closed {} connections that sent nothing within {} ms of being accepted (at most {} may be silent"
-            + " at once)", total - lastShut, graceMs, maxSilent);
+        log.warn("closed {} connections that sent no byte within the header deadline (at most {} may be silent"
+            + " at once)", total - lastShut, maxSilent);
         lastShut = total;
         lastLog = System.nanoTime();
       }
@@ -131,7 +160,27 @@ final class SilentConnections implements AutoCloseable {
   /** One accepted connection that has not sent a byte, held by a duplicate descriptor. */
   private record Silent(int dup, long silentMs) {}
 
-  void sweep() {
+  /**
+   * Waits for the period, or less if connections arrive on the listening socket (then a moment
+   * more, for the JDK server to accept them): the kernel hands over deferred connections in a
+   * burst that can fill the cap, and the sooner the sweep, the shorter they hold it. Sweeps stay
+   * {@link #MIN_GAP_MS} apart however many connections arrive.
+   */
+  private void awaitConnections(long periodMs) throws InterruptedException {
+    Thread.sleep(MIN_GAP_MS);
+    if (listening < 0) {
+      Thread.sleep(periodMs - MIN_GAP_MS);
+      return;
+    }
+    int[] pollfd = {listening, POLLIN}; // struct pollfd: int fd; short events; short revents
+    if (Calls.poll(pollfd, 1, (int) (periodMs - MIN_GAP_MS)) > 0) {
+      Thread.sleep(ACCEPT_MS);
+    }
+  }
+
+  /** One sweep; returns how many silent connections it shut down. */
+  int sweep() {
+    int shutNow = 0;
     List<Silent> silent = new ArrayList<>();
     try {
       for (int fd : socketDescriptors()) {
@@ -145,6 +194,7 @@ final class SilentConnections implements AutoCloseable {
         Silent s = silent.get(i);
         if ((s.silentMs() >= graceMs || silent.size() - i > maxSilent) && Calls.shutdown(s.dup(), SHUT_RDWR) == 0) {
           shut.incrementAndGet();
+          shutNow++;
         }
       }
     } finally {
@@ -152,6 +202,7 @@ final class SilentConnections implements AutoCloseable {
         Calls.close(s.dup());
       }
     }
+    return shutNow;
   }
 
   /** The agent's socket descriptors, each socket once. */
@@ -229,19 +280,21 @@ final class SilentConnections implements AutoCloseable {
     return (addr[2] & 0xff) << 8 | (addr[3] & 0xff); // network order
   }
 
-  /** Sets TCP_DEFER_ACCEPT on the listening socket(s) of {@code port}; false if none was set. */
-  private static boolean deferAccept(int port, long headerDeadlineMs) {
+  /**
+   * Sets TCP_DEFER_ACCEPT on the listening socket of {@code port} (at start, before any other
+   * socket is opened or closed); returns a duplicate of its descriptor, or -1 if none was set.
+   */
+  private static int deferAccept(int port, long headerDeadlineMs) {
     int[] seconds = {(int) Math.max(1, TimeUnit.MILLISECONDS.toSeconds(headerDeadlineMs))};
-    boolean set = false;
     for (int fd : socketDescriptors()) {
       int[] listening = {0};
       int[] len = {4};
       if (Calls.getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, listening, len) == 0 && listening[0] == 1
-          && localPort(fd) == port) {
-        set |= Calls.setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, seconds, 4) == 0;
+          && localPort(fd) == port && Calls.setsockopt(fd, IPPROTO_TCP, TCP_DEFER_ACCEPT, seconds, 4) == 0) {
+        return Calls.dup(fd);
       }
     }
-    return set;
+    return -1;
   }
 
   private static String bind() {
@@ -275,5 +328,7 @@ final class SilentConnections implements AutoCloseable {
     static native int getsockopt(int fd, int level, int name, int[] value, int[] len);
 
     static native int setsockopt(int fd, int level, int name, int[] value, int len);
+
+    static native int poll(int[] fds, long nfds, int timeoutMs);
   }
 }
