@@ -4,7 +4,7 @@
 #      source package, once (~4.5 min on 2 cores; cached in $SANDBOX_K8S_CACHE, default
 #      ~/.cache/sandbox-sdk/k8s);
 #   2. starts etcd, the control plane, containerd and the kubelet (~30 s; cluster-up.sh);
-#   3. loads the agent image (podman's sandbox-agent, which must exist: see the README's
+#   3. loads the agent image (podman's sandbox-agent, which must exist: see docs/containers.md,
 #      "Container image") into the node's containerd, as localhost/sandbox-agent:k8s;
 #   4. runs the Kubernetes ITs (and the MCP server's) against it, and a seconds-long run of
 #      sandbox-sdk-kubernetes/bench (no timing asserted), then stops the cluster.
@@ -39,7 +39,7 @@ if [ "$keep" = false ]; then
 fi
 
 echo "== loading the agent image into the node"
-podman image exists sandbox-agent || { echo "no podman image sandbox-agent: build it first (README, \"Container image\")"; exit 1; }
+podman image exists sandbox-agent || { echo "no podman image sandbox-agent: build it first (docs/containers.md, \"Container image\")"; exit 1; }
 podman tag sandbox-agent localhost/sandbox-agent:k8s
 rm -f "$run/images/agent.tar"
 podman save -q --format docker-archive -o "$run/images/agent.tar" localhost/sandbox-agent:k8s

@@ -66,7 +66,7 @@ final class Fixtures {
         .setHeader("Cache-Control", "no-cache").setBody(body);
   }
 
-  /** An error body as the agent sends it (docs/protocol.md section 6). */
+  /** An error body as the agent sends it (docs/protocol/README.md, section 6). */
   static String error(int status, String code, String message, String context) {
     return "{\"success\":false,\"code\":\"" + code + "\",\"message\":\"" + message + "\",\"context\":" + context
         + ",\"httpStatus\":" + status + ",\"timestamp\":\"2026-11-22T01:10:09.645439231Z\"}";

@@ -77,7 +77,7 @@ public enum ErrorCode {
   GIT_CLONE_FAILED(500),
   /** git/checkout: the remote could not be reached, or the clone timed out (Cloudflare's code). */
   GIT_NETWORK_ERROR(502),
-  /** The agent's output budget is in use; retry later (docs/protocol.md, "Memory"). */
+  /** The agent's output budget is in use; retry later (docs/protocol/semantics.md, "Memory"). */
   OUTPUT_BUDGET_EXHAUSTED(503),
   SHUTTING_DOWN(503),
   /** File routes: no space left on the device or quota exceeded (Cloudflare's code, 500 there). */

@@ -53,7 +53,7 @@ public final class Main {
       "                           (default 16777216; requests may set maxOutputBytes)",
       "  --output-budget-bytes N  total output the agent buffers for all processes (execute",
       "                           results and background windows); 0 = 25% of the max heap",
-      "                           (default 0; see docs/protocol.md, \"Memory\")",
+      "                           (default 0; see docs/protocol/semantics.md, \"Memory\")",
       "  --auto-cleanup-delay-ms N  how long a finished process started with autoCleanup",
       "                           stays listed (default 60000)",
       "  --max-connections N      most HTTP connections open at once; more are closed right",

@@ -73,7 +73,7 @@ class HostileInputIT {
    * says whether a command in it may run (only for a tolerated request to an exec route);
    * {@code jdk} marks input the JDK server rejects before the agent sees it (a URI it cannot
    * parse, a broken Content-Length or chunk framing): its HTML 400, or a close without answer
-   * where the framing is lost, are allowed there (docs/protocol.md, section 6).
+   * where the framing is lost, are allowed there (docs/protocol/README.md, section 6).
    */
   record Case(int index, String label, Expect expect, byte[] request, boolean mayRun, boolean jdk) {
   }
@@ -151,7 +151,7 @@ class HostileInputIT {
       "99999999999999999999999999999999999999", "9".repeat(2_000));
   static final List<String> WRONG_BOOLEAN = List.of("\"true\"", "1", "[]", "{}", "0", "null0");
 
-  /** Fields of the three routes that run commands, with their kind (docs/protocol.md section 3). */
+  /** Fields of the three routes that run commands, with their kind (docs/protocol/exec.md). */
   static Map<String, String> fields(Route r) {
     Map<String, String> f = new TreeMap<>(Map.of("command", "string", "argv", "list", "env", "map", "cwd", "string",
         "timeoutMs", "integer", "stdin", "string", "encoding", "string", "sessionId", "string", "origin", "string"));

@@ -19,7 +19,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
 /**
- * The agent's budget for buffered output (docs/protocol.md, "Memory"): execute results and the
+ * The agent's budget for buffered output (docs/protocol/semantics.md, "Memory"): execute results and the
  * windows of background processes share it; finished windows are evicted first, and a request
  * that cannot be honoured is told so.
  */

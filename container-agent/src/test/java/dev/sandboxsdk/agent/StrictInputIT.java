@@ -68,7 +68,7 @@ class StrictInputIT {
    * The JDK server drops the bytes up to 0x20 (spaces, tabs, NUL, other controls) at the end of every
    * header line before the agent sees it, as RFC 9110 allows (trailing whitespace is not part of a
    * field value; a NUL may be replaced by a space). Pinned here so a change in the JDK is noticed:
-   * docs/protocol.md says so.
+   * docs/protocol/README.md says so.
    */
   @ParameterizedTest
   @ValueSource(strings = {"\u0000", " ", "\t", "\u0001"})

@@ -12,14 +12,18 @@ import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 
 /**
- * The docs stand on their own: every Markdown file they name ({@code docs/protocol.md},
+ * The docs stand on their own: every Markdown file they name ({@code docs/protocol/README.md},
  * {@code user-guide.md}, ...) is in the repository, relative to the doc or to the root.
  */
 class DocReferencesIT {
   private static final Path ROOT = Path.of("..").toAbsolutePath().normalize();
   private static final Pattern MD = Pattern.compile("[A-Za-z0-9_./-]*[A-Za-z0-9_-]\\.md\\b");
   private static final List<String> DOCS = List.of("README.md", "docs/decisions.md", "docs/user-guide.md",
-      "docs/migration-from-cloudflare.md", "docs/mcp.md", "docs/performance.md", "docs/protocol.md", "docs/kubernetes.md");
+      "docs/migration-from-cloudflare.md", "docs/mcp.md", "docs/performance.md", "docs/protocol/README.md", "docs/kubernetes.md",
+      "docs/containers.md", "docs/security.md", "docs/development.md", "docs/protocol/exec.md", "docs/protocol/processes.md",
+      "docs/protocol/terminals.md", "docs/protocol/files.md", "docs/protocol/watch.md", "docs/protocol/ports.md",
+      "docs/protocol/git.md", "docs/protocol/events.md", "docs/protocol/semantics.md", "docs/protocol/checkpoints.md",
+      "docs/protocol/cloudflare.md", "docs/protocol/command-line.md", "docs/protocol/fixtures.md");
 
   @Test
   void everyMarkdownFileTheDocsNameIsInTheRepository() throws Exception {

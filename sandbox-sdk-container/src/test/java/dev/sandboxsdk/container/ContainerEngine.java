@@ -50,7 +50,7 @@ public final class ContainerEngine implements ExecutionCondition {
         p.ping();
         if (!p.hasImage(IMAGE)) {
           unavailable = "no image '" + IMAGE + "' on the container engine at " + p.engineHost()
-              + " (build it: see the README's \"Container image\")";
+              + " (build it: see docs/containers.md, \"Container image\")";
         }
       } catch (RuntimeException e) {
         unavailable = String.valueOf(e.getMessage()).lines().findFirst().orElse("no container engine");

@@ -53,7 +53,7 @@ public final class AgentLauncher {
    */
   static final String DEFAULT_MAX_HEAP = "-Xmx512m";
   /**
-   * The agent's JVM flags, the same as the container image's and the README's (docs/performance.md,
+   * The agent's JVM flags, the same as the container image's and the README's (docs/performance-history.md,
    * "Memory and start-up", has the measurements): Serial GC (one core's worth of collector for a
    * small, mostly idle server); 512 KiB thread stacks; an initial heap of 8 MiB, so the young
    * generation starts small and stays near what the agent keeps alive (without it the JVM starts

@@ -10,7 +10,7 @@ import java.util.regex.Pattern;
 
 /** Argument checks shared by the public option types and the client. Not API. */
 public final class Checks {
-  /** The ids the agent accepts and gives out (docs/protocol.md, process/start). */
+  /** The ids the agent accepts and gives out (docs/protocol/processes.md, process/start). */
   private static final Pattern PROCESS_ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,127}");
   private static final Set<String> RESERVED_IDS = Set.of("list", "start", "kill-all", "cleanup");
 
@@ -41,7 +41,7 @@ public final class Checks {
     return PROCESS_ID.matcher(id).matches() && !RESERVED_IDS.contains(id);
   }
 
-  /** Checkpoint names (docs/protocol.md, checkpoints). */
+  /** Checkpoint names (docs/protocol/checkpoints.md). */
   private static final Pattern CHECKPOINT_NAME = Pattern.compile("[A-Za-z0-9._-]{1,64}");
 
   /** Whether the agent accepts this checkpoint name. */

@@ -71,7 +71,7 @@ public final class RealSandbox implements Sandbox {
   private static final AtomicInteger CLIENT_IDS = new AtomicInteger();
   /** The agent's id of its current run, on every answer (our extension of protocol v1). */
   static final String BOOT_ID_HEADER = "Sandbox-Boot-Id";
-  /** The longest keep-alive interval protocol v1 allows an agent (docs/protocol.md). */
+  /** The longest keep-alive interval protocol v1 allows an agent (docs/protocol/events.md). */
   private static final long MAX_KEEP_ALIVE_MS = 15_000;
   /** The agent's keep-alive interval in ms, on every answer of agents that have the extension. */
   static final String KEEP_ALIVE_HEADER = "Sandbox-Keep-Alive-Ms";
@@ -349,7 +349,7 @@ public final class RealSandbox implements Sandbox {
   /**
    * The request header naming an exec, so that a cancel can kill it by {@code DELETE
    * /api/execute/{id}} at once instead of waiting for the agent to notice the closed connection
-   * (docs/protocol.md, "DELETE /api/execute/{id}").
+   * (docs/protocol/exec.md, "DELETE /api/execute/{id}").
    */
   static final String EXEC_ID_HEADER = "X-Sandbox-Exec-Id";
 

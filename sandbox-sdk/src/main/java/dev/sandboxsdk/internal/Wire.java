@@ -27,7 +27,7 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Translation between protocol v1 JSON (docs/protocol.md) and the public records. Reading is
+ * Translation between protocol v1 JSON (docs/protocol/) and the public records. Reading is
  * lenient about what it does not know (unknown fields are ignored, so newer agents work) and
  * strict about what it needs (a missing required field is a {@link SandboxException}).
  */

@@ -299,7 +299,7 @@ final class CheckpointEndpoints {
     // without --command-user run by root) tar also gives files their recorded owners.
     // --record-size=1M: tar writes a file's data in pieces of its record size less the header, and
     // with the default 10 KiB such writes, none aligned to a page, extracting 1 GiB took 3 to 20
-    // times as long on ext4 as with 1 MiB ones (docs/performance.md, "Checkpoints").
+    // times as long on ext4 as with 1 MiB ones (docs/performance-history.md, "Checkpoints").
     // --read-full-records: reading in bigger records than the archive was written with is safe.
     List<String> argv = new ArrayList<>(List.of("tar", "--extract", "--file=-", "--record-size=1M", "--read-full-records",
         "--numeric-owner", "--preserve-permissions", "--directory=" + workspace));

@@ -173,7 +173,7 @@ public final class Launch {
       } catch (NotFoundException e) {
         // The engine answers the create itself with 404 when the image is missing: no lookup first.
         throw new SandboxException("image '" + spec.image() + "' not found on the container engine at " + engine.host()
-            + ": build it (docker build -t " + spec.image() + " container-agent, see the README's \"Container image\")"
+            + ": build it (docker build -t " + spec.image() + " container-agent, see docs/containers.md, \"Container image\")"
             + " or pull it first", e);
       } catch (DockerException e) {
         // Docker: 409; Podman 4: 500 "that name is already in use".
