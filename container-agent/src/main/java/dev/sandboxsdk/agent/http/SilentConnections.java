@@ -48,7 +48,8 @@ import org.slf4j.LoggerFactory;
  */
 final class SilentConnections implements AutoCloseable {
   private static final Logger log = LoggerFactory.getLogger(SilentConnections.class);
-  static final long PERIOD_MS = 100;
+  /** Arrivals wake the sweep, so the period only catches what arrived while it was sweeping. */
+  static final long PERIOD_MS = 500;
   /** The period for 30 s after a sweep found a silent connection. */
   static final long ATTACKED_PERIOD_MS = 20;
   /** The least time between two sweeps, however many connections arrive. */
@@ -142,6 +143,7 @@ final class SilentConnections implements AutoCloseable {
         if (sweep() > 0) {
           lastFound = System.nanoTime();
         }
+        Thread.sleep(MIN_GAP_MS);
       } catch (InterruptedException e) {
         return;
       } catch (RuntimeException e) {
@@ -167,13 +169,12 @@ final class SilentConnections implements AutoCloseable {
    * {@link #MIN_GAP_MS} apart however many connections arrive.
    */
   private void awaitConnections(long periodMs) throws InterruptedException {
-    Thread.sleep(MIN_GAP_MS);
     if (listening < 0) {
-      Thread.sleep(periodMs - MIN_GAP_MS);
+      Thread.sleep(periodMs);
       return;
     }
     int[] pollfd = {listening, POLLIN}; // struct pollfd: int fd; short events; short revents
-    if (Calls.poll(pollfd, 1, (int) (periodMs - MIN_GAP_MS)) > 0) {
+    if (Calls.poll(pollfd, 1, (int) periodMs) > 0) {
       Thread.sleep(ACCEPT_MS);
     }
   }
