@@ -30,16 +30,16 @@ final class RealCheckpoints implements SandboxCheckpoints {
       throw new IllegalArgumentException("not a valid checkpoint name: '" + name + "' (1 to 64 of A-Z a-z 0-9 . _ -)");
     }
     JsonNode n = sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "checkpoints"),
-        Wire.MAPPER.createObjectNode().put("name", name)), "checkpoint " + name, TAR_ANSWER);
+        Wire.MAPPER.createObjectNode().put("name", name)), "checkpoints().create " + name, TAR_ANSWER);
     return checkpoint(n.path("checkpoint"));
   }
 
   @Override
   public List<Checkpoint> list() {
-    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "checkpoints")), "listCheckpoints");
+    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "checkpoints")), "checkpoints().list");
     JsonNode items = n.path("checkpoints");
     if (!items.isArray()) {
-      throw Wire.malformed("listCheckpoints", "no 'checkpoints' array");
+      throw Wire.malformed("checkpoints().list", "no 'checkpoints' array");
     }
     List<Checkpoint> all = new ArrayList<>();
     for (JsonNode item : items) {
@@ -52,13 +52,13 @@ final class RealCheckpoints implements SandboxCheckpoints {
   public void restore(String id, boolean force) {
     checkId(id);
     sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "checkpoints", id, "restore"),
-        Wire.MAPPER.createObjectNode().put("force", force)), "restore " + id, TAR_ANSWER);
+        Wire.MAPPER.createObjectNode().put("force", force)), "checkpoints().restore " + id, TAR_ANSWER);
   }
 
   @Override
   public void delete(String id) {
     checkId(id);
-    sandbox.call(sandbox.delete(sandbox.url("api", "checkpoints", id)), "deleteCheckpoint " + id);
+    sandbox.call(sandbox.delete(sandbox.url("api", "checkpoints", id)), "checkpoints().delete " + id);
   }
 
   /** The id goes into the URL path: anything the agent cannot have made is refused here. */

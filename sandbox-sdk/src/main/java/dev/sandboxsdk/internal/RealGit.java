@@ -49,7 +49,7 @@ final class RealGit implements SandboxGit {
     }
     // The answer comes when git is done: wait for it at least as long as git may run.
     JsonNode n = sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "git", "checkout"), body),
-        "gitCheckout " + redacted(repoUrl), timeout.plus(ANSWER_MARGIN));
+        "git().checkout " + redacted(repoUrl), timeout.plus(ANSWER_MARGIN));
     return new GitCheckout(Wire.text(n, "repoUrl"), Wire.text(n, "branch"), Wire.text(n, "targetDir"));
   }
 

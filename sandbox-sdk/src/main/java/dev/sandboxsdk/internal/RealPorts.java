@@ -48,7 +48,7 @@ final class RealPorts implements SandboxPorts {
     if (name != null) {
       body.put("name", name);
     }
-    JsonNode n = sandbox.call(sandbox.post(sandbox.url("api", "expose-port"), body), "exposePort " + port);
+    JsonNode n = sandbox.call(sandbox.post(sandbox.url("api", "expose-port"), body), "ports().expose " + port);
     return exposed(n);
   }
 
@@ -56,7 +56,8 @@ final class RealPorts implements SandboxPorts {
   public void unexpose(int port) {
     checkPort(port);
     try {
-      sandbox.call(sandbox.delete(sandbox.url("api", "exposed-ports", Integer.toString(port))), "unexposePort " + port);
+      sandbox.call(sandbox.delete(sandbox.url("api", "exposed-ports", Integer.toString(port))),
+          "ports().unexpose " + port);
     } catch (SandboxNotFoundException e) {
       if (!"PORT_NOT_EXPOSED".equals(e.code())) {
         throw e;
@@ -67,7 +68,7 @@ final class RealPorts implements SandboxPorts {
 
   @Override
   public List<ExposedPort> exposed() {
-    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "exposed-ports")), "exposedPorts");
+    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "exposed-ports")), "ports().exposed");
     List<ExposedPort> out = new ArrayList<>();
     for (JsonNode p : n.path("ports")) {
       out.add(exposed(p));
@@ -118,7 +119,7 @@ final class RealPorts implements SandboxPorts {
   void await(int port, PortWaitOptions options, String processId) {
     checkPort(port);
     java.util.Objects.requireNonNull(options, "options == null");
-    String what = "waitForPort " + port + (processId != null ? " of process " + processId : "");
+    String what = processId != null ? "waitForPort " + port + " of process " + processId : "ports().waitFor " + port;
     EventCursor<JsonNode> cursor = new InterruptibleCursor<>(sandbox.openStream(
         sandbox.post(sandbox.url("api", "port-watch"), body(port, options, processId)), what, e -> e,
         e -> WATCH_FINAL.contains(e.path("type").asText()), new Abort()), sandbox.executor());

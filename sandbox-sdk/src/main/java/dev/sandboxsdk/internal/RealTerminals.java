@@ -37,13 +37,13 @@ final class RealTerminals implements SandboxTerminals {
   public Terminal open(TerminalOptions options) {
     Objects.requireNonNull(options, "options == null");
     JsonNode n = sandbox.call(sandbox.post(sandbox.url("api", "process", "start"), Wire.terminalBody(options)),
-        "openTerminal " + options.command().display());
+        "terminals().open " + options.command().display());
     return new RealTerminal(Wire.text(n, "processId"), n.path("pid").asLong(0), Wire.text(n, "command"));
   }
 
   @Override
   public Terminal attach(String id) {
-    JsonNode p = sandbox.call(sandbox.get(sandbox.processUrl(id)), "attachTerminal " + id).path("process");
+    JsonNode p = sandbox.call(sandbox.get(sandbox.processUrl(id)), "terminals().attach " + id).path("process");
     if (!p.path("pty").isObject()) {
       throw new SandboxInvalidRequestException("process '" + id + "' does not run on a terminal; attach to it with"
           + " attachProcess", null, "NOT_A_TERMINAL", 0, Map.of("processId", id));
