@@ -85,7 +85,7 @@ public class CheckpointBench {
           long rssBefore = RssSampler.rss(pid);
           RssSampler sampler = new RssSampler(pid);
           t0 = System.nanoTime();
-          Checkpoint c = sandbox.checkpoint("bench-" + run);
+          Checkpoint c = sandbox.checkpoints().create("bench-" + run);
           double ckptS = (System.nanoTime() - t0) / 1e9;
           long[] ckptPeak = sampler.stop();
           String du = run("du", "-sh", checkpoints.toString()).split("\\s+")[0];
@@ -96,7 +96,7 @@ public class CheckpointBench {
           long rssMid = RssSampler.rss(pid);
           sampler = new RssSampler(pid);
           t0 = System.nanoTime();
-          sandbox.restore(c.id());
+          sandbox.checkpoints().restore(c.id());
           double restoreS = (System.nanoTime() - t0) / 1e9;
           long[] restorePeak = sampler.stop();
           String after = digest(ws);
@@ -115,7 +115,7 @@ public class CheckpointBench {
           if (!exact) {
             throw new IllegalStateException("the restore did not bring the workspace back");
           }
-          sandbox.deleteCheckpoint(c.id());
+          sandbox.checkpoints().delete(c.id());
         }
       }
     } finally {

@@ -81,7 +81,7 @@ public class TerminalBench {
 
   static void latency(LocalSandbox sandbox) throws Exception {
     // raw mode without echo of its own: cat -u copies each byte at once; the terminal echoes it
-    Terminal t = sandbox.openTerminal(TerminalOptions.builder()
+    Terminal t = sandbox.terminals().open(TerminalOptions.builder()
         .command(Command.of("sh", "-c", "stty raw -echo; echo ready; exec cat -u")).build());
     Chunks out = new Chunks();
     t.output().subscribe(out);
@@ -109,7 +109,7 @@ public class TerminalBench {
     long t0 = System.nanoTime();
     try {
       for (int i = 0; i < n; i++) {
-        Terminal t = sandbox.openTerminal(TerminalOptions.builder()
+        Terminal t = sandbox.terminals().open(TerminalOptions.builder()
             .command(Command.of("sh", "-c", "stty raw -echo; echo ready; exec cat -u")).build());
         Chunks c = new Chunks();
         t.output().subscribe(c);

@@ -4,9 +4,9 @@ import java.time.Instant;
 import java.util.Objects;
 
 /**
- * A checkpoint of a sandbox's workspace, made by {@link Sandbox#checkpoint(String)}: every file,
+ * A checkpoint of a sandbox's workspace, made by {@link SandboxCheckpoints#create(String)}: every file,
  * directory (empty ones too), symbolic link (as a link), hard link, FIFO, mode and modification
- * time under the workspace, as it was when the checkpoint was made. {@link Sandbox#restore(String)}
+ * time under the workspace, as it was when the checkpoint was made. {@link SandboxCheckpoints#restore(String)}
  * puts the workspace back to exactly that. It is kept by the sandbox's agent, outside the
  * workspace, where commands cannot read or change it (docs/user-guide.md, "Checkpoints").
  *

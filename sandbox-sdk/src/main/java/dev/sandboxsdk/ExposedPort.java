@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * A port of the sandbox that is reachable from outside through the agent's proxy
- * ({@link Sandbox#exposePort(int)}).
+ * ({@link SandboxPorts#expose(int)}).
  *
  * <p>{@link #url()} is the preview URL: a browser on the machine that reaches the agent opens it
  * as it is. It carries the exposure's token, a capability for this one port, which the agent
@@ -16,7 +16,7 @@ import java.util.Objects;
  *
  * @param port the port in the sandbox, 1 to 65535
  * @param url the preview URL, e.g. {@code http://127.0.0.1:41234/proxy/8080/?sandbox-preview-token=...}
- * @param name the label given to {@link Sandbox#exposePort(int, String)}, or null
+ * @param name the label given to {@link SandboxPorts#expose(int, String)}, or null
  * @param exposedAt when the port was exposed, or null if the agent did not say
  */
 public record ExposedPort(int port, URI url, String name, Instant exposedAt) {

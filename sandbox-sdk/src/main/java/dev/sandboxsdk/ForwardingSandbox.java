@@ -6,10 +6,12 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 
 /**
- * A {@link Sandbox} that forwards every command, process and file call to another sandbox, usually
- * the HTTP client of an agent. Providers ({@link LocalSandbox}, the container and Kubernetes
- * providers) extend it and add their own lifecycle: {@link #destroy()} and {@link #close()} are
- * left to the subclass.
+ * A {@link Sandbox} that forwards every command and process call, and every facet accessor
+ * ({@link #files()}, {@link #ports()}, ...), to another sandbox, usually the HTTP client of an
+ * agent. Providers ({@link LocalSandbox}, the container and Kubernetes providers) extend it and add
+ * their own lifecycle: {@link #destroy()} and {@link #close()} are left to the subclass. A facet
+ * is the delegate's own, got from {@link #delegate()} when the accessor is called, so a capability
+ * added to {@link Sandbox} as a facet needs one accessor here and nothing in the subclasses.
  *
  * <p>Thread-safe if the delegate is.
  */
@@ -62,16 +64,6 @@ public abstract class ForwardingSandbox implements Sandbox {
   }
 
   @Override
-  public Terminal openTerminal(TerminalOptions options) {
-    return delegate().openTerminal(options);
-  }
-
-  @Override
-  public Terminal attachTerminal(String id) {
-    return delegate().attachTerminal(id);
-  }
-
-  @Override
   public void killProcess(String processId, Signal signal) {
     delegate().killProcess(processId, signal);
   }
@@ -107,47 +99,22 @@ public abstract class ForwardingSandbox implements Sandbox {
   }
 
   @Override
-  public void waitForPort(int port, PortWaitOptions options) {
-    delegate().waitForPort(port, options);
+  public SandboxPorts ports() {
+    return delegate().ports();
   }
 
   @Override
-  public GitCheckout gitCheckout(String repoUrl, GitCheckoutOptions options) {
-    return delegate().gitCheckout(repoUrl, options);
+  public SandboxGit git() {
+    return delegate().git();
   }
 
   @Override
-  public Checkpoint checkpoint(String name) {
-    return delegate().checkpoint(name);
+  public SandboxCheckpoints checkpoints() {
+    return delegate().checkpoints();
   }
 
   @Override
-  public List<Checkpoint> listCheckpoints() {
-    return delegate().listCheckpoints();
-  }
-
-  @Override
-  public void restore(String checkpointId, boolean force) {
-    delegate().restore(checkpointId, force);
-  }
-
-  @Override
-  public void deleteCheckpoint(String checkpointId) {
-    delegate().deleteCheckpoint(checkpointId);
-  }
-
-  @Override
-  public ExposedPort exposePort(int port, String name) {
-    return delegate().exposePort(port, name);
-  }
-
-  @Override
-  public void unexposePort(int port) {
-    delegate().unexposePort(port);
-  }
-
-  @Override
-  public List<ExposedPort> exposedPorts() {
-    return delegate().exposedPorts();
+  public SandboxTerminals terminals() {
+    return delegate().terminals();
   }
 }

@@ -3,7 +3,7 @@ package dev.sandboxsdk;
 import java.util.Objects;
 
 /**
- * The outcome of {@link Sandbox#gitCheckout}.
+ * The outcome of {@link SandboxGit#checkout}.
  *
  * @param repoUrl the repository's URL as cloned, without credentials
  * @param branch the branch checked out (read from the clone), e.g. {@code main}

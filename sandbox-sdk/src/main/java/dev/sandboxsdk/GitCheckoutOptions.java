@@ -5,7 +5,7 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * Options of {@link Sandbox#gitCheckout(String, GitCheckoutOptions)}. Immutable; build with
+ * Options of {@link SandboxGit#checkout(String, GitCheckoutOptions)}. Immutable; build with
  * {@link #builder()}.
  *
  * <p><b>Credentials</b> ({@link Builder#credentials}) go to the agent inside the request body

@@ -139,7 +139,7 @@ public final class LocalProvider implements SandboxProvider {
       state.write(name, record);
       sandbox.wake();
       if (spec.gitRepository() != null) {
-        sandbox.gitCheckout(spec.gitRepository(), spec.gitCheckoutOptions());
+        sandbox.git().checkout(spec.gitRepository(), spec.gitCheckoutOptions());
       }
     } catch (RuntimeException e) {
       try {

@@ -5,12 +5,12 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * Options of {@link Sandbox#waitForPort(int, PortWaitOptions)} and
+ * Options of {@link SandboxPorts#waitFor(int, PortWaitOptions)} and
  * {@link SandboxProcess#waitForPort(int, PortWaitOptions)}. Immutable; build with
  * {@link #builder()}, or start from {@link #http(String)} or {@link #tcp()}.
  *
  * <pre>{@code
- * sandbox.waitForPort(8000, PortWaitOptions.http("/health").toBuilder()
+ * sandbox.ports().waitFor(8000, PortWaitOptions.http("/health").toBuilder()
  *     .timeout(Duration.ofSeconds(30)).build());
  * }</pre>
  *

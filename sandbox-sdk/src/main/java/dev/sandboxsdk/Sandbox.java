@@ -12,8 +12,10 @@ import java.util.concurrent.Flow;
 import okhttp3.OkHttpClient;
 
 /**
- * A sandbox: a place to run commands, manage the processes started there, and work with its
- * files ({@link #files()}).
+ * A sandbox: a place to run commands and manage the processes started there. Every further
+ * capability is a facet, a view got from the sandbox: its files ({@link #files()}), ports
+ * ({@link #ports()}), git ({@link #git()}), checkpoints ({@link #checkpoints()}) and terminals
+ * ({@link #terminals()}).
  *
  * <p>Get one with {@link LocalSandbox#start()} (the embedded default: a local agent, no Docker)
  * or {@link #connect(URI, String)} (an agent that already runs, e.g. in a container).
@@ -205,35 +207,6 @@ public interface Sandbox extends AutoCloseable {
    */
   SandboxProcess attachProcess(String processId);
 
-  // ---- terminals
-
-  /**
-   * Starts a command on a pseudo-terminal and returns at once; see {@link Terminal}. The terminal
-   * is a background process: it outlives every connection and this handle, and is listed by
-   * {@link #listProcesses()} under {@link Terminal#id()}.
-   *
-   * <pre>{@code
-   * Terminal term = sandbox.openTerminal(TerminalOptions.defaults());   // a login shell, 80 x 24
-   * term.write("echo $TERM\r");
-   * }</pre>
-   *
-   * @throws SandboxInvalidRequestException if the process id is taken or an option is invalid
-   * @throws SandboxServerException with code {@code TERMINAL_UNAVAILABLE} if the agent cannot run
-   *     commands on a terminal (an agent started with {@code --spawn jdk})
-   * @throws SandboxException for any other failure
-   */
-  Terminal openTerminal(TerminalOptions options);
-
-  /**
-   * A handle to an existing terminal, e.g. one another client opened, running or ended (as long as
-   * it is listed).
-   *
-   * @throws ProcessNotFoundException if there is no process with this id
-   * @throws SandboxInvalidRequestException with code {@code NOT_A_TERMINAL} if the process does not
-   *     run on a terminal
-   */
-  Terminal attachTerminal(String id);
-
   /** Kills a background process with SIGTERM (then SIGKILL after the grace period). */
   default void killProcess(String processId) {
     killProcess(processId, Signal.SIGTERM);
@@ -324,178 +297,54 @@ public interface Sandbox extends AutoCloseable {
    */
   SandboxFiles files();
 
-  // ---- ports
-
-  /** Waits until an HTTP server in the sandbox answers {@code GET /}; see {@link #waitForPort(int, PortWaitOptions)}. */
-  default void waitForPort(int port) {
-    waitForPort(port, PortWaitOptions.defaults());
-  }
+  // ---- further capabilities, one facet each
 
   /**
-   * Blocks until a port on the sandbox's loopback is ready: in {@link PortWaitOptions.Mode#HTTP}
-   * mode (the default) until a {@code GET} of the path answers with a status in range, in
-   * {@link PortWaitOptions.Mode#TCP} mode until a connection is accepted. The agent checks from
-   * inside the sandbox's network (an isolated sandbox's servers are not reachable from the host),
-   * every {@code interval}. To fail fast when the server's process dies, use
-   * {@link SandboxProcess#waitForPort(int, PortWaitOptions)} instead.
+   * The sandbox's ports: wait until a server is ready, expose it with a preview URL.
    *
    * <pre>{@code
-   * SandboxProcess web = sandbox.startProcess("python3 -m http.server 8000");
-   * web.waitForPort(8000, PortWaitOptions.defaults().toBuilder().timeout(Duration.ofSeconds(20)).build());
+   * sandbox.startProcess(Command.of("python3", "-m", "http.server", "8000"));
+   * sandbox.ports().waitFor(8000);
+   * URI url = sandbox.ports().expose(8000).url();
    * }</pre>
    *
-   * <p>An interrupt of the calling thread ends the wait at once (the connection is cancelled,
-   * the interrupt flag stays set).
-   *
-   * @param port 1–65535
-   * @throws SandboxTimeoutException if {@code options.timeout()} passed first; the message names
-   *     the last check's outcome (e.g. connection refused, or the status that was out of range)
-   * @throws IllegalArgumentException if {@code port} is out of range
+   * @see SandboxPorts
    */
-  void waitForPort(int port, PortWaitOptions options);
+  SandboxPorts ports();
 
   /**
-   * Exposes a server of the sandbox: makes {@code port} reachable through the agent's proxy at
-   * {@code /proxy/{port}/} and returns its preview URL, which a browser on a machine that reaches
-   * the agent can open without the agent's token. HTTP and server-sent events are forwarded
-   * (WebSocket is not). Same as {@code exposePort(port, null)}.
+   * Git in the sandbox: clone repositories into the workspace.
    *
    * <pre>{@code
-   * SandboxProcess web = sandbox.startProcess(Command.of("python3", "-m", "http.server", "8000"));
-   * web.waitForLog(Pattern.compile("Serving HTTP"), Duration.ofSeconds(10));
-   * URI url = sandbox.exposePort(8000).url();             // open it in a browser
+   * sandbox.git().checkout("https://github.com/octocat/Hello-World.git");
    * }</pre>
    *
-   * @throws IllegalArgumentException if {@code port} is not 1 to 65535
-   * @throws SandboxInvalidRequestException if the port is exposed already (code
-   *     {@code PORT_ALREADY_EXPOSED}) or is the agent's own port ({@code INVALID_PORT_NUMBER})
-   * @throws SandboxServerException if 256 ports are exposed already ({@code TOO_MANY_EXPOSED_PORTS})
-   * @throws SandboxException if the agent cannot be reached or fails
+   * @see SandboxGit
    */
-  default ExposedPort exposePort(int port) {
-    return exposePort(port, null);
-  }
+  SandboxGit git();
 
   /**
-   * Exposes {@code port} as {@link #exposePort(int)} does, labelled {@code name} (may be null;
-   * at most 128 characters), which {@link #exposedPorts()} reports.
-   *
-   * @throws IllegalArgumentException if {@code port} is not 1 to 65535 or {@code name} is not a valid label
-   * @throws SandboxInvalidRequestException if the port is exposed already or is the agent's own port
-   * @throws SandboxException if the agent cannot be reached or fails
-   */
-  ExposedPort exposePort(int port, String name);
-
-  /**
-   * Stops exposing {@code port}: its proxy route answers 404 and its preview URL and cookies stop
-   * working at once. The server itself keeps running. Idempotent: a port that is not exposed is
-   * no error.
-   *
-   * @throws IllegalArgumentException if {@code port} is not 1 to 65535
-   * @throws SandboxException if the agent cannot be reached or fails
-   */
-  void unexposePort(int port);
-
-  /**
-   * The exposed ports, by port number, each with its preview URL.
-   *
-   * @throws SandboxException if the agent cannot be reached or fails
-   */
-  List<ExposedPort> exposedPorts();
-
-  // ---- git
-
-  /** Clones a repository into the workspace; see {@link #gitCheckout(String, GitCheckoutOptions)}. */
-  default GitCheckout gitCheckout(String repoUrl) {
-    return gitCheckout(repoUrl, GitCheckoutOptions.defaults());
-  }
-
-  /**
-   * Clones a repository into the sandbox with the sandbox's {@code git} ({@code git clone}, run
-   * as a command: the sandbox's user, isolation and network). Blocks until the clone is done.
+   * Checkpoints of the workspace: make one, list them, restore or delete one.
    *
    * <pre>{@code
-   * GitCheckout co = sandbox.gitCheckout("https://github.com/octocat/Hello-World.git",
-   *     GitCheckoutOptions.builder().branch("master").depth(1).targetDir("hello").build());
-   * sandbox.exec("git -C hello log --oneline");
+   * Checkpoint base = sandbox.checkpoints().create("after-install");
+   * sandbox.checkpoints().restore(base.id());
    * }</pre>
    *
-   * <p>Private repositories: pass {@link GitCheckoutOptions.Builder#credentials}, not a URL with
-   * a password in it; either way the agent keeps them out of git's argument list and the clone's
-   * configuration, so {@code origin} is stored without them.
-   *
-   * @param repoUrl {@code https://}, {@code http://}, {@code ssh://}, {@code git://},
-   *     {@code file://}, scp-like {@code git@host:owner/repo.git}, or a path in the sandbox
-   * @throws SandboxNotFoundException if the repository or the branch does not exist
-   *     ({@code GIT_REPOSITORY_NOT_FOUND}, {@code GIT_BRANCH_NOT_FOUND})
-   * @throws SandboxPermissionException if the remote refused the credentials ({@code GIT_AUTH_FAILED})
-   * @throws SandboxInvalidRequestException for a URL the agent does not accept, a target directory
-   *     that exists and is not empty, or a remote URL on an isolated sandbox without network
-   * @throws SandboxServerException if the remote could not be reached ({@code GIT_NETWORK_ERROR})
-   *     or git failed otherwise ({@code GIT_CLONE_FAILED}); {@link SandboxException#code()} says which
+   * @see SandboxCheckpoints
    */
-  GitCheckout gitCheckout(String repoUrl, GitCheckoutOptions options);
-
-  // ---- checkpoints
+  SandboxCheckpoints checkpoints();
 
   /**
-   * Makes a checkpoint of the whole workspace: every file's contents, mode and modification time,
-   * directories (empty ones too), symbolic links as links, hard links and FIFOs. The agent keeps
-   * it outside the workspace, where commands cannot read or change it. Files that commands write
-   * meanwhile are taken as tar reads them: each file is whole, but files written during the
-   * checkpoint may be from before or after (stop writers first for an exact copy). Blocks until
-   * the checkpoint is stored; it streams to disk, so its size is bounded by the disk, not memory.
+   * Terminals: run a command on a pseudo-terminal, or attach to one that runs.
    *
    * <pre>{@code
-   * Checkpoint base = sandbox.checkpoint("after-install");
-   * sandbox.exec("rm -rf node_modules");
-   * sandbox.restore(base.id());
+   * Terminal term = sandbox.terminals().open(TerminalOptions.defaults());
    * }</pre>
    *
-   * @param name 1 to 64 of {@code A-Z a-z 0-9 . _ -}; names need not be unique
-   * @throws IllegalArgumentException if the name is not valid
-   * @throws SandboxServerException with code {@code NO_SPACE} if the disk is full (nothing is
-   *     kept), or {@code FILESYSTEM_ERROR}
-   * @throws SandboxPermissionException if the sandbox's user cannot read a file of the workspace
-   * @throws SandboxConflictException if another checkpoint, restore or delete is in progress
-   *     ({@code CHECKPOINT_BUSY})
+   * @see SandboxTerminals
    */
-  Checkpoint checkpoint(String name);
-
-  /** Every checkpoint of this sandbox, oldest first. */
-  List<Checkpoint> listCheckpoints();
-
-  /**
-   * Puts the workspace back to the checkpoint, exactly: what was changed comes back, what was
-   * added since is gone. Refused while processes run; see {@link #restore(String, boolean)}.
-   *
-   * @throws SandboxConflictException with code {@code PROCESSES_RUNNING} while a process runs
-   * @throws SandboxNotFoundException with code {@code CHECKPOINT_NOT_FOUND} for an unknown id
-   */
-  default void restore(String checkpointId) {
-    restore(checkpointId, false);
-  }
-
-  /**
-   * Puts the workspace back to the checkpoint: empties it, then extracts the checkpoint. While
-   * it runs no command may start ({@code CHECKPOINT_BUSY}).
-   *
-   * @param force whether to kill every process first (background processes, running execs, and
-   *     what they started: SIGTERM, SIGKILL after the grace period); without it a restore while
-   *     any process runs fails with {@code PROCESSES_RUNNING} and changes nothing
-   * @throws SandboxConflictException with code {@code PROCESSES_RUNNING} or {@code CHECKPOINT_BUSY}
-   * @throws SandboxNotFoundException with code {@code CHECKPOINT_NOT_FOUND} for an unknown id
-   * @throws SandboxServerException if the workspace could not be emptied or the checkpoint not
-   *     extracted (e.g. {@code NO_SPACE}): the workspace may then hold part of it; restore again
-   */
-  void restore(String checkpointId, boolean force);
-
-  /**
-   * Deletes a checkpoint and frees its disk space.
-   *
-   * @throws SandboxNotFoundException with code {@code CHECKPOINT_NOT_FOUND} for an unknown id
-   */
-  void deleteCheckpoint(String checkpointId);
+  SandboxTerminals terminals();
 
   // ---- lifecycle
 

@@ -111,7 +111,7 @@ public interface SandboxProcess {
   }
 
   /**
-   * Like {@link Sandbox#waitForPort(int, PortWaitOptions)}, but fails fast when this process
+   * Like {@link SandboxPorts#waitFor(int, PortWaitOptions)}, but fails fast when this process
    * ends first: within milliseconds of its exit, not after the next check.
    *
    * <pre>{@code

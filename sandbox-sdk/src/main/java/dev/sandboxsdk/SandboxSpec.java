@@ -199,7 +199,7 @@ public final class SandboxSpec {
 
     /**
      * Clones this repository into the workspace when the sandbox is created (with
-     * {@link Sandbox#gitCheckout}: into a directory named after the repository, e.g. {@code /workspace/app}
+     * {@link SandboxGit#checkout}: into a directory named after the repository, e.g. {@code /workspace/app}
      * for {@code https://example.com/app.git}); creation fails, and leaves nothing behind, if the
      * clone fails. The sandbox needs {@link #network(boolean) network} for a remote URL.
      */

@@ -5,7 +5,7 @@ import java.util.concurrent.Flow;
 
 /**
  * A program running on a pseudo-terminal in the sandbox, started by
- * {@link Sandbox#openTerminal(TerminalOptions)}: it has a controlling terminal of the given size,
+ * {@link SandboxTerminals#open(TerminalOptions)}: it has a controlling terminal of the given size,
  * so shells prompt and do job control, Ctrl-C interrupts, and full-screen programs ({@code vi},
  * {@code top}) draw. It is a background process like any other (listed, killed with its group,
  * its output kept in the agent's retained window); this handle adds typing, resizing and raw
@@ -13,7 +13,7 @@ import java.util.concurrent.Flow;
  *
  * <pre>{@code
  * try (Sandbox sandbox = LocalSandbox.start()) {
- *   Terminal term = sandbox.openTerminal(TerminalOptions.builder().cols(120).rows(40).build());
+ *   Terminal term = sandbox.terminals().open(TerminalOptions.builder().cols(120).rows(40).build());
  *   term.output().subscribe(subscriberThatPrints);     // raw bytes, escape sequences included
  *   term.write("ls --color=auto\r");                    // what a user types; \r is Enter
  *   term.resize(100, 30);                               // the program gets SIGWINCH
@@ -22,7 +22,7 @@ import java.util.concurrent.Flow;
  * }
  * }</pre>
  *
- * <p>Thread-safe. The handle holds no connection: {@link Sandbox#attachTerminal(String)} gives
+ * <p>Thread-safe. The handle holds no connection: {@link SandboxTerminals#attach(String)} gives
  * another client (or a reconnecting one) an equal handle, and {@link #output(long)} resumes the
  * output at any offset still retained.
  */

@@ -7,7 +7,7 @@ import java.util.Objects;
 import java.util.regex.Pattern;
 
 /**
- * Options of {@link Sandbox#openTerminal(TerminalOptions)}. Immutable; build with
+ * Options of {@link SandboxTerminals#open(TerminalOptions)}. Immutable; build with
  * {@link #builder()}.
  *
  * @param command what runs on the terminal; {@link #LOGIN_SHELL} by default

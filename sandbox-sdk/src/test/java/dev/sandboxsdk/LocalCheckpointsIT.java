@@ -28,7 +28,7 @@ class LocalCheckpointsIT {
     Checkpoint c;
     try (LocalSandbox first = LocalSandbox.builder().workspace(ws).checkpointDirectory(dir).start()) {
       first.files().writeString("notes.txt", "first version\n");
-      c = first.checkpoint("kept");
+      c = first.checkpoints().create("kept");
       assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(dir))).isEqualTo("rwx------");
       if (first.isolation() == Isolation.ISOLATED) {
         // bubblewrap shows commands the workspace and their own /tmp, not the host's directories.
@@ -37,13 +37,13 @@ class LocalCheckpointsIT {
       }
     }
     try (LocalSandbox second = LocalSandbox.builder().workspace(ws).checkpointDirectory(dir).start()) {
-      assertThat(second.listCheckpoints()).containsExactly(c);
+      assertThat(second.checkpoints().list()).containsExactly(c);
       second.files().writeString("notes.txt", "second version\n");
       second.files().writeString("later.txt", "made after the checkpoint\n");
-      second.restore(c.id());
+      second.checkpoints().restore(c.id());
       assertThat(second.files().readString("notes.txt")).isEqualTo("first version\n");
       assertThat(second.files().exists("later.txt")).isFalse();
-      second.deleteCheckpoint(c.id());
+      second.checkpoints().delete(c.id());
       try (Stream<Path> left = Files.list(dir)) {
         assertThat(left).isEmpty();
       }
@@ -55,11 +55,11 @@ class LocalCheckpointsIT {
     Path ws = tmp.resolve("ws2");
     try (LocalSandbox first = LocalSandbox.builder().workspace(ws).start()) {
       first.files().writeString("a.txt", "a\n");
-      assertThat(first.checkpoint("temporary").sizeBytes()).isPositive();
-      assertThat(first.listCheckpoints()).hasSize(1);
+      assertThat(first.checkpoints().create("temporary").sizeBytes()).isPositive();
+      assertThat(first.checkpoints().list()).hasSize(1);
     }
     try (LocalSandbox second = LocalSandbox.builder().workspace(ws).start()) {
-      assertThat(second.listCheckpoints()).isEmpty();
+      assertThat(second.checkpoints().list()).isEmpty();
       assertThat(second.files().readString("a.txt")).isEqualTo("a\n");
     }
   }

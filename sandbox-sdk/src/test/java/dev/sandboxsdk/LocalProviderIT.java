@@ -87,7 +87,7 @@ class LocalProviderIT {
     assertThat(running.lastActivityAt()).isAfterOrEqualTo(running.createdAt());
     assertThat(running.endpoint()).isNotNull();
 
-    Checkpoint saved = a.checkpoint("before-shutdown");
+    Checkpoint saved = a.checkpoints().create("before-shutdown");
     a.files().writeString("notes.txt", "changed after the checkpoint\n");
     long t0 = System.nanoTime();
     a.shutdown();
@@ -115,8 +115,8 @@ class LocalProviderIT {
     System.out.println("LocalProviderIT: shutdown " + shutdownMs + " ms, wake " + wakeMs + " ms"); // for the report
     assertThat(a.exec("cat notes.txt; cat repo/README.md").stdout())
         .isEqualTo("changed after the checkpoint\n" + ItGitRemote.README);
-    assertThat(a.listCheckpoints()).extracting(Checkpoint::id).containsExactly(saved.id());
-    a.restore(saved.id(), true);
+    assertThat(a.checkpoints().list()).extracting(Checkpoint::id).containsExactly(saved.id());
+    a.checkpoints().restore(saved.id(), true);
     assertThat(a.files().readString("notes.txt")).isEqualTo("kept across a shutdown\n");
     assertThat(commandLineRuns(marker)).as("processes do not come back").isFalse();
     assertThat(only(provider().list())).satisfies(i -> {

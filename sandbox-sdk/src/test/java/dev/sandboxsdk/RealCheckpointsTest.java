@@ -18,7 +18,7 @@ class RealCheckpointsTest extends MockAgentTest {
   void checkpointPostsTheNameAndReadsTheCheckpoint() throws Exception {
     server.enqueue(Fixtures.json(201, Fixtures.read("checkpoint-create-response.json")));
 
-    Checkpoint c = sandbox.checkpoint("before-build");
+    Checkpoint c = sandbox.checkpoints().create("before-build");
 
     assertThat(c).isEqualTo(FIXTURE);
     RecordedRequest request = server.takeRequest();
@@ -35,10 +35,10 @@ class RealCheckpointsTest extends MockAgentTest {
     server.enqueue(Fixtures.json(Fixtures.read("checkpoint-restore-response.json")));
     server.enqueue(Fixtures.json(Fixtures.read("checkpoint-delete-response.json")));
 
-    assertThat(sandbox.listCheckpoints()).isEqualTo(List.of(FIXTURE));
-    sandbox.restore(FIXTURE.id());
-    sandbox.restore(FIXTURE.id(), true);
-    sandbox.deleteCheckpoint(FIXTURE.id());
+    assertThat(sandbox.checkpoints().list()).isEqualTo(List.of(FIXTURE));
+    sandbox.checkpoints().restore(FIXTURE.id());
+    sandbox.checkpoints().restore(FIXTURE.id(), true);
+    sandbox.checkpoints().delete(FIXTURE.id());
 
     assertThat(server.takeRequest().getPath()).isEqualTo("/api/checkpoints");
     RecordedRequest restore = server.takeRequest();
@@ -58,27 +58,27 @@ class RealCheckpointsTest extends MockAgentTest {
     server.enqueue(errorResponse(409, "CHECKPOINT_BUSY", "another checkpoint operation is in progress", "{}"));
     server.enqueue(errorResponse(507, "NO_SPACE", "no space left", "{}"));
 
-    assertThatThrownBy(() -> sandbox.restore(FIXTURE.id())).isExactlyInstanceOf(SandboxConflictException.class)
+    assertThatThrownBy(() -> sandbox.checkpoints().restore(FIXTURE.id())).isExactlyInstanceOf(SandboxConflictException.class)
         .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("PROCESSES_RUNNING"))
         .satisfies(e -> assertThat(((SandboxException) e).context()).containsEntry("running", 1L));
-    assertThatThrownBy(() -> sandbox.deleteCheckpoint(FIXTURE.id())).isExactlyInstanceOf(SandboxNotFoundException.class)
+    assertThatThrownBy(() -> sandbox.checkpoints().delete(FIXTURE.id())).isExactlyInstanceOf(SandboxNotFoundException.class)
         .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("CHECKPOINT_NOT_FOUND"));
-    assertThatThrownBy(() -> sandbox.checkpoint("x")).isExactlyInstanceOf(SandboxConflictException.class);
-    assertThatThrownBy(() -> sandbox.checkpoint("x")).isExactlyInstanceOf(SandboxServerException.class)
+    assertThatThrownBy(() -> sandbox.checkpoints().create("x")).isExactlyInstanceOf(SandboxConflictException.class);
+    assertThatThrownBy(() -> sandbox.checkpoints().create("x")).isExactlyInstanceOf(SandboxServerException.class)
         .satisfies(e -> assertThat(((SandboxException) e).httpStatus()).isEqualTo(507));
   }
 
   @Test
   void badNamesAndIdsAreRefusedBeforeAnyRequest() {
     for (String name : List.of("", "a b", "../x", "a".repeat(65), "é")) {
-      assertThatThrownBy(() -> sandbox.checkpoint(name)).as(name).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> sandbox.checkpoints().create(name)).as(name).isInstanceOf(IllegalArgumentException.class);
     }
     for (String id : List.of("..", ".", "a/b", "", "-x")) {
-      assertThatThrownBy(() -> sandbox.restore(id)).as(id).isInstanceOf(IllegalArgumentException.class);
-      assertThatThrownBy(() -> sandbox.deleteCheckpoint(id)).as(id).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> sandbox.checkpoints().restore(id)).as(id).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> sandbox.checkpoints().delete(id)).as(id).isInstanceOf(IllegalArgumentException.class);
     }
-    assertThatThrownBy(() -> sandbox.checkpoint(null)).isInstanceOf(NullPointerException.class);
-    assertThatThrownBy(() -> sandbox.restore(null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> sandbox.checkpoints().create(null)).isInstanceOf(NullPointerException.class);
+    assertThatThrownBy(() -> sandbox.checkpoints().restore(null)).isInstanceOf(NullPointerException.class);
     assertThat(server.getRequestCount()).isZero();
   }
 }

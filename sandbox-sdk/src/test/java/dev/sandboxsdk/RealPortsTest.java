@@ -15,7 +15,7 @@ class RealPortsTest extends MockAgentTest {
   void exposePortPostsThePortAndNameAndBuildsThePreviewUrlOnTheClientsOwnAgentAddress() throws Exception {
     server.enqueue(Fixtures.json(Fixtures.read("port-expose-response.json")));
 
-    ExposedPort exposed = sandbox.exposePort(34953, "web");
+    ExposedPort exposed = sandbox.ports().expose(34953, "web");
 
     RecordedRequest request = server.takeRequest();
     assertThat(request.getMethod()).isEqualTo("POST");
@@ -37,7 +37,7 @@ class RealPortsTest extends MockAgentTest {
   void exposedPortsListsTheFixturesPorts() throws Exception {
     server.enqueue(Fixtures.json(Fixtures.read("port-list-response.json")));
 
-    List<ExposedPort> ports = sandbox.exposedPorts();
+    List<ExposedPort> ports = sandbox.ports().exposed();
 
     assertThat(server.takeRequest().getPath()).isEqualTo("/api/exposed-ports");
     assertThat(ports).extracting(ExposedPort::port).containsExactly(34953);
@@ -49,8 +49,8 @@ class RealPortsTest extends MockAgentTest {
     server.enqueue(Fixtures.json(Fixtures.read("port-unexpose-response.json")));
     server.enqueue(Fixtures.json(404, Fixtures.read("proxy-error-response.json")));
 
-    sandbox.unexposePort(34953);
-    assertThatCode(() -> sandbox.unexposePort(34953)).doesNotThrowAnyException();
+    sandbox.ports().unexpose(34953);
+    assertThatCode(() -> sandbox.ports().unexpose(34953)).doesNotThrowAnyException();
 
     RecordedRequest request = server.takeRequest();
     assertThat(request.getMethod()).isEqualTo("DELETE");
@@ -61,7 +61,7 @@ class RealPortsTest extends MockAgentTest {
   void exposingAnExposedPortIsAnInvalidRequestWithTheAgentsCode() {
     server.enqueue(Fixtures.json(409, Fixtures.read("port-expose-error-response.json")));
 
-    assertThatThrownBy(() -> sandbox.exposePort(34953)).isInstanceOf(SandboxInvalidRequestException.class)
+    assertThatThrownBy(() -> sandbox.ports().expose(34953)).isInstanceOf(SandboxInvalidRequestException.class)
         .hasMessageContaining("PORT_ALREADY_EXPOSED")
         .satisfies(e -> assertThat(((SandboxException) e).context()).containsEntry("portName", "web"));
   }
@@ -69,10 +69,10 @@ class RealPortsTest extends MockAgentTest {
   @Test
   void portsOutOfRangeAreRefusedBeforeAnyRequest() {
     for (int bad : new int[] {0, -1, 65536}) {
-      assertThatThrownBy(() -> sandbox.exposePort(bad)).isInstanceOf(IllegalArgumentException.class);
-      assertThatThrownBy(() -> sandbox.unexposePort(bad)).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> sandbox.ports().expose(bad)).isInstanceOf(IllegalArgumentException.class);
+      assertThatThrownBy(() -> sandbox.ports().unexpose(bad)).isInstanceOf(IllegalArgumentException.class);
     }
-    assertThatThrownBy(() -> sandbox.exposePort(80, "")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> sandbox.ports().expose(80, "")).isInstanceOf(IllegalArgumentException.class);
     assertThat(server.getRequestCount()).isZero();
   }
 
@@ -94,7 +94,7 @@ class RealPortsTest extends MockAgentTest {
   void aClientWithAPathPrefixKeepsItInThePreviewUrl() throws Exception {
     server.enqueue(Fixtures.json(Fixtures.read("port-expose-response.json")));
     try (Sandbox prefixed = Sandbox.connect(server.url("/sandboxes/42/").uri(), "t")) {
-      ExposedPort exposed = prefixed.exposePort(34953);
+      ExposedPort exposed = prefixed.ports().expose(34953);
       assertThat(server.takeRequest().getPath()).isEqualTo("/sandboxes/42/api/expose-port");
       assertThat(exposed.baseUrl()).isEqualTo(server.url("/sandboxes/42/proxy/34953/").uri());
     }

@@ -23,7 +23,7 @@ class TerminalTest extends MockAgentTest {
   void openTerminalStartsTheCommandWithItsSizeAndTerm() throws Exception {
     server.enqueue(json(Fixtures.read("process-start-pty-response.json")));
 
-    Terminal t = sandbox.openTerminal(TerminalOptions.builder().command(Command.of("bash", "--norc", "-i"))
+    Terminal t = sandbox.terminals().open(TerminalOptions.builder().command(Command.of("bash", "--norc", "-i"))
         .cols(100).rows(30).env("PS1", "$ ").processId("term-1").cwd("site").build());
 
     RecordedRequest request = server.takeRequest();
@@ -39,7 +39,7 @@ class TerminalTest extends MockAgentTest {
   void theDefaultsAreALoginShellOnAnEightyByTwentyFourXterm() throws Exception {
     server.enqueue(json(Fixtures.read("process-start-pty-response.json")));
 
-    sandbox.openTerminal(TerminalOptions.defaults());
+    sandbox.terminals().open(TerminalOptions.defaults());
 
     assertThat(body(server.takeRequest())).isEqualTo(parse("{\"command\":\"if command -v bash >/dev/null 2>&1; then"
         + " exec bash -l; else exec sh -l; fi\",\"pty\":{\"cols\":80,\"rows\":24,\"term\":\"xterm-256color\"}}"));
@@ -51,7 +51,7 @@ class TerminalTest extends MockAgentTest {
     server.enqueue(json("{\"processId\":\"term-1\",\"bytesWritten\":3,\"eof\":false,\"success\":true}"));
     server.enqueue(json("{\"processId\":\"term-1\",\"bytesWritten\":3,\"eof\":false,\"success\":true}"));
     server.enqueue(json(Fixtures.read("process-resize-response.json")));
-    Terminal t = sandbox.openTerminal(TerminalOptions.builder().processId("term-1").build());
+    Terminal t = sandbox.terminals().open(TerminalOptions.builder().processId("term-1").build());
     server.takeRequest();
 
     t.write(new byte[] {3, (byte) 0xff, 0});
@@ -79,7 +79,7 @@ class TerminalTest extends MockAgentTest {
         "{\"type\":\"stdout\",\"processId\":\"term-1\",\"data\":\"YeKC\",\"offset\":5,\"bytes\":3}",
         "{\"type\":\"stdout\",\"processId\":\"term-1\",\"data\":\"rGIbWzBt\",\"offset\":8,\"bytes\":6}",
         "{\"type\":\"exit\",\"processId\":\"term-1\",\"exitCode\":0,\"status\":\"completed\",\"timedOut\":false}")));
-    Terminal t = sandbox.attachTerminal("term-1");
+    Terminal t = sandbox.terminals().attach("term-1");
     assertThat(server.takeRequest().getPath()).isEqualTo("/api/process/term-1");
     RecordingSubscriber<TerminalOutput> out = new RecordingSubscriber<>();
 
@@ -98,9 +98,9 @@ class TerminalTest extends MockAgentTest {
     server.enqueue(json(Fixtures.read("process-info.json")));
     server.enqueue(errorResponse(404, "PROCESS_NOT_FOUND", "no process with id 'gone'", "{\"processId\":\"gone\"}"));
 
-    assertThatThrownBy(() -> sandbox.attachTerminal("fixture-1")).isInstanceOf(SandboxInvalidRequestException.class)
+    assertThatThrownBy(() -> sandbox.terminals().attach("fixture-1")).isInstanceOf(SandboxInvalidRequestException.class)
         .hasMessageContaining("does not run on a terminal");
-    assertThatThrownBy(() -> sandbox.attachTerminal("gone")).isInstanceOf(ProcessNotFoundException.class);
+    assertThatThrownBy(() -> sandbox.terminals().attach("gone")).isInstanceOf(ProcessNotFoundException.class);
   }
 
   @Test

@@ -64,7 +64,7 @@ public final class HeadlessTask {
    *
    * @throws dev.sandboxsdk.SandboxNotFoundException if the repository or branch does not exist
    *     ({@code GIT_REPOSITORY_NOT_FOUND}, {@code GIT_BRANCH_NOT_FOUND}), from
-   *     {@link Sandbox#gitCheckout}; other checkout errors as documented there
+   *     {@link dev.sandboxsdk.SandboxGit#checkout}; other checkout errors as documented there
    * @throws dev.sandboxsdk.CommandFailedException if git fails on the clone after the task (e.g.
    *     the task deleted {@code .git})
    * @throws dev.sandboxsdk.SandboxException if the sandbox cannot run the commands
@@ -75,7 +75,7 @@ public final class HeadlessTask {
     Objects.requireNonNull(task, "task == null");
     Objects.requireNonNull(options, "options == null");
 
-    GitCheckout checkout = sandbox.gitCheckout(repoUrl, options.checkout());
+    GitCheckout checkout = sandbox.git().checkout(repoUrl, options.checkout());
     String dir = checkout.targetDir();
     Duration t = options.timeout();
     // The base of the diff: a task that commits (coding agents sometimes do) still shows its work.

@@ -118,7 +118,7 @@ public final class ContainerProvider implements SandboxProvider {
         removeOnClose && spec.name() == null, false, handOverProvider);
     if (spec.gitRepository() != null) {
       try {
-        sandbox.gitCheckout(spec.gitRepository(), spec.gitCheckoutOptions());
+        sandbox.git().checkout(spec.gitRepository(), spec.gitCheckoutOptions());
       } catch (RuntimeException e) {
         try {
           sandbox.destroy();

@@ -95,7 +95,7 @@ class ContainerLifecycleIT {
       assertThat(volumes).isNotEmpty();
     }
 
-    Checkpoint saved = s.checkpoint("before-shutdown");
+    Checkpoint saved = s.checkpoints().create("before-shutdown");
     long t0 = System.nanoTime();
     s.shutdown();
     long shutdownMs = (System.nanoTime() - t0) / 1_000_000;
@@ -117,7 +117,7 @@ class ContainerLifecycleIT {
     SandboxInfo woken = s.info();
     assertThat(woken.state()).isEqualTo("running");
     assertThat(woken.lastActivityAt()).isAfterOrEqualTo(stopped.lastActivityAt());
-    assertThat(s.listCheckpoints()).extracting(Checkpoint::id).as("checkpoints survive a stop").containsExactly(saved.id());
+    assertThat(s.checkpoints().list()).extracting(Checkpoint::id).as("checkpoints survive a stop").containsExactly(saved.id());
 
     s.shutdown();
     s.close(); // a named container outlives its handle

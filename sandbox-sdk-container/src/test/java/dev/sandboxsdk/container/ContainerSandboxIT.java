@@ -112,7 +112,7 @@ class ContainerSandboxIT {
           .map(InspectContainerResponse.Mount::getName).toList();
       assertThat(volumes).hasSize(3).allSatisfy(v -> assertThat(v).isNotBlank());
       s.exec("head -c 1000000 /dev/zero > big; touch ~/.profile-of-mine");
-      s.checkpoint("kept-in-a-volume");
+      s.checkpoints().create("kept-in-a-volume");
 
       s.destroy();
 

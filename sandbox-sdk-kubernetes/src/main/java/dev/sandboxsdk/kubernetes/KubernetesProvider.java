@@ -123,7 +123,7 @@ public final class KubernetesProvider implements SandboxProvider {
     KubernetesSandbox sandbox = new KubernetesSandbox(this, s.pod(), spec.name(), link, s.token(), spec.name() == null);
     if (spec.gitRepository() != null) {
       try {
-        sandbox.gitCheckout(spec.gitRepository(), spec.gitCheckoutOptions());
+        sandbox.git().checkout(spec.gitRepository(), spec.gitCheckoutOptions());
       } catch (RuntimeException e) {
         try {
           sandbox.destroy();

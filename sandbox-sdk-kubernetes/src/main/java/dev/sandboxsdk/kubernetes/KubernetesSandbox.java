@@ -110,7 +110,7 @@ public final class KubernetesSandbox extends ForwardingSandbox implements Manage
   /**
    * Not possible on Kubernetes: a pod cannot stop and start again, and the workspace (an
    * {@code emptyDir}) lives only as long as the pod. Always throws; {@link #destroy()} ends the
-   * sandbox, {@link #checkpoint(String)} keeps the workspace for a restore in this sandbox.
+   * sandbox, {@link #checkpoints()} keeps the workspace for a restore in this sandbox.
    */
   @Override
   public void shutdown() {

@@ -132,7 +132,7 @@ class KubernetesAttackIT {
 
   @Test
   void theCheckpointsAreOutOfTheCommandsReach() {
-    sandbox.checkpoint("attack");
+    sandbox.checkpoints().create("attack");
     ExecResult r = sh("ls /var/lib/sandbox-agent/checkpoints");
 
     assertThat(r.exitCode()).isNotZero();

@@ -2,17 +2,18 @@ package dev.sandboxsdk.internal;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sandboxsdk.Checkpoint;
+import dev.sandboxsdk.SandboxCheckpoints;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 
 /**
- * Checkpoints of a {@link RealSandbox}, over {@code /api/checkpoints}. A checkpoint or restore
+ * The {@link SandboxCheckpoints} of a {@link RealSandbox}, over {@code /api/checkpoints}. A checkpoint or restore
  * answers when the agent's tar is done, which for a large workspace takes long: those calls wait
  * up to the agent's own limit for tar. Stateless and thread-safe.
  */
-final class RealCheckpoints {
+final class RealCheckpoints implements SandboxCheckpoints {
   /** The agent stops a tar that runs longer than an hour; wait a little more for its answer. */
   private static final Duration TAR_ANSWER = Duration.ofMinutes(61);
 
@@ -22,21 +23,23 @@ final class RealCheckpoints {
     this.sandbox = sandbox;
   }
 
-  Checkpoint create(String name) {
+  @Override
+  public Checkpoint create(String name) {
     Objects.requireNonNull(name, "name == null");
     if (!Checks.isCheckpointName(name)) {
       throw new IllegalArgumentException("not a valid checkpoint name: '" + name + "' (1 to 64 of A-Z a-z 0-9 . _ -)");
     }
     JsonNode n = sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "checkpoints"),
-        Wire.MAPPER.createObjectNode().put("name", name)), "checkpoint " + name, TAR_ANSWER);
+        Wire.MAPPER.createObjectNode().put("name", name)), "checkpoints().create " + name, TAR_ANSWER);
     return checkpoint(n.path("checkpoint"));
   }
 
-  List<Checkpoint> list() {
-    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "checkpoints")), "listCheckpoints");
+  @Override
+  public List<Checkpoint> list() {
+    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "checkpoints")), "checkpoints().list");
     JsonNode items = n.path("checkpoints");
     if (!items.isArray()) {
-      throw Wire.malformed("listCheckpoints", "no 'checkpoints' array");
+      throw Wire.malformed("checkpoints().list", "no 'checkpoints' array");
     }
     List<Checkpoint> all = new ArrayList<>();
     for (JsonNode item : items) {
@@ -45,15 +48,17 @@ final class RealCheckpoints {
     return List.copyOf(all);
   }
 
-  void restore(String id, boolean force) {
+  @Override
+  public void restore(String id, boolean force) {
     checkId(id);
     sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "checkpoints", id, "restore"),
-        Wire.MAPPER.createObjectNode().put("force", force)), "restore " + id, TAR_ANSWER);
+        Wire.MAPPER.createObjectNode().put("force", force)), "checkpoints().restore " + id, TAR_ANSWER);
   }
 
-  void delete(String id) {
+  @Override
+  public void delete(String id) {
     checkId(id);
-    sandbox.call(sandbox.delete(sandbox.url("api", "checkpoints", id)), "deleteCheckpoint " + id);
+    sandbox.call(sandbox.delete(sandbox.url("api", "checkpoints", id)), "checkpoints().delete " + id);
   }
 
   /** The id goes into the URL path: anything the agent cannot have made is refused here. */

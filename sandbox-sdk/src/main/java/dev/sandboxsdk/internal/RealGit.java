@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.GitCheckout;
 import dev.sandboxsdk.GitCheckoutOptions;
+import dev.sandboxsdk.SandboxGit;
 import java.net.URI;
 import java.net.URISyntaxException;
 import java.net.URLEncoder;
@@ -12,11 +13,11 @@ import java.time.Duration;
 import java.util.Objects;
 
 /**
- * {@code gitCheckout} of a {@link RealSandbox}, over {@code POST /api/git/checkout}. Credentials
+ * The {@link SandboxGit} of a {@link RealSandbox}: {@code checkout} over {@code POST /api/git/checkout}. Credentials
  * travel as the URL's user information, which the agent takes out before git runs (it hands them
  * to git through a credential helper's environment). Stateless and thread-safe.
  */
-final class RealGit {
+final class RealGit implements SandboxGit {
   /** The agent's default when the request names no timeout (Cloudflare's 10 minutes). */
   private static final Duration AGENT_DEFAULT_TIMEOUT = Duration.ofMinutes(10);
   /** How much longer than git may run the SDK waits for the answer. */
@@ -28,7 +29,8 @@ final class RealGit {
     this.sandbox = sandbox;
   }
 
-  GitCheckout checkout(String repoUrl, GitCheckoutOptions options) {
+  @Override
+  public GitCheckout checkout(String repoUrl, GitCheckoutOptions options) {
     Objects.requireNonNull(repoUrl, "repoUrl == null");
     Objects.requireNonNull(options, "options == null");
     ObjectNode body = Wire.MAPPER.createObjectNode().put("repoUrl", withCredentials(repoUrl, options));
@@ -47,7 +49,7 @@ final class RealGit {
     }
     // The answer comes when git is done: wait for it at least as long as git may run.
     JsonNode n = sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "git", "checkout"), body),
-        "gitCheckout " + redacted(repoUrl), timeout.plus(ANSWER_MARGIN));
+        "git().checkout " + redacted(repoUrl), timeout.plus(ANSWER_MARGIN));
     return new GitCheckout(Wire.text(n, "repoUrl"), Wire.text(n, "branch"), Wire.text(n, "targetDir"));
   }
 

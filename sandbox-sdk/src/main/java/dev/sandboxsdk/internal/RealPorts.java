@@ -8,6 +8,7 @@ import dev.sandboxsdk.ProcessExitedException;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxNotFoundException;
+import dev.sandboxsdk.SandboxPorts;
 import dev.sandboxsdk.SandboxTimeoutException;
 import java.net.URI;
 import java.time.Instant;
@@ -19,7 +20,7 @@ import java.util.Set;
 import okhttp3.HttpUrl;
 
 /**
- * The port methods of a {@link RealSandbox}: {@code waitForPort} over the agent's
+ * The {@link SandboxPorts} of a {@link RealSandbox}: {@code waitFor} over the agent's
  * {@code POST /api/port-watch} event stream (the agent checks from inside the sandbox's network
  * and ends the stream with {@code ready}, {@code process_exited} or {@code error}), and
  * {@code POST /api/expose-port},
@@ -28,7 +29,7 @@ import okhttp3.HttpUrl;
  * work wherever the client reaches the agent, e.g. a container's host-published port. Uses the
  * sandbox's client, token and error mapping. Thread-safe: it has no mutable state.
  */
-final class RealPorts {
+final class RealPorts implements SandboxPorts {
   private static final Set<String> WATCH_FINAL = Set.of("ready", "process_exited", "error");
 
   private final RealSandbox sandbox;
@@ -37,7 +38,8 @@ final class RealPorts {
     this.sandbox = sandbox;
   }
 
-  ExposedPort expose(int port, String name) {
+  @Override
+  public ExposedPort expose(int port, String name) {
     checkPort(port);
     if (name != null && (name.isEmpty() || name.length() > 128 || name.chars().anyMatch(Character::isISOControl))) {
       throw new IllegalArgumentException("name must be 1 to 128 characters without control characters");
@@ -46,14 +48,16 @@ final class RealPorts {
     if (name != null) {
       body.put("name", name);
     }
-    JsonNode n = sandbox.call(sandbox.post(sandbox.url("api", "expose-port"), body), "exposePort " + port);
+    JsonNode n = sandbox.call(sandbox.post(sandbox.url("api", "expose-port"), body), "ports().expose " + port);
     return exposed(n);
   }
 
-  void unexpose(int port) {
+  @Override
+  public void unexpose(int port) {
     checkPort(port);
     try {
-      sandbox.call(sandbox.delete(sandbox.url("api", "exposed-ports", Integer.toString(port))), "unexposePort " + port);
+      sandbox.call(sandbox.delete(sandbox.url("api", "exposed-ports", Integer.toString(port))),
+          "ports().unexpose " + port);
     } catch (SandboxNotFoundException e) {
       if (!"PORT_NOT_EXPOSED".equals(e.code())) {
         throw e;
@@ -62,8 +66,9 @@ final class RealPorts {
     }
   }
 
-  List<ExposedPort> list() {
-    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "exposed-ports")), "exposedPorts");
+  @Override
+  public List<ExposedPort> exposed() {
+    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "exposed-ports")), "ports().exposed");
     List<ExposedPort> out = new ArrayList<>();
     for (JsonNode p : n.path("ports")) {
       out.add(exposed(p));
@@ -101,6 +106,11 @@ final class RealPorts {
     }
   }
 
+  @Override
+  public void waitFor(int port, PortWaitOptions options) {
+    await(port, options, null);
+  }
+
   /**
    * Waits for the port; with a {@code processId}, fails as soon as that process ends.
    *
@@ -109,7 +119,7 @@ final class RealPorts {
   void await(int port, PortWaitOptions options, String processId) {
     checkPort(port);
     java.util.Objects.requireNonNull(options, "options == null");
-    String what = "waitForPort " + port + (processId != null ? " of process " + processId : "");
+    String what = processId != null ? "waitForPort " + port + " of process " + processId : "ports().waitFor " + port;
     EventCursor<JsonNode> cursor = new InterruptibleCursor<>(sandbox.openStream(
         sandbox.post(sandbox.url("api", "port-watch"), body(port, options, processId)), what, e -> e,
         e -> WATCH_FINAL.contains(e.path("type").asText()), new Abort()), sandbox.executor());

@@ -495,16 +495,6 @@ public final class RealSandbox implements Sandbox {
   }
 
   @Override
-  public dev.sandboxsdk.Terminal openTerminal(dev.sandboxsdk.TerminalOptions options) {
-    return terminals.open(options);
-  }
-
-  @Override
-  public dev.sandboxsdk.Terminal attachTerminal(String id) {
-    return terminals.attach(id);
-  }
-
-  @Override
   public void killProcess(String processId, Signal signal) {
     Objects.requireNonNull(signal, "signal == null");
     HttpUrl url = processUrl(processId).newBuilder().addQueryParameter("signal", signal.name()).build();
@@ -641,11 +631,9 @@ public final class RealSandbox implements Sandbox {
     return files;
   }
 
-  // ---- ports and git
-
   @Override
-  public void waitForPort(int port, dev.sandboxsdk.PortWaitOptions options) {
-    ports.await(port, options, null);
+  public dev.sandboxsdk.SandboxPorts ports() {
+    return ports;
   }
 
   /** {@link RealSandboxProcess#waitForPort}: fails as soon as the process ends. */
@@ -654,47 +642,18 @@ public final class RealSandbox implements Sandbox {
   }
 
   @Override
-  public dev.sandboxsdk.GitCheckout gitCheckout(String repoUrl, dev.sandboxsdk.GitCheckoutOptions options) {
-    return git.checkout(repoUrl, options);
+  public dev.sandboxsdk.SandboxGit git() {
+    return git;
   }
 
   @Override
-  public dev.sandboxsdk.Checkpoint checkpoint(String name) {
-    return checkpoints.create(name);
+  public dev.sandboxsdk.SandboxCheckpoints checkpoints() {
+    return checkpoints;
   }
 
   @Override
-  public List<dev.sandboxsdk.Checkpoint> listCheckpoints() {
-    return checkpoints.list();
-  }
-
-  @Override
-  public void restore(String checkpointId, boolean force) {
-    checkpoints.restore(checkpointId, force);
-  }
-
-  @Override
-  public void deleteCheckpoint(String checkpointId) {
-    checkpoints.delete(checkpointId);
-  }
-
-
-  @Override
-  public dev.sandboxsdk.ExposedPort exposePort(int port, String name) {
-    ensureOpen();
-    return ports.expose(port, name);
-  }
-
-  @Override
-  public void unexposePort(int port) {
-    ensureOpen();
-    ports.unexpose(port);
-  }
-
-  @Override
-  public List<dev.sandboxsdk.ExposedPort> exposedPorts() {
-    ensureOpen();
-    return ports.list();
+  public dev.sandboxsdk.SandboxTerminals terminals() {
+    return terminals;
   }
 
   // ---- lifecycle

@@ -6,6 +6,7 @@ import dev.sandboxsdk.LogEvent;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.SandboxInvalidRequestException;
 import dev.sandboxsdk.SandboxProcess;
+import dev.sandboxsdk.SandboxTerminals;
 import dev.sandboxsdk.Signal;
 import dev.sandboxsdk.StdStream;
 import dev.sandboxsdk.Terminal;
@@ -19,27 +20,30 @@ import java.util.Objects;
 import java.util.concurrent.Flow;
 
 /**
- * Terminals ({@link dev.sandboxsdk.Sandbox#openTerminal}): a process started with {@code pty},
- * typed input through the stdin route in base64 (any bytes), resize through
+ * The {@link SandboxTerminals} of a {@link RealSandbox}: a terminal is a process started with
+ * {@code pty}, typed input goes through the stdin route in base64 (any bytes), resize through
  * {@code POST /api/process/{id}/resize}, and output through the process's event stream with
- * {@code encoding=base64}, so the bytes arrive exactly as the program wrote them.
+ * {@code encoding=base64}, so the bytes arrive exactly as the program wrote them. Stateless and
+ * thread-safe.
  */
-final class RealTerminals {
+final class RealTerminals implements SandboxTerminals {
   private final RealSandbox sandbox;
 
   RealTerminals(RealSandbox sandbox) {
     this.sandbox = sandbox;
   }
 
-  Terminal open(TerminalOptions options) {
+  @Override
+  public Terminal open(TerminalOptions options) {
     Objects.requireNonNull(options, "options == null");
     JsonNode n = sandbox.call(sandbox.post(sandbox.url("api", "process", "start"), Wire.terminalBody(options)),
-        "openTerminal " + options.command().display());
+        "terminals().open " + options.command().display());
     return new RealTerminal(Wire.text(n, "processId"), n.path("pid").asLong(0), Wire.text(n, "command"));
   }
 
-  Terminal attach(String id) {
-    JsonNode p = sandbox.call(sandbox.get(sandbox.processUrl(id)), "attachTerminal " + id).path("process");
+  @Override
+  public Terminal attach(String id) {
+    JsonNode p = sandbox.call(sandbox.get(sandbox.processUrl(id)), "terminals().attach " + id).path("process");
     if (!p.path("pty").isObject()) {
       throw new SandboxInvalidRequestException("process '" + id + "' does not run on a terminal; attach to it with"
           + " attachProcess", null, "NOT_A_TERMINAL", 0, Map.of("processId", id));

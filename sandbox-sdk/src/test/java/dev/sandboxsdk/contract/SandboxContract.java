@@ -1190,9 +1190,9 @@ public abstract class SandboxContract {
     SandboxProcess server = sandbox.startProcess(perlServer(port, 500));
     try {
       server.waitForPort(port, PortWaitOptions.http("/").toBuilder().timeout(Duration.ofSeconds(20)).build());
-      sandbox.waitForPort(port, PortWaitOptions.tcp());
+      sandbox.ports().waitFor(port, PortWaitOptions.tcp());
       // A status out of range is not ready: the timeout names the last check.
-      assertThatThrownBy(() -> sandbox.waitForPort(port, PortWaitOptions.builder().status(500, 599)
+      assertThatThrownBy(() -> sandbox.ports().waitFor(port, PortWaitOptions.builder().status(500, 599)
           .interval(Duration.ofMillis(100)).timeout(Duration.ofSeconds(3)).build()))
           .isInstanceOf(SandboxTimeoutException.class)
           .hasMessageContaining("200");
@@ -1204,7 +1204,7 @@ public abstract class SandboxContract {
     assertThatThrownBy(() -> dies.waitForPort(port + 1))
         .isInstanceOf(ProcessExitedException.class)
         .satisfies(e -> assertThat(((ProcessExitedException) e).info().exitCode()).isEqualTo(3));
-    assertThatThrownBy(() -> sandbox.waitForPort(0)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> sandbox.ports().waitFor(0)).isInstanceOf(IllegalArgumentException.class);
   }
 
   @Test
@@ -1214,22 +1214,22 @@ public abstract class SandboxContract {
         + " git add README; git -c user.name=t -c user.email=t@example.com commit -q -m first", "sh", tag + "-src"))
         .requireSuccess();
 
-    GitCheckout co = sandbox.gitCheckout(tag + "-src", GitCheckoutOptions.builder().targetDir(tag + "-clone").build());
+    GitCheckout co = sandbox.git().checkout(tag + "-src", GitCheckoutOptions.builder().targetDir(tag + "-clone").build());
 
     assertThat(co.branch()).isEqualTo("main");
     assertThat(co.targetDir()).endsWith("/" + tag + "-clone");
     assertThat(sandbox.files().readString(tag + "-clone/README")).isEqualTo("hello\n");
     assertThat(sandbox.exec(Command.of("git", "-C", tag + "-clone", "log", "--format=%s")).stdout()).isEqualTo("first\n");
 
-    assertThatThrownBy(() -> sandbox.gitCheckout(tag + "-no-such-repo"))
+    assertThatThrownBy(() -> sandbox.git().checkout(tag + "-no-such-repo"))
         .isInstanceOf(SandboxNotFoundException.class)
         .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("GIT_REPOSITORY_NOT_FOUND"));
-    assertThatThrownBy(() -> sandbox.gitCheckout(tag + "-src", GitCheckoutOptions.builder().branch("no-such-branch")
+    assertThatThrownBy(() -> sandbox.git().checkout(tag + "-src", GitCheckoutOptions.builder().branch("no-such-branch")
         .targetDir(tag + "-b").build()))
         .isInstanceOf(SandboxNotFoundException.class)
         .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("GIT_BRANCH_NOT_FOUND"));
     // A remote that is not there (or no network at all): the error never carries the password.
-    assertThatThrownBy(() -> sandbox.gitCheckout("http://127.0.0.1:1/x.git", GitCheckoutOptions.builder()
+    assertThatThrownBy(() -> sandbox.git().checkout("http://127.0.0.1:1/x.git", GitCheckoutOptions.builder()
         .credentials("bob", "s3cret-pw").targetDir(tag + "-remote").timeout(Duration.ofSeconds(20)).build()))
         .isInstanceOf(SandboxException.class)
         .satisfies(e -> assertThat(e.getMessage()).doesNotContain("s3cret-pw"))
@@ -1260,50 +1260,50 @@ public abstract class SandboxContract {
     String before = workspaceListing();
     assertThat(before).contains(tag + "/src/link -> a.txt", tag + "/empty/inner", tag + "/-dash");
 
-    Checkpoint c = sandbox.checkpoint("base");
+    Checkpoint c = sandbox.checkpoints().create("base");
     assertThat(c.id()).isNotBlank();
     assertThat(c.name()).isEqualTo("base");
     assertThat(c.sizeBytes()).isGreaterThan(70_000);
-    assertThat(sandbox.listCheckpoints()).contains(c);
+    assertThat(sandbox.checkpoints().list()).contains(c);
 
     sandbox.exec(Command.of("sh", "-c", "set -e; cd \"$1\"; printf changed > src/a.txt; chmod 644 src/deep/blob;"
         + " rm -rf empty src/link; ln -s elsewhere src/link2; mkdir later; echo new > later/file; rm -- -dash;"
         + " cd ..; echo top > \"$1-after.txt\"", "sh", tag)).requireSuccess();
     assertThat(workspaceListing()).isNotEqualTo(before);
 
-    sandbox.restore(c.id());
+    sandbox.checkpoints().restore(c.id());
 
     assertThat(workspaceListing()).isEqualTo(before);
     assertThat(sandbox.files().exists(tag + "-after.txt")).isFalse();
     assertThat(sandbox.files().readString(tag + "/src/a.txt")).isEqualTo("hello\n");
     // Commands can still change the restored files.
     sandbox.exec(Command.of("sh", "-c", "echo more >> \"$1/src/a.txt\" && rm -r \"$1/empty\"", "sh", tag)).requireSuccess();
-    sandbox.deleteCheckpoint(c.id());
-    assertThat(sandbox.listCheckpoints()).doesNotContain(c);
+    sandbox.checkpoints().delete(c.id());
+    assertThat(sandbox.checkpoints().list()).doesNotContain(c);
   }
 
   @Test
   void checkpointsAreListedOldestFirstAndUnknownIdsAreNotFound() {
-    Checkpoint a = sandbox.checkpoint("first");
-    Checkpoint b = sandbox.checkpoint("second");
-    Checkpoint c = sandbox.checkpoint("third");
-    List<Checkpoint> ours = sandbox.listCheckpoints().stream().filter(x -> List.of(a, b, c).contains(x))
+    Checkpoint a = sandbox.checkpoints().create("first");
+    Checkpoint b = sandbox.checkpoints().create("second");
+    Checkpoint c = sandbox.checkpoints().create("third");
+    List<Checkpoint> ours = sandbox.checkpoints().list().stream().filter(x -> List.of(a, b, c).contains(x))
         .collect(Collectors.toList());
     assertThat(ours).containsExactly(a, b, c);
     assertThat(a.createdAt()).isBeforeOrEqualTo(b.createdAt());
 
-    sandbox.deleteCheckpoint(b.id());
-    assertThat(sandbox.listCheckpoints()).contains(a, c).doesNotContain(b);
-    for (Runnable call : List.<Runnable>of(() -> sandbox.deleteCheckpoint(b.id()), () -> sandbox.restore(b.id()),
-        () -> sandbox.restore("ckpt_0000000000000000", true), () -> sandbox.deleteCheckpoint("no-such-checkpoint"))) {
+    sandbox.checkpoints().delete(b.id());
+    assertThat(sandbox.checkpoints().list()).contains(a, c).doesNotContain(b);
+    for (Runnable call : List.<Runnable>of(() -> sandbox.checkpoints().delete(b.id()), () -> sandbox.checkpoints().restore(b.id()),
+        () -> sandbox.checkpoints().restore("ckpt_0000000000000000", true), () -> sandbox.checkpoints().delete("no-such-checkpoint"))) {
       assertThatThrownBy(call::run).isInstanceOf(SandboxNotFoundException.class)
           .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("CHECKPOINT_NOT_FOUND"));
     }
-    assertThatThrownBy(() -> sandbox.checkpoint("not a name")).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> sandbox.checkpoint("")).isInstanceOf(IllegalArgumentException.class);
-    assertThatThrownBy(() -> sandbox.restore("../x")).isInstanceOf(IllegalArgumentException.class);
-    sandbox.deleteCheckpoint(a.id());
-    sandbox.deleteCheckpoint(c.id());
+    assertThatThrownBy(() -> sandbox.checkpoints().create("not a name")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> sandbox.checkpoints().create("")).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> sandbox.checkpoints().restore("../x")).isInstanceOf(IllegalArgumentException.class);
+    sandbox.checkpoints().delete(a.id());
+    sandbox.checkpoints().delete(c.id());
   }
 
   @Test
@@ -1311,24 +1311,24 @@ public abstract class SandboxContract {
     sandbox.killAllProcesses();
     String tag = unique("ckpt-running");
     sandbox.exec(Command.of("sh", "-c", "echo original > \"$1\"", "sh", tag)).requireSuccess();
-    Checkpoint c = sandbox.checkpoint("before-process");
+    Checkpoint c = sandbox.checkpoints().create("before-process");
     sandbox.exec(Command.of("sh", "-c", "echo changed > \"$1\"", "sh", tag)).requireSuccess();
     SandboxProcess p = sandbox.startProcess("sleep 600");
     long pid = p.pid();
 
-    assertThatThrownBy(() -> sandbox.restore(c.id()))
+    assertThatThrownBy(() -> sandbox.checkpoints().restore(c.id()))
         .isInstanceOf(SandboxConflictException.class)
         .satisfies(e -> assertThat(((SandboxException) e).code()).isEqualTo("PROCESSES_RUNNING"))
         .hasMessageContaining("force");
     assertThat(sandbox.files().readString(tag)).isEqualTo("changed\n");
     assertThat(probe.alive(pid)).isTrue();
 
-    sandbox.restore(c.id(), true);
+    sandbox.checkpoints().restore(c.id(), true);
 
     assertThat(sandbox.files().readString(tag)).isEqualTo("original\n");
     assertThat(await(WAIT, () -> !probe.alive(pid))).as("the process was killed").isTrue();
     assertThat(sandbox.getProcess(p.id()).map(ProcessInfo::status).orElseThrow()).isNotEqualTo(ProcessStatus.RUNNING);
-    sandbox.deleteCheckpoint(c.id());
+    sandbox.checkpoints().delete(c.id());
   }
 
   // ---- clients of their own: wrong token, no agent, close and destroy
@@ -1472,14 +1472,14 @@ public abstract class SandboxContract {
     SandboxProcess web = sandbox.startProcess(Command.of("perl", name + ".pl", Integer.toString(port)));
     try {
       web.waitForLog(Pattern.compile("listening"), WAIT);
-      ExposedPort exposed = sandbox.exposePort(port, name);
+      ExposedPort exposed = sandbox.ports().expose(port, name);
       assertThat(exposed.port()).isEqualTo(port);
       assertThat(exposed.name()).isEqualTo(name);
       assertThat(exposed.exposedAt()).isNotNull();
       assertThat(exposed.url().toString()).startsWith(target.baseUrl().resolve("/proxy/" + port + "/") + "?");
       assertThat(exposed.toString()).doesNotContain(exposed.url().getQuery());
-      assertThat(sandbox.exposedPorts()).extracting(ExposedPort::port).contains(port);
-      assertThatThrownBy(() -> sandbox.exposePort(port)).isInstanceOf(SandboxInvalidRequestException.class)
+      assertThat(sandbox.ports().exposed()).extracting(ExposedPort::port).contains(port);
+      assertThatThrownBy(() -> sandbox.ports().expose(port)).isInstanceOf(SandboxInvalidRequestException.class)
           .hasMessageContaining("PORT_ALREADY_EXPOSED");
 
       // A browser: no Authorization header, cookies kept, redirects followed.
@@ -1499,14 +1499,14 @@ public abstract class SandboxContract {
       assertThat(stranger.send(HttpRequest.newBuilder(file).timeout(WAIT).build(), HttpResponse.BodyHandlers.ofString())
           .statusCode()).as("without the cookie or token").isEqualTo(401);
 
-      sandbox.unexposePort(port);
+      sandbox.ports().unexpose(port);
       assertThat(browser.send(HttpRequest.newBuilder(file).timeout(WAIT).build(), HttpResponse.BodyHandlers.ofString())
           .statusCode()).as("unexposed").isEqualTo(404);
-      assertThat(sandbox.exposedPorts()).extracting(ExposedPort::port).doesNotContain(port);
-      assertThatCode(() -> sandbox.unexposePort(port)).as("idempotent").doesNotThrowAnyException();
+      assertThat(sandbox.ports().exposed()).extracting(ExposedPort::port).doesNotContain(port);
+      assertThatCode(() -> sandbox.ports().unexpose(port)).as("idempotent").doesNotThrowAnyException();
     } finally {
       web.kill();
-      sandbox.unexposePort(port);
+      sandbox.ports().unexpose(port);
     }
   }
 
@@ -1612,12 +1612,12 @@ public abstract class SandboxContract {
   }
 
   private Terminal terminal(String... argv) {
-    return sandbox.openTerminal(TerminalOptions.builder().command(Command.of(List.of(argv))).build());
+    return sandbox.terminals().open(TerminalOptions.builder().command(Command.of(List.of(argv))).build());
   }
 
   @Test
   void aTerminalGivesItsProgramAControllingTerminalOfTheRequestedSizeAndTerm() throws Exception {
-    Terminal t = sandbox.openTerminal(TerminalOptions.builder()
+    Terminal t = sandbox.terminals().open(TerminalOptions.builder()
         .command(Command.of("sh", "-c", "tty; stty size; echo TERM=$TERM; test -t 0 && test -t 2 && echo both-ttys"))
         .cols(100).rows(30).processId(unique("tty")).build());
     Screen screen = Screen.of(t.output());
@@ -1629,7 +1629,7 @@ public abstract class SandboxContract {
     String out = screen.awaitEnd();
     assertThat(out).containsPattern("(^|\n)/dev/\\S+\r\n").doesNotContain("not a tty")
         .contains("30 100\r\n", "TERM=xterm-256color\r\n", "both-ttys\r\n");
-    Terminal again = sandbox.attachTerminal(t.id());
+    Terminal again = sandbox.terminals().attach(t.id());
     assertThat(again.pid()).isEqualTo(t.pid());
     assertThat(Screen.of(again.output()).awaitEnd()).isEqualTo(out);
   }
@@ -1683,7 +1683,7 @@ public abstract class SandboxContract {
     Screen screen = Screen.of(split.output());
     assertThat(screen.awaitEnd()).isEqualTo("a\u20acb");
     assertThat(screen.chunks().get(0).offset()).isZero();
-    assertThat(Screen.of(sandbox.attachTerminal(split.id()).output(1)).awaitEnd()).isEqualTo("\u20acb");
+    assertThat(Screen.of(sandbox.terminals().attach(split.id()).output(1)).awaitEnd()).isEqualTo("\u20acb");
   }
 
   @Test
@@ -1709,7 +1709,7 @@ public abstract class SandboxContract {
   @Test
   void killingATerminalKillsTheJobsItsShellStarted() throws Exception {
     String tag = unique("term-jobs");
-    Terminal t = sandbox.openTerminal(TerminalOptions.builder().command(Command.of("bash", "--norc", "-i"))
+    Terminal t = sandbox.terminals().open(TerminalOptions.builder().command(Command.of("bash", "--norc", "-i"))
         .env("PS1", "$ ").build());
     Screen screen = Screen.of(t.output());
     screen.await(s -> s.contains("$ "));
@@ -1768,12 +1768,12 @@ public abstract class SandboxContract {
     }
     SandboxProcess plain = sandbox.startProcess("sleep 30");
     try {
-      assertThatThrownBy(() -> sandbox.attachTerminal(plain.id())).isInstanceOf(SandboxInvalidRequestException.class)
+      assertThatThrownBy(() -> sandbox.terminals().attach(plain.id())).isInstanceOf(SandboxInvalidRequestException.class)
           .hasMessageContaining("terminal");
     } finally {
       plain.kill();
     }
-    assertThatThrownBy(() -> sandbox.attachTerminal("it-no-such-terminal")).isInstanceOf(ProcessNotFoundException.class);
+    assertThatThrownBy(() -> sandbox.terminals().attach("it-no-such-terminal")).isInstanceOf(ProcessNotFoundException.class);
     t.waitForExit(WAIT);
     assertThatThrownBy(() -> t.write("late\r")).isInstanceOf(SandboxException.class).hasMessageContaining("PROCESS_NOT_RUNNING");
   }

@@ -99,8 +99,8 @@ public final class TerminalSocket implements Session.Listener {
     }
     try {
       terminal = id == null
-          ? sandbox.openTerminal(TerminalOptions.builder().cols(cols).rows(rows).build())
-          : sandbox.attachTerminal(id);
+          ? sandbox.terminals().open(TerminalOptions.builder().cols(cols).rows(rows).build())
+          : sandbox.terminals().attach(id);
     } catch (ProcessNotFoundException e) {
       refuse(NO_SUCH_TERMINAL, "no terminal '" + id + "' in this sandbox (it ended and was removed, or never was)");
       return;

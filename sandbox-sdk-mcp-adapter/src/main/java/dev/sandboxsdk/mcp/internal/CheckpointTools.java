@@ -39,7 +39,7 @@ final class CheckpointTools implements ToolGroup {
     long t0 = System.nanoTime();
     Checkpoint c;
     try {
-      c = sb.sandbox().checkpoint(name);
+      c = sb.sandbox().checkpoints().create(name);
     } catch (SandboxException e) {
       throw explained(e, sb);
     }
@@ -57,7 +57,7 @@ final class CheckpointTools implements ToolGroup {
 
   ToolOutcome listCheckpoints(ObjectNode args) {
     Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    List<Checkpoint> all = sb.sandbox().listCheckpoints();
+    List<Checkpoint> all = sb.sandbox().checkpoints().list();
     ObjectNode r = Json.object();
     ArrayNode arr = r.putArray("checkpoints");
     all.forEach(c -> arr.add(json(c)));
@@ -76,7 +76,7 @@ final class CheckpointTools implements ToolGroup {
     int running = force ? (int) sb.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning).count() : 0;
     long t0 = System.nanoTime();
     try {
-      sb.sandbox().restore(c.id(), force);
+      sb.sandbox().checkpoints().restore(c.id(), force);
     } catch (SandboxException e) {
       if ("PROCESSES_RUNNING".equals(e.code())) {
         List<String> what = sb.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning)
@@ -102,7 +102,7 @@ final class CheckpointTools implements ToolGroup {
     Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
     Checkpoint c = resolve(sb, args.get("checkpointId").asText());
     try {
-      sb.sandbox().deleteCheckpoint(c.id());
+      sb.sandbox().checkpoints().delete(c.id());
     } catch (SandboxException e) {
       throw explained(e, sb);
     }
@@ -126,7 +126,7 @@ final class CheckpointTools implements ToolGroup {
 
   /** The checkpoint with this id, else the newest with this name; an error that lists them if none. */
   private static Checkpoint resolve(Sandboxes.Entry sb, String idOrName) {
-    List<Checkpoint> all = sb.sandbox().listCheckpoints();
+    List<Checkpoint> all = sb.sandbox().checkpoints().list();
     Optional<Checkpoint> byId = all.stream().filter(c -> c.id().equals(idOrName)).findFirst();
     if (byId.isPresent()) {
       return byId.get();

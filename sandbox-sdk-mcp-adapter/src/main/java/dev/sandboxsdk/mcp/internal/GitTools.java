@@ -57,7 +57,7 @@ final class GitTools implements ToolGroup {
     }
     GitCheckout co;
     try {
-      co = sb.sandbox().gitCheckout(url, options.build());
+      co = sb.sandbox().git().checkout(url, options.build());
     } catch (SandboxException e) {
       if (e.code() != null && e.code().startsWith("GIT_") || "INVALID_GIT_URL".equals(e.code())) {
         throw new ToolException("git clone failed (" + e.code() + "): " + e.getMessage() + hint(e.code()));

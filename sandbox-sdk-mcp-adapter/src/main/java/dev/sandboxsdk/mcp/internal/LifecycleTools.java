@@ -109,7 +109,7 @@ final class LifecycleTools implements ToolGroup {
       options.branch(branch);
     }
     try {
-      return e.sandbox().gitCheckout(url, options.build());
+      return e.sandbox().git().checkout(url, options.build());
     } catch (RuntimeException ex) {
       try {
         e.sandbox().destroy();

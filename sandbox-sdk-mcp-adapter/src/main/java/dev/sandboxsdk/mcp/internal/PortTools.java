@@ -52,7 +52,7 @@ final class PortTools implements ToolGroup {
         if (processId != null) {
           sb.sandbox().attachProcess(processId).waitForPort(port, options.build());
         } else {
-          sb.sandbox().waitForPort(port, options.build());
+          sb.sandbox().ports().waitFor(port, options.build());
         }
         return null;
       });
@@ -72,7 +72,7 @@ final class PortTools implements ToolGroup {
     int port = args.get("port").asInt();
     ExposedPort e;
     try {
-      e = sb.sandbox().exposePort(port, args.hasNonNull("name") ? args.get("name").asText() : null);
+      e = sb.sandbox().ports().expose(port, args.hasNonNull("name") ? args.get("name").asText() : null);
     } catch (SandboxInvalidRequestException ex) {
       if ("PORT_ALREADY_EXPOSED".equals(ex.code())) {
         throw new ToolException("Port " + port + " is exposed already: listExposedPorts shows its URL.");
@@ -85,14 +85,14 @@ final class PortTools implements ToolGroup {
   ToolOutcome unexposePort(ObjectNode args) {
     Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
     int port = args.get("port").asInt();
-    sb.sandbox().unexposePort(port);
+    sb.sandbox().ports().unexpose(port);
     return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("port", port).put("exposed", false), sb));
   }
 
   ToolOutcome listExposedPorts(ObjectNode args) {
     Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
     ArrayNode ports = Json.array();
-    sb.sandbox().exposedPorts().forEach(e -> ports.add(json(e)));
+    sb.sandbox().ports().exposed().forEach(e -> ports.add(json(e)));
     ObjectNode r = Json.object().put("count", ports.size());
     r.set("ports", ports);
     return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
