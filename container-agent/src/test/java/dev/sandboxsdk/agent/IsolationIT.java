@@ -135,8 +135,9 @@ class IsolationIT {
     program.toFile().setExecutable(true);
     try (LaunchedAgent agent = LaunchedAgent.start(List.of(), Map.of(), dir.resolve("agent.log"),
         "--workspace", dir.resolve("ws").toString(), "--isolation", "bwrap")) {
+      // Under the test's /tmp (the sandbox has its own /tmp) and outside everything it binds.
       String[][] pairs = {{hidden.toString(), dir.resolve("hidden/missing").toString()},
-          {hidden.getParent().toString(), dir.resolve("nothing-here").toString()}};
+          {hidden.getParent().toString(), dir.resolve("nothing-here").toString()}, {"/root", "/no-such-dir-here"}};
       for (String[] pair : pairs) {
         TestAgent.Response there = agent.call("POST", "/api/execute",
             "{\"command\":\"echo ran\",\"cwd\":" + TestAgent.JSON.writeValueAsString(pair[0]) + "}");
@@ -152,6 +153,12 @@ class IsolationIT {
           "{\"argv\":[" + TestAgent.JSON.writeValueAsString(hidden.resolve("nope").toString()) + "]}");
       assertThat(there.status()).as("%s", there.body()).isEqualTo(missing.status());
       assertThat(there.body().path("exitCode").asInt()).isEqualTo(missing.body().path("exitCode").asInt()).isNotZero();
+      TestAgent.Response hostDir = agent.call("POST", "/api/execute", "{\"argv\":[\"/root\"]}");
+      TestAgent.Response nowhere = agent.call("POST", "/api/execute", "{\"argv\":[\"/no-such-dir-here/prog\"]}");
+      assertThat(hostDir.status()).as("a host path the sandbox lacks: %s", hostDir.body()).isEqualTo(404)
+          .isEqualTo(nowhere.status());
+      assertThat(agent.call("POST", "/api/execute", "{\"argv\":[\"no-such-program-here\"]}").status())
+          .as("PATH entries the sandbox lacks are passed over; a program found nowhere is refused").isEqualTo(404);
       assertThat(agent.call("POST", "/api/execute", "{\"argv\":[\"/usr/bin/no-such-program\"]}").status())
           .as("where the sandbox sees the host's files, a missing program is still refused up front").isEqualTo(404);
     }

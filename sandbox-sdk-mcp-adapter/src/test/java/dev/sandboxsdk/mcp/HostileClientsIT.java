@@ -172,10 +172,8 @@ class HostileClientsIT {
     assertThat(abandoned).isGreaterThanOrEqualTo(1_000);
 
     BooleanSupplier backToBaseline = () -> fds() <= fds && threads() <= threads + 4;
-    await(backToBaseline, 30);
-    assertThat(fds()).as("descriptors after %d abandoned connections (baseline %d)", abandoned, fds)
-        .isLessThanOrEqualTo(fds);
-    assertThat(threads()).as("threads (baseline %d)", threads).isLessThanOrEqualTo(threads + 4);
+    assertThat(await(backToBaseline, 30)).as("descriptors (baseline %d) and threads (baseline %d + 4) after %d"
+        + " abandoned connections, within 30 s: now %d, %d", fds, threads, abandoned, fds(), threads()).isTrue();
     long t0 = System.nanoTime();
     ping();
     System.out.printf("after %d abandoned connections: fds %d (baseline %d), threads %d (baseline %d), ping %.1f ms%n",
@@ -240,8 +238,8 @@ class HostileClientsIT {
         s.close();
       }
     }
-    await(() -> fds() <= fds, 15);
-    assertThat(fds()).as("descriptors after the slow clients (baseline %d)", fds).isLessThanOrEqualTo(fds);
+    assertThat(await(() -> fds() <= fds, 15)).as("descriptors after the slow clients back to %d within 15 s (now %d)",
+        fds, fds()).isTrue();
   }
 
   /**
@@ -293,12 +291,14 @@ class HostileClientsIT {
       for (Socket s : idle) {
         s.close();
       }
-      await(() -> fds() <= fds && threads() <= threads + 4, 30);
+      // Settled is a moment at which both are back: a later reading may catch a descriptor the
+      // server holds for an instant (a class file, /proc), which no leak is.
+      boolean settled = await(() -> fds() <= fds && threads() <= threads + 4, 30);
       long after = rssKib();
       System.out.printf("hostile resumes: fds %d -> peak %d -> %d, threads %d -> peak %d -> %d, RSS %d -> %d KiB%n",
           fds, peakFds, fds(), threads, peakThreads, threads(), rss, after);
-      assertThat(fds()).as("descriptors (baseline %d)", fds).isLessThanOrEqualTo(fds);
-      assertThat(threads()).as("threads (baseline %d)", threads).isLessThanOrEqualTo(threads + 4);
+      assertThat(settled).as("descriptors back to %d and threads to %d + 4 within 30 s (now %d, %d)", fds, threads,
+          fds(), threads()).isTrue();
       assertThat(after).as("RSS in KiB (baseline %d)", rss).isLessThan(rss + 256 * 1024);
       ping();
     } finally {
@@ -476,11 +476,16 @@ class HostileClientsIT {
     }
   }
 
-  private static void await(BooleanSupplier condition, int seconds) throws InterruptedException {
+  /** Waits until {@code condition} holds; whether it did within {@code seconds}. */
+  private static boolean await(BooleanSupplier condition, int seconds) throws InterruptedException {
     long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-    while (!condition.getAsBoolean() && System.nanoTime() < until) {
+    while (!condition.getAsBoolean()) {
+      if (System.nanoTime() > until) {
+        return false;
+      }
       Thread.sleep(100);
     }
+    return true;
   }
 
   private static Socket connect() throws IOException {

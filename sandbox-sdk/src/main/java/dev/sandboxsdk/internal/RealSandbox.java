@@ -339,7 +339,7 @@ public final class RealSandbox implements Sandbox {
       }
     });
     EventCursor<ExecEvent> cursor = openEventStream(request, "execStream " + command.display(),
-        Wire.execEventReader(), e -> e instanceof ExecEvent.Complete, abort);
+        Wire.execEventReader(), e -> e instanceof ExecEvent.Complete, abort, true);
     opened.set(cursor);
     return cursor;
   }
@@ -927,14 +927,23 @@ public final class RealSandbox implements Sandbox {
   /** Like {@link #openStream}, for a mapper that reads each event's JSON bytes itself. */
   <T> SseCursor<T> openEventStream(Request request, String what, SseCursor.Mapper<T> mapper,
       java.util.function.Predicate<T> isFinal, Abort abort) {
+    return openEventStream(request, what, mapper, isFinal, abort, false);
+  }
+
+  /**
+   * @param startsCommand whether the agent answers only once it has started a command, which a
+   *     loaded agent may queue: the wait for the answer then gets {@code readTimeout} if longer
+   *     than the window (a log stream's answer comes at once, and keeps the window)
+   */
+  private <T> SseCursor<T> openEventStream(Request request, String what, SseCursor.Mapper<T> mapper,
+      java.util.function.Predicate<T> isFinal, Abort abort, boolean startsCommand) {
     ensureOpen();
     request = request.newBuilder().header("Accept", "text/event-stream").build();
     Duration idle = streamIdleTimeout();
     // Streams wait exactly the liveness window, shorter or longer than readTimeout; the IdleWatch
-    // keeps it instead of okio's per-read timeout (see there why). The wait for the response to
-    // begin gets readTimeout if longer: a loaded agent may queue the start of a command.
+    // keeps it instead of okio's per-read timeout (see there why).
     Call call = withReadTimeout(Duration.ZERO).newCall(request);
-    IdleWatch watch = new IdleWatch(idle.toNanos(), readTimeout.toNanos(), call::cancel);
+    IdleWatch watch = new IdleWatch(idle.toNanos(), startsCommand ? readTimeout.toNanos() : idle.toNanos(), call::cancel);
     activity.begin();
     calls.add(call);
     abort.onAbort(call::cancel);

@@ -160,15 +160,29 @@ public final class Bubblewrap {
     return network;
   }
 
-  /**
-   * Whether a command sees {@code p} as the host does: inside the workspace or a system
-   * directory bound read-only. Elsewhere the sandbox's view is its own, so the agent must not
-   * answer a caller from what the host holds there (that would tell of hidden host paths).
-   */
-  boolean seenAsOnHost(Path p) {
-    Path n = p.toAbsolutePath().normalize();
-    return n.startsWith(workspace) || SYSTEM_DIRS.stream().anyMatch(d -> n.startsWith(d));
+  /** How a command sees a path, compared with the host. */
+  enum View {
+    /** As the host does: the workspace and the system directories bound read-only. */
+    HOST,
+    /** The sandbox's own: its /tmp, /var/tmp, /proc and /dev. */
+    OWN,
+    /** Not at all: no file of the host's there, only the directories mounts need. */
+    ABSENT
   }
+
+  /**
+   * How a command sees {@code p}. The agent answers a caller from what the host holds only for
+   * {@link View#HOST}: elsewhere that would tell of host paths the sandbox hides.
+   */
+  View view(Path p) {
+    Path n = p.toAbsolutePath().normalize();
+    if (n.startsWith(workspace) || SYSTEM_DIRS.stream().anyMatch(d -> n.startsWith(d))) {
+      return View.HOST;
+    }
+    return OWN_DIRS.stream().anyMatch(d -> n.startsWith(d)) ? View.OWN : View.ABSENT;
+  }
+
+  private static final List<String> OWN_DIRS = List.of("/tmp", "/var/tmp", "/proc", "/dev");
 
   /** What goes between {@code setsid} and the command's argv, for a command that starts in {@code cwd}. */
   List<String> prefix(Path cwd) {

@@ -27,6 +27,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -569,7 +570,8 @@ public final class ProcessManager implements AutoCloseable {
       if (commandUser != null) {
         checkExecutableAsUser(spec.argv().get(0), cwd, env.get("PATH"));
       } else {
-        checkExecutable(spec.argv().get(0), cwd, env.get("PATH"), p -> bubblewrap == null || bubblewrap.seenAsOnHost(p));
+        checkExecutable(spec.argv().get(0), cwd, env.get("PATH"),
+            p -> bubblewrap == null ? Bubblewrap.View.HOST : bubblewrap.view(p));
       }
       cmd.addAll(spec.argv());
     } else {
@@ -728,7 +730,7 @@ public final class ProcessManager implements AutoCloseable {
       throw AgentException.invalid("cwd", "cwd is not a valid path: " + e.getMessage());
     }
     Seen seen;
-    if (bubblewrap != null && !bubblewrap.seenAsOnHost(dir)) {
+    if (bubblewrap != null && bubblewrap.view(dir) != Bubblewrap.View.HOST) {
       // The sandbox's view outside the workspace is not the host's: bubblewrap changes into it
       // there (and says so if it cannot), so no answer here tells what the host holds.
       seen = Seen.UNKNOWN;
@@ -744,22 +746,27 @@ public final class ProcessManager implements AutoCloseable {
   }
 
   /**
-   * Refuses a program that is not there or not executable, looking only where {@code visible}
-   * says the command sees what the host holds; elsewhere the command finds out itself.
+   * Refuses a program that is not there or not executable, looking only where {@code view} says
+   * the command sees what the host holds: where the sandbox has nothing, there is no program;
+   * where it has its own files, the command finds out itself.
    */
-  private static void checkExecutable(String program, Path cwd, String path, Predicate<Path> visible) {
+  private static void checkExecutable(String program, Path cwd, String path, Function<Path, Bubblewrap.View> view) {
     Path found = null;
     if (program.contains("/")) {
       Path p = cwd.resolve(program);
-      if (!visible.test(p)) {
+      Bubblewrap.View seen = view.apply(p);
+      if (seen == Bubblewrap.View.OWN) {
         return;
       }
-      found = Files.exists(p) ? p : null;
+      found = seen == Bubblewrap.View.HOST && Files.exists(p) ? p : null;
     } else {
       for (String dir : (path == null ? ProcessGroups.DEFAULT_PATH : path).split(":")) {
         Path p = cwd.resolve(dir.isEmpty() ? "." : dir).resolve(program);
-        if (!visible.test(p)) {
-          return; // a PATH entry the sandbox sees otherwise: the command's own lookup decides
+        Bubblewrap.View seen = view.apply(p);
+        if (seen == Bubblewrap.View.OWN) {
+          return; // the sandbox's own directory: the command's lookup decides
+        } else if (seen == Bubblewrap.View.ABSENT) {
+          continue; // the sandbox has no such directory
         }
         if (Files.isRegularFile(p) && Files.isExecutable(p)) {
           return;
