@@ -42,19 +42,22 @@ class HostileAdmissionIT {
 
   /** Runs {@code n} authenticated execs, each on a new connection; returns how many succeeded. */
   static int execs(ChildAgent agent, int n) {
-    return execs(agent, n, 0)[0];
+    return execs(agent, n, 0).ok();
   }
+
+  /** How many execs succeeded of how many ran, and the first few failures with their times. */
+  record Served(int ok, int ran, List<String> firstFailures) {}
 
   /**
    * Runs at least {@code n} authenticated execs, each on a new connection, and goes on until
-   * {@code forMs} passed; returns how many succeeded and how many ran.
+   * {@code forMs} passed.
    */
-  static final List<String> FAILURES = java.util.Collections.synchronizedList(new ArrayList<>());
-
-  static int[] execs(ChildAgent agent, int n, long forMs) {
+  static Served execs(ChildAgent agent, int n, long forMs) {
     int ok = 0;
     int i = 0;
-    long end = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(forMs);
+    List<String> failures = new ArrayList<>();
+    long start = System.nanoTime();
+    long end = start + TimeUnit.MILLISECONDS.toNanos(forMs);
     for (; i < n || System.nanoTime() < end; i++) {
       long t0 = System.nanoTime();
       String failure;
@@ -66,12 +69,13 @@ class HostileAdmissionIT {
       } catch (IOException e) {
         failure = e.getClass().getSimpleName(); // refused or reset: a failed call
       }
-      if (failure != null && FAILURES.size() < 5) {
-        FAILURES.add(failure + " after " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0) + " ms at "
-            + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - (end - TimeUnit.MILLISECONDS.toNanos(forMs))) + " ms");
+      if (failure != null && failures.size() < 5) {
+        long now = System.nanoTime();
+        failures.add(failure + " after " + TimeUnit.NANOSECONDS.toMillis(now - t0) + " ms at "
+            + TimeUnit.NANOSECONDS.toMillis(now - start) + " ms");
       }
     }
-    return new int[] {ok, i};
+    return new Served(ok, i, failures);
   }
 
   /**
@@ -117,7 +121,7 @@ class HostileAdmissionIT {
     Thread attacker = new Thread(() -> holder.hold(agent, n, stop, opened), kind + "-holder");
     attacker.setDaemon(true);
     attacker.start();
-    int[] ok;
+    Served ok;
     long ms;
     try {
       assertThat(ChildAgent.await(10_000, () -> opened.get() >= n)).as("the holder opened its connections").isTrue();
@@ -130,8 +134,8 @@ class HostileAdmissionIT {
       attacker.join(10_000);
     }
     System.out.printf("%d %s holders (%d connections opened in all): %d of %d authenticated execs succeeded in %d ms"
-        + " (first failures: %s)%n", n, kind, opened.get(), ok[0], ok[1], ms, FAILURES);
-    assertThat(ok[0]).as("authenticated execs that succeeded of %d", ok[1]).isGreaterThanOrEqualTo(ok[1] * 99 / 100);
+        + " (first failures: %s)%n", n, kind, opened.get(), ok.ok(), ok.ran(), ms, ok.firstFailures());
+    assertThat(ok.ok()).as("authenticated execs that succeeded of %d", ok.ran()).isGreaterThanOrEqualTo(ok.ran() * 99 / 100);
     assertThat(opened.get()).as("the agent closed and the holder reopened connections").isGreaterThan(n);
     assertSettled(agent, baseFds, baseThreads);
   }

@@ -23,17 +23,8 @@ final class FsCalls {
   private static final String UNAVAILABLE;
 
   static {
-    String why = null;
-    try {
-      if (!Platform.isLinux() || !Platform.is64Bit() || !(Platform.isIntel() || Platform.isARM())) {
-        why = "the file routes need Linux on x86-64 or aarch64";
-      } else {
-        Native.register(FsCalls.class, NativeLibc.library());
-      }
-    } catch (Throwable e) { // UnsatisfiedLinkError, IllegalStateException from the loader
-      why = "the file routes cannot bind the C library: " + e.getMessage();
-    }
-    UNAVAILABLE = why;
+    String why = NativeLibc.register(FsCalls.class);
+    UNAVAILABLE = why == null ? null : "the file routes cannot work here: " + why;
   }
 
   private FsCalls() {}

@@ -221,12 +221,6 @@ public final class Admission implements AutoCloseable {
     silent = SilentConnections.start(port, maxReading, TimeUnit.NANOSECONDS.toMillis(headerDeadlineNanos));
   }
 
-  /** Connections shut down so far for sending nothing. */
-  public int silentShutCount() {
-    SilentConnections s = silent;
-    return s == null ? 0 : s.shutCount();
-  }
-
   private enum Phase { READING, HANDLER, SHED, DONE }
 
   /** One task of the JDK server on one thread: reading a request's headers, then in the handler. */

@@ -1,7 +1,5 @@
 package dev.sandboxsdk.agent.http;
 
-import com.sun.jna.Native;
-import com.sun.jna.Platform;
 import dev.sandboxsdk.agent.process.NativeLibc;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -11,8 +9,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -70,7 +70,7 @@ final class SilentConnections implements AutoCloseable {
   private static final int LAST_DATA_RECV = 52;
   private static final int BYTES_RECEIVED = 128;
   private static final Path FDS = Path.of("/proc/self/fd");
-  private static final String UNAVAILABLE = bind();
+  private static final String UNAVAILABLE = NativeLibc.register(Calls.class);
 
   private final int port;
   /** A duplicate of the listening socket's descriptor, to wait for connections on; or -1. */
@@ -109,11 +109,6 @@ final class SilentConnections implements AutoCloseable {
       s.sweeper.start();
     }
     return s;
-  }
-
-  /** Connections shut down so far for sending nothing. */
-  int shutCount() {
-    return shut.get();
   }
 
   @Override
@@ -184,8 +179,8 @@ final class SilentConnections implements AutoCloseable {
     int shutNow = 0;
     List<Silent> silent = new ArrayList<>();
     try {
-      for (int fd : socketDescriptors()) {
-        Silent s = inspect(fd);
+      for (Map.Entry<Integer, String> socket : socketDescriptors().entrySet()) {
+        Silent s = inspect(socket.getKey(), socket.getValue());
         if (s != null) {
           silent.add(s);
         }
@@ -206,15 +201,15 @@ final class SilentConnections implements AutoCloseable {
     return shutNow;
   }
 
-  /** The agent's socket descriptors, each socket once. */
-  private static List<Integer> socketDescriptors() {
-    List<Integer> fds = new ArrayList<>();
+  /** The agent's socket descriptors, each socket once: descriptor to {@code socket:[inode]}. */
+  private static Map<Integer, String> socketDescriptors() {
+    Map<Integer, String> fds = new HashMap<>();
     Set<String> sockets = new HashSet<>();
     try (DirectoryStream<Path> dir = Files.newDirectoryStream(FDS)) {
       for (Path p : dir) {
         String target = link(p);
         if (target != null && target.startsWith("socket:") && sockets.add(target)) {
-          fds.add(Integer.parseInt(p.getFileName().toString()));
+          fds.put(Integer.parseInt(p.getFileName().toString()), target);
         }
       }
     } catch (IOException e) {
@@ -236,15 +231,14 @@ final class SilentConnections implements AutoCloseable {
    * byte (the caller closes it), else null. The duplicate is checked to be the socket that {@code
    * fd} named when it was listed.
    */
-  private Silent inspect(int fd) {
-    String socket = link(FDS.resolve(Integer.toString(fd)));
+  private Silent inspect(int fd, String socket) {
     int dup = Calls.dup(fd);
     if (dup < 0) {
       return null;
     }
     boolean keep = false;
     try {
-      if (socket == null || !socket.equals(link(FDS.resolve(Integer.toString(dup)))) || localPort(dup) != port) {
+      if (!socket.equals(link(FDS.resolve(Integer.toString(dup)))) || localPort(dup) != port) {
         return null;
       }
       byte[] peer = new byte[128];
@@ -287,7 +281,7 @@ final class SilentConnections implements AutoCloseable {
    */
   private static int deferAccept(int port, long headerDeadlineMs) {
     int[] seconds = {(int) Math.max(1, TimeUnit.MILLISECONDS.toSeconds(headerDeadlineMs))};
-    for (int fd : socketDescriptors()) {
+    for (int fd : socketDescriptors().keySet()) {
       int[] listening = {0};
       int[] len = {4};
       if (Calls.getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, listening, len) == 0 && listening[0] == 1
@@ -296,18 +290,6 @@ final class SilentConnections implements AutoCloseable {
       }
     }
     return -1;
-  }
-
-  private static String bind() {
-    try {
-      if (!Platform.isLinux() || !Platform.is64Bit() || !(Platform.isIntel() || Platform.isARM())) {
-        return "it needs Linux on x86-64 or aarch64";
-      }
-      Native.register(Calls.class, NativeLibc.library());
-      return null;
-    } catch (Throwable e) { // UnsatisfiedLinkError, IllegalStateException from the loader
-      return "cannot bind the C library: " + e.getMessage();
-    }
   }
 
   /** The socket calls, by JNA direct mapping. */
