@@ -50,8 +50,14 @@ final class ExecEndpoints {
     ExecOutput stderr = buffers[1];
     try {
       ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.EXEC, execId(exchange));
-      p.startPumps(stdout, stderr);
-      OutputStream heartbeat = awaitWithHeartbeats(exchange, p);
+      OutputStream heartbeat;
+      try {
+        p.startPumps(stdout, stderr);
+        heartbeat = awaitWithHeartbeats(exchange, p);
+      } catch (RuntimeException | Error e) { // its caller gets an error, not its result: it must not run on
+        processes.killForDisconnect(p);
+        throw e;
+      }
       // The result is what the command wrote; a child it left behind may write on, and must not
       // change the body between measuring its length and writing it.
       stdout.seal();

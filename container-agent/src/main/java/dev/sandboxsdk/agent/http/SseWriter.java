@@ -76,8 +76,13 @@ final class SseWriter {
   void sendInternalError(RuntimeException cause) {
     ObjectNode error = Json.object();
     error.put("type", "error");
-    error.put("code", dev.sandboxsdk.agent.ErrorCode.INTERNAL_ERROR.name());
-    error.put("message", "the agent failed while streaming: " + cause.getClass().getSimpleName());
+    if (cause instanceof dev.sandboxsdk.agent.AgentException known) { // e.g. no thread to read the output
+      error.put("code", known.code().name());
+      error.put("message", known.getMessage());
+    } else {
+      error.put("code", dev.sandboxsdk.agent.ErrorCode.INTERNAL_ERROR.name());
+      error.put("message", "the agent failed while streaming: " + cause.getClass().getSimpleName());
+    }
     try {
       send(error);
     } catch (IOException ignored) {

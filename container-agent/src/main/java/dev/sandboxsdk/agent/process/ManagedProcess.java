@@ -1,5 +1,7 @@
 package dev.sandboxsdk.agent.process;
 
+import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.ErrorCode;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.time.Instant;
@@ -164,8 +166,30 @@ public final class ManagedProcess {
     // native process waits for the event loop's reaping), or, if a leftover child keeps a pipe
     // open, by the manager's exit watcher. The JDK's Process.onExit() is avoided: on small
     // machines it starts a new thread for every process.
-    stdoutPump.start(stdoutSink, this::onPumpDone);
-    stderrPump.start(stderrSink, this::onPumpDone);
+    try {
+      stdoutPump.start(stdoutSink, this::onPumpDone);
+    } catch (OutputPump.NoThread e) {
+      stderrPump.abandonUnstarted();
+      throw unreadable();
+    }
+    try {
+      stderrPump.start(stderrSink, this::onPumpDone);
+    } catch (OutputPump.NoThread e) {
+      throw unreadable(); // stdout's pump reads on until the killed command's end of file
+    }
+  }
+
+  /**
+   * A stream could not be read for want of a thread: the command must not run unread (and
+   * unowned, since its caller gets the error), so its tree is killed now, which needs no thread;
+   * its exit is noticed once the pumps that did start see end of file.
+   */
+  private AgentException unreadable() {
+    terminate(Signal.SIGKILL, 0, KillReason.DISCONNECT);
+    onPumpDone();
+    return new AgentException(ErrorCode.TOO_MANY_PROCESSES, "the sandbox has no room for another thread to read"
+        + " the command's output (its process limit is reached, e.g. by a fork bomb), so the command was killed:"
+        + " kill processes (kill-all) and try again");
   }
 
   private void onPumpDone() {

@@ -128,6 +128,14 @@ final class OutputPump {
 
   /** The spawn failed (or its output cannot be read): close everything and return the FIFO. */
   void abandon() {
+    close(true);
+  }
+
+  /**
+   * Closes our ends; the FIFO goes back to the pool only if no process can hold its write end
+   * ({@code reusable}), else it is removed so no later command reads this one's writes.
+   */
+  private void close(boolean reusable) {
     if (fifo == null) {
       return; // a terminal's pump: its owner closes the terminal
     }
@@ -147,7 +155,19 @@ final class OutputPump {
     } catch (IOException ignored) {
       // nothing was read through them
     }
-    pool.give(fifo);
+    if (reusable) {
+      pool.give(fifo);
+    } else {
+      pool.discard(fifo);
+    }
+  }
+
+  /** For a pump never started: closes its end and counts it as done. */
+  void abandonUnstarted() {
+    if (!done) {
+      close(false); // the command has its write end
+      done = true;
+    }
   }
 
   /** Starts copying to {@code target} (null discards) on a pooled thread; {@code whenDone} runs on end of file. */
@@ -158,8 +178,24 @@ final class OutputPump {
     }
     if (loop != null) {
       startOnLoop(target, whenDone);
-    } else {
+      return;
+    }
+    try {
       io.execute(() -> run(target, whenDone));
+    } catch (OutOfMemoryError | java.util.concurrent.RejectedExecutionException noThread) {
+      // No thread for the read (a fork bomb holds every slot of a pids limit): nothing will read
+      // this stream, so its end is closed and the pump counts as done; the caller stops the process.
+      log.debug("{}: no thread to read it: {}", name, noThread.toString());
+      close(false);
+      done = true;
+      throw new NoThread(name);
+    }
+  }
+
+  /** No thread could be had to read a stream; nothing reads it, and its process must be stopped. */
+  static final class NoThread extends RuntimeException {
+    NoThread(String name) {
+      super("no thread to read " + name, null, false, false);
     }
   }
 
