@@ -23,19 +23,6 @@ import org.slf4j.LoggerFactory;
  */
 public final class ManagedProcess {
   private static final Logger log = LoggerFactory.getLogger(ManagedProcess.class);
-  /**
-   * After the process exited, a pipe that stays open this long with its reader idle is taken as
-   * drained: a background child of the command holds it (as in {@code sleep 60 & echo hi}).
-   */
-  private static final long LINGER_IDLE_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
-  /** The same when no child is left in the group, so the holder escaped it (e.g. a daemon). */
-  private static final long ESCAPED_IDLE_NANOS = TimeUnit.SECONDS.toNanos(2);
-  /**
-   * The longest the pipes are waited for after the process exited, however busy they are: a
-   * child left behind that writes more often than the idle times above (a server logging
-   * requests, a loop) would otherwise keep an exec from ever finishing.
-   */
-  private static final long MAX_LINGER_NANOS = TimeUnit.SECONDS.toNanos(3);
   private static final int EXIT_CODE_TIMEOUT = 124;
 
   /** Where a process came from; only BACKGROUND processes are listed and addressable by id. */
@@ -95,8 +82,7 @@ public final class ManagedProcess {
   private Signal exitSignal;
   private long durationNanos = -1;
   private boolean stdinClosed; // guarded by the stdin stream's monitor
-  private Boolean lingeringChildren; // guarded by this; decided once, when the pipes outlive the exit by 100 ms
-  private long exitSeenNanos; // guarded by this; when maybeFinish first found the process dead, 0 before
+  private final LingeringPipes lingering; // guarded by this
   // Written before signals are sent, read when the process ends.
   private volatile boolean killRequested;
   private volatile boolean timedOut;
@@ -120,6 +106,7 @@ public final class ManagedProcess {
     this.stderrLog = logged ? new OutputLog(logWindow, manager.outputBudget()) : null;
     this.stdoutPump = stdoutPump;
     this.stderrPump = stderrPump;
+    this.lingering = new LingeringPipes(pid, stdoutPump, stderrPump);
   }
 
   public String id() {
@@ -439,22 +426,8 @@ public final class ManagedProcess {
     if (!pipesClosed()) {
       // Normally EOF follows the exit at once. If it does not, something else holds the pipe: a
       // background child in the group (give up waiting soon) or one that escaped it (wait longer).
-      long now = System.nanoTime();
-      if (exitSeenNanos == 0) {
-        exitSeenNanos = now;
-      }
-      boolean lingeredTooLong = now - exitSeenNanos >= MAX_LINGER_NANOS;
-      boolean outIdle = lingeredTooLong || stdoutPump.idleFor(now, LINGER_IDLE_NANOS);
-      boolean errIdle = lingeredTooLong || stderrPump.idleFor(now, LINGER_IDLE_NANOS);
-      if (!outIdle || !errIdle) {
+      if (!lingering.drained(System.nanoTime())) {
         return; // the exit watcher calls again
-      }
-      if (lingeringChildren == null) {
-        lingeringChildren = ProcessGroups.liveGroups().contains(pid);
-      }
-      if (!lingeringChildren && !lingeredTooLong
-          && (!stdoutPump.idleFor(now, ESCAPED_IDLE_NANOS) || !stderrPump.idleFor(now, ESCAPED_IDLE_NANOS))) {
-        return;
       }
       log.debug("process {} exited but its pipes stay open (held by another process); finishing", id);
     }
