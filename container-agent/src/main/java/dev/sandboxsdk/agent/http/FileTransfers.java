@@ -1,8 +1,8 @@
 package dev.sandboxsdk.agent.http;
 
+import static dev.sandboxsdk.agent.fs.WorkspaceFiles.openForReading;
+import static dev.sandboxsdk.agent.fs.WorkspaceFiles.refuseDirectory;
 import static dev.sandboxsdk.agent.http.FileEndpoints.answer;
-import static dev.sandboxsdk.agent.http.FileEndpoints.openForReading;
-import static dev.sandboxsdk.agent.http.FileEndpoints.refuseDirectory;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;

@@ -10,36 +10,36 @@ import java.nio.charset.StandardCharsets;
 import org.junit.jupiter.api.Test;
 
 class ProxyEndpointsTest {
-  private static ProxyEndpoints.UpstreamReader reader(String bytes) {
-    return new ProxyEndpoints.UpstreamReader(new ByteArrayInputStream(bytes.getBytes(StandardCharsets.ISO_8859_1)),
-        new ProxyEndpoints.Timeouts.Watch(null, Long.MAX_VALUE));
+  private static UpstreamResponses.UpstreamReader reader(String bytes) {
+    return new UpstreamResponses.UpstreamReader(new ByteArrayInputStream(bytes.getBytes(StandardCharsets.ISO_8859_1)),
+        new ProxyTimeouts.Watch(null, Long.MAX_VALUE));
   }
 
   @Test
   void redirectsOfTheServerStayBelowItsPrefix() {
-    assertThat(ProxyEndpoints.underPrefix("/login?next=%2F", 8080)).isEqualTo("/proxy/8080/login?next=%2F");
-    assertThat(ProxyEndpoints.underPrefix("http://localhost:8080/a", 8080)).isEqualTo("/proxy/8080/a");
-    assertThat(ProxyEndpoints.underPrefix("http://127.0.0.1:8080", 8080)).isEqualTo("/proxy/8080/");
-    assertThat(ProxyEndpoints.underPrefix("http://127.0.0.1:8080?q", 8080)).isEqualTo("/proxy/8080/?q");
-    assertThat(ProxyEndpoints.underPrefix("/proxy/8080/already", 8080)).isEqualTo("/proxy/8080/already");
-    assertThat(ProxyEndpoints.underPrefix("http://127.0.0.1:80801/x", 8080)).isEqualTo("http://127.0.0.1:80801/x");
-    assertThat(ProxyEndpoints.underPrefix("https://example.com/x", 8080)).isEqualTo("https://example.com/x");
-    assertThat(ProxyEndpoints.underPrefix("//evil.example/x", 8080)).isEqualTo("//evil.example/x");
-    assertThat(ProxyEndpoints.underPrefix("relative/x", 8080)).isEqualTo("relative/x");
+    assertThat(ProxyForwarder.underPrefix("/login?next=%2F", 8080)).isEqualTo("/proxy/8080/login?next=%2F");
+    assertThat(ProxyForwarder.underPrefix("http://localhost:8080/a", 8080)).isEqualTo("/proxy/8080/a");
+    assertThat(ProxyForwarder.underPrefix("http://127.0.0.1:8080", 8080)).isEqualTo("/proxy/8080/");
+    assertThat(ProxyForwarder.underPrefix("http://127.0.0.1:8080?q", 8080)).isEqualTo("/proxy/8080/?q");
+    assertThat(ProxyForwarder.underPrefix("/proxy/8080/already", 8080)).isEqualTo("/proxy/8080/already");
+    assertThat(ProxyForwarder.underPrefix("http://127.0.0.1:80801/x", 8080)).isEqualTo("http://127.0.0.1:80801/x");
+    assertThat(ProxyForwarder.underPrefix("https://example.com/x", 8080)).isEqualTo("https://example.com/x");
+    assertThat(ProxyForwarder.underPrefix("//evil.example/x", 8080)).isEqualTo("//evil.example/x");
+    assertThat(ProxyForwarder.underPrefix("relative/x", 8080)).isEqualTo("relative/x");
   }
 
   @Test
   void previewCookiesOfEveryAgentAreRemovedAndTheAppsKept() {
-    assertThat(ProxyEndpoints.withoutPreviewCookies("a=1; sandbox-preview-0123abcd=t; b=2;sandbox-preview-x=y"))
+    assertThat(ProxyForwarder.withoutPreviewCookies("a=1; sandbox-preview-0123abcd=t; b=2;sandbox-preview-x=y"))
         .isEqualTo("a=1; b=2");
-    assertThat(ProxyEndpoints.withoutPreviewCookies("sandbox-preview-0123abcd=t")).isEmpty();
+    assertThat(ProxyForwarder.withoutPreviewCookies("sandbox-preview-0123abcd=t")).isEmpty();
   }
 
   @Test
   void aResponseHeadIsParsedWithInterimAnswersAndLfOnlyLines() throws IOException {
-    ProxyEndpoints.UpstreamReader in = reader("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-A:  b \nSet-Cookie: a=1\r\n"
+    UpstreamResponses.UpstreamReader in = reader("HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nX-A:  b \nSet-Cookie: a=1\r\n"
         + "Set-Cookie: b=2\r\n\r\nbody");
-    ProxyEndpoints.Head head = ProxyEndpoints.readHead(in);
+    UpstreamResponses.Head head = UpstreamResponses.readHead(in);
     assertThat(head.status()).isEqualTo(200);
     assertThat(head.first("content-type")).isEqualTo("text/plain");
     assertThat(head.first("X-A")).isEqualTo("b");
@@ -54,16 +54,16 @@ class ProxyEndpointsTest {
         // A bare CR or a NUL in a header (RFC 9110 5.5): the JDK's server refused the CR with a 500.
         "HTTP/1.1 200 OK\r\nX-A: a\rb\r\n\r\n", "HTTP/1.1 200 OK\r\nX-A: a\u0000b\r\n\r\n",
         "HTTP/1.1 200 OK\r\nX\rA: b\r\n\r\n"}) {
-      assertThatThrownBy(() -> ProxyEndpoints.readHead(reader(bad))).as(bad).isInstanceOf(IOException.class);
+      assertThatThrownBy(() -> UpstreamResponses.readHead(reader(bad))).as(bad).isInstanceOf(IOException.class);
     }
-    assertThatThrownBy(() -> ProxyEndpoints.readHead(reader("HTTP/1.1 200 OK\r\nX: y\r\n"))).isInstanceOf(EOFException.class);
-    String huge = "HTTP/1.1 200 OK\r\nX: " + "y".repeat(ProxyEndpoints.MAX_HEAD_BYTES) + "\r\n\r\n";
-    assertThatThrownBy(() -> ProxyEndpoints.readHead(reader(huge))).hasMessageContaining("larger than");
+    assertThatThrownBy(() -> UpstreamResponses.readHead(reader("HTTP/1.1 200 OK\r\nX: y\r\n"))).isInstanceOf(EOFException.class);
+    String huge = "HTTP/1.1 200 OK\r\nX: " + "y".repeat(UpstreamResponses.MAX_HEAD_BYTES) + "\r\n\r\n";
+    assertThatThrownBy(() -> UpstreamResponses.readHead(reader(huge))).hasMessageContaining("larger than");
   }
 
   @Test
   void chunkedBodiesAreDecodedWithExtensionsAndTrailers() throws IOException {
-    ProxyEndpoints.ChunkedReader body = new ProxyEndpoints.ChunkedReader(
+    UpstreamResponses.ChunkedReader body = new UpstreamResponses.ChunkedReader(
         reader("5;ext=1\r\nhello\r\n1\r\n \r\n5\r\nworld\r\n0\r\nTrailer: x\r\n\r\nNEXT"));
     assertThat(new String(body.readAllBytes(), StandardCharsets.ISO_8859_1)).isEqualTo("hello world");
     assertThat(body.read()).isEqualTo(-1);
@@ -72,7 +72,7 @@ class ProxyEndpointsTest {
   @Test
   void brokenChunkedBodiesAreErrors() {
     for (String bad : new String[] {"zz\r\nhello\r\n0\r\n\r\n", "5\r\nhelloXX0\r\n\r\n", "5\r\nhel"}) {
-      assertThatThrownBy(() -> new ProxyEndpoints.ChunkedReader(reader(bad)).readAllBytes()).as(bad)
+      assertThatThrownBy(() -> new UpstreamResponses.ChunkedReader(reader(bad)).readAllBytes()).as(bad)
           .isInstanceOf(IOException.class);
     }
   }

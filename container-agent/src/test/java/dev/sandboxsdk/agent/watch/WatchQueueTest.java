@@ -1,7 +1,8 @@
-package dev.sandboxsdk.agent.http;
+package dev.sandboxsdk.agent.watch;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,7 +15,7 @@ import org.junit.jupiter.api.Timeout;
 /** The bounded queue of one watch, and the globs of include/exclude. */
 class WatchQueueTest {
   private static ObjectNode event(String kind, String path) {
-    ObjectNode e = Json.object();
+    ObjectNode e = JsonNodeFactory.instance.objectNode();
     e.put("type", "event");
     e.put("eventType", kind);
     e.put("path", path);
@@ -22,12 +23,12 @@ class WatchQueueTest {
   }
 
   private static ObjectNode overflow() {
-    ObjectNode e = Json.object();
+    ObjectNode e = JsonNodeFactory.instance.objectNode();
     e.put("type", "overflow");
     return e;
   }
 
-  private static List<String> drain(WatchEndpoints.Queue q) throws InterruptedException {
+  private static List<String> drain(WatchQueue q) throws InterruptedException {
     List<String> out = new ArrayList<>();
     for (ObjectNode e = q.take(0); e != null; e = q.take(0)) {
       out.add(e.path("type").asText().equals("event") ? e.path("eventType").asText() + " " + e.path("path").asText()
@@ -41,7 +42,7 @@ class WatchQueueTest {
 
   @Test
   void aFullQueueDropsEventsAndMarksThePlaceOnce() throws Exception {
-    WatchEndpoints.Queue q = new WatchEndpoints.Queue(3, overflow());
+    WatchQueue q = new WatchQueue(3, overflow());
     for (int i = 0; i < 10; i++) {
       q.offer(event("create", "/f" + i));
     }
@@ -52,7 +53,7 @@ class WatchQueueTest {
 
   @Test
   void aBurstOfTheSameEventIsQueuedOnceButARepeatAfterOthersIsKept() throws Exception {
-    WatchEndpoints.Queue q = new WatchEndpoints.Queue(100, overflow());
+    WatchQueue q = new WatchQueue(100, overflow());
     for (int i = 0; i < 50; i++) {
       q.offer(event("modify", "/log"));
     }
@@ -66,11 +67,11 @@ class WatchQueueTest {
 
   @Test
   void kernelOverflowsInARowAreOneEventAndTheEndComesAfterWhatIsQueued() throws Exception {
-    WatchEndpoints.Queue q = new WatchEndpoints.Queue(100, overflow());
+    WatchQueue q = new WatchQueue(100, overflow());
     q.offer(event("create", "/a"));
     q.overflow();
     q.overflow();
-    ObjectNode stopped = Json.object();
+    ObjectNode stopped = JsonNodeFactory.instance.objectNode();
     stopped.put("type", "stopped");
     q.end(stopped);
     q.offer(event("create", "/ignored"));
@@ -80,12 +81,12 @@ class WatchQueueTest {
 
   @Test
   void anEmptyQueueWaitsAndThenAnswersNull() throws Exception {
-    assertThat(new WatchEndpoints.Queue(1, overflow()).take(20)).isNull();
+    assertThat(new WatchQueue(1, overflow()).take(20)).isNull();
   }
 
   @Test
   void globsMatchWholeSegmentsAnywhereInTheRelativePath() {
-    WatchEndpoints.Globs p = WatchEndpoints.globs(List.of("*.log", "node_modules", "src/**/gen", "a?c"));
+    Globs p = Globs.of(List.of("*.log", "node_modules", "src/**/gen", "a?c"));
     assertThat(p.matches("x/y/z.log")).isTrue();
     assertThat(p.matches("z.log.gz")).isFalse();
     assertThat(p.matches("node_modules")).isTrue();
@@ -94,10 +95,10 @@ class WatchQueueTest {
     assertThat(p.matches("src/a/b/gen/x.java")).isTrue();
     assertThat(p.matches("abc")).isTrue();
     assertThat(p.matches("a/c")).isFalse();
-    assertThat(WatchEndpoints.globs(List.of("a.b+c(d)")).matches("a.b+c(d)")).as("regex characters are literal")
+    assertThat(Globs.of(List.of("a.b+c(d)")).matches("a.b+c(d)")).as("regex characters are literal")
         .isTrue();
-    assertThat(WatchEndpoints.globs(List.of("a.b")).matches("axb")).isFalse();
-    assertThat(WatchEndpoints.globs(List.of())).isNull();
+    assertThat(Globs.of(List.of("a.b")).matches("axb")).isFalse();
+    assertThat(Globs.of(List.of())).isNull();
   }
 
   /** The meaning the globs had as regular expressions: (?:^|/)(?:glob)(?:/|$), ** = .*, * = [^/]*, ? = [^/]. */
@@ -131,7 +132,7 @@ class WatchQueueTest {
         rel.append(pathChars.charAt(random.nextInt(pathChars.length())));
       }
       boolean expected = reference(g.toString(), rel.toString());
-      assertThat(WatchEndpoints.globs(List.of(g.toString())).matches(rel.toString())).as("'%s' on '%s'", g, rel)
+      assertThat(Globs.of(List.of(g.toString())).matches(rel.toString())).as("'%s' on '%s'", g, rel)
           .isEqualTo(expected);
       matched += expected ? 1 : 0;
     }
@@ -148,15 +149,15 @@ class WatchQueueTest {
   @Timeout(value = 20, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
   void theLargestGlobsAgainstTheLongestNamesTakeNoTimeToMatch() {
     List<String> globs = new ArrayList<>();
-    for (int i = 0; i < WatchEndpoints.MAX_PATTERNS; i++) {
-      globs.add("*a".repeat(WatchEndpoints.MAX_PATTERN_CHARS / 2 - 1) + "*b");
+    for (int i = 0; i < Globs.MAX_PATTERNS; i++) {
+      globs.add("*a".repeat(Globs.MAX_PATTERN_CHARS / 2 - 1) + "*b");
     }
-    WatchEndpoints.Globs stars = WatchEndpoints.globs(globs);
+    Globs stars = Globs.of(globs);
     String name = "a".repeat(255);
     assertThat(stars.matches(name)).isFalse();
     assertThat(stars.matches((name + "/").repeat(15) + name)).isFalse();
     assertThat(stars.matches(name.substring(1) + "b")).isTrue();
-    WatchEndpoints.Globs anywhere = WatchEndpoints.globs(List.of("**a".repeat(84) + "**b"));
+    Globs anywhere = Globs.of(List.of("**a".repeat(84) + "**b"));
     assertThat(anywhere.matches((name + "/").repeat(15) + name)).isFalse();
     assertThat(anywhere.matches((name + "/").repeat(15) + "b")).isTrue();
   }
