@@ -24,9 +24,11 @@ final class RealGit implements SandboxGit {
   private static final Duration ANSWER_MARGIN = Duration.ofSeconds(30);
 
   private final RealSandbox sandbox;
+  private final AgentHttp http;
 
   RealGit(RealSandbox sandbox) {
     this.sandbox = sandbox;
+    this.http = sandbox.http;
   }
 
   @Override
@@ -48,7 +50,7 @@ final class RealGit implements SandboxGit {
       body.put("timeoutMs", Math.max(1, timeout.toMillis()));
     }
     // The answer comes when git is done: wait for it at least as long as git may run.
-    JsonNode n = sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "git", "checkout"), body),
+    JsonNode n = http.callWaitingAtLeast(http.post(http.url("api", "git", "checkout"), body),
         "git().checkout " + redacted(repoUrl), timeout.plus(ANSWER_MARGIN));
     return new GitCheckout(Wire.text(n, "repoUrl"), Wire.text(n, "branch"), Wire.text(n, "targetDir"));
   }

@@ -58,7 +58,7 @@ final class RealSandboxProcess implements SandboxProcess {
 
   @Override
   public ProcessInfo info() {
-    return sandbox.processInfo(id);
+    return sandbox.processes.processInfo(id);
   }
 
   @Override
@@ -88,9 +88,9 @@ final class RealSandboxProcess implements SandboxProcess {
 
   @Override
   public CompletableFuture<ProcessInfo> onExit() {
-    RealSandbox.CancellableFuture<ProcessInfo> future = new RealSandbox.CancellableFuture<>();
-    sandbox.ensureOpen();
-    sandbox.executor().execute(() -> {
+    CancellableFuture<ProcessInfo> future = new CancellableFuture<>();
+    sandbox.http.ensureOpen();
+    sandbox.http.executor().execute(() -> {
       try {
         future.complete(awaitExit(null, future));
       } catch (Throwable t) {
@@ -101,7 +101,7 @@ final class RealSandboxProcess implements SandboxProcess {
   }
 
   /** Follows the event stream from the current end (no replay) until the exit event. */
-  private ProcessInfo awaitExit(Duration timeout, RealSandbox.CancellableFuture<?> future) {
+  private ProcessInfo awaitExit(Duration timeout, CancellableFuture<?> future) {
     Abort abort = new Abort();
     if (future != null) {
       future.onCancel(abort::abort);
@@ -230,7 +230,7 @@ final class RealSandboxProcess implements SandboxProcess {
 
   private EventCursor<LogEvent> open(long since, Abort abort, Deadline deadline) {
     try {
-      return sandbox.openLogStream(id, since, abort);
+      return sandbox.processes.openLogStream(id, since, abort);
     } catch (RuntimeException e) {
       deadline.cancel();
       if (deadline.expired()) {
@@ -271,12 +271,12 @@ final class RealSandboxProcess implements SandboxProcess {
   @Override
   public void writeStdin(String text) {
     Objects.requireNonNull(text, "text == null");
-    sandbox.writeStdin(id, text, false);
+    sandbox.processes.writeStdin(id, text, false);
   }
 
   @Override
   public void closeStdin() {
-    sandbox.writeStdin(id, "", true);
+    sandbox.processes.writeStdin(id, "", true);
   }
 
   @Override
