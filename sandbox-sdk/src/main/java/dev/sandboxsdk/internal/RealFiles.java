@@ -20,6 +20,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Instant;
@@ -235,7 +236,7 @@ final class RealFiles implements SandboxFiles {
   public void upload(Path source, String path) {
     Objects.requireNonNull(source, "source == null");
     if (!Files.isRegularFile(source) || !Files.isReadable(source)) {
-      throw new UncheckedIOException(new java.nio.file.NoSuchFileException(source.toString(), null,
+      throw new UncheckedIOException(new NoSuchFileException(source.toString(), null,
           "not a readable regular file"));
     }
     // Known length: sent with Content-Length, read from the file as OkHttp writes it.

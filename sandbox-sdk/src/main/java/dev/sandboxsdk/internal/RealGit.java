@@ -10,6 +10,7 @@ import java.net.URISyntaxException;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -66,7 +67,7 @@ final class RealGit implements SandboxGit {
     } catch (URISyntaxException e) {
       throw new IllegalArgumentException("credentials need an http(s) URL; not a URL: " + redacted(repoUrl));
     }
-    String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
+    String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
     if (!scheme.equals("https") && !scheme.equals("http") || uri.getRawAuthority() == null) {
       throw new IllegalArgumentException("credentials apply to http(s) URLs only (for ssh, the sandbox's ssh keys"
           + " are used): " + redacted(repoUrl));

@@ -16,6 +16,7 @@ import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import okhttp3.HttpUrl;
 
@@ -120,7 +121,7 @@ final class RealPorts implements SandboxPorts {
    */
   void await(int port, PortWaitOptions options, String processId) {
     checkPort(port);
-    java.util.Objects.requireNonNull(options, "options == null");
+    Objects.requireNonNull(options, "options == null");
     String what = processId != null ? "waitForPort " + port + " of process " + processId : "ports().waitFor " + port;
     EventCursor<JsonNode> cursor = new InterruptibleCursor<>(sandbox.streams.openStream(
         http.post(http.url("api", "port-watch"), body(port, options, processId)), what, e -> e,

@@ -3,6 +3,7 @@ package dev.sandboxsdk.internal;
 import dev.sandboxsdk.LogEvent;
 import dev.sandboxsdk.LogMatch;
 import dev.sandboxsdk.LogRange;
+import dev.sandboxsdk.PortWaitOptions;
 import dev.sandboxsdk.ProcessExitedException;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.ProcessLogs;
@@ -264,7 +265,7 @@ final class RealSandboxProcess implements SandboxProcess {
   }
 
   @Override
-  public void waitForPort(int port, dev.sandboxsdk.PortWaitOptions options) {
+  public void waitForPort(int port, PortWaitOptions options) {
     sandbox.waitForPort(port, options, id);
   }
 
