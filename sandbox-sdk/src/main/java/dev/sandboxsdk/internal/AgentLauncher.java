@@ -2,15 +2,14 @@ package dev.sandboxsdk.internal;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sandboxsdk.SandboxException;
+import java.io.Closeable;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
 import java.io.Reader;
 import java.net.URI;
 import java.net.URISyntaxException;
-import java.net.URL;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
 import java.time.Duration;
@@ -27,21 +26,19 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import java.util.stream.Stream;
+import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Starts the container agent as a child JVM on 127.0.0.1 with a random port and token, and stops
  * it again. The agent is found on the classpath (the {@code container-agent} artifact), next to
- * the SDK's jar, or at an explicit path.
+ * the SDK's jar, or at an explicit path ({@link AgentLocator} finds it and the java to run it).
  */
 public final class AgentLauncher {
   private static final Logger log = LoggerFactory.getLogger("dev.sandboxsdk.LocalSandbox.agent");
   static final String AGENT_MAIN = "dev.sandboxsdk.agent.Main";
   private static final String READY_PREFIX = "SANDBOX_AGENT_READY ";
-  private static final String JAR_PROPERTY = "sandbox.agent.jar";
-  private static final String JAR_ENV = "SANDBOX_AGENT_JAR";
   private static final int STDERR_TAIL_LINES = 40;
   private static final int MAX_LINE_CHARS = 8 << 10;
   /**
@@ -167,8 +164,8 @@ public final class AgentLauncher {
    */
   public static Agent start(Path java, Path agentJar, Path workspace, List<String> jvmArgs, List<String> agentArgs,
       Map<String, String> env, Duration startupTimeout) {
-    Path javaExe = java != null ? checkJava(java) : currentJava();
-    String classpath = classpath(agentJar);
+    Path javaExe = java != null ? AgentLocator.checkJava(java) : AgentLocator.currentJava();
+    String classpath = AgentLocator.classpath(agentJar);
     String token = randomToken();
     List<String> cmd = new ArrayList<>();
     cmd.add(javaExe.toString());
@@ -222,9 +219,15 @@ public final class AgentLauncher {
     });
     process.onExit().thenRun(() -> ready.completeExceptionally(new IllegalStateException("exited")));
     process.onExit().thenAccept(p -> cds.agentExited(p.exitValue())); // an agent that stops on its own (idle)
-    String readyJson;
+    String readyJson = readyLine(process, ready, startupTimeout, cmd, tail);
+    return agent(process, readyJson, token, cds);
+  }
+
+  /** Waits for the agent's ready line; stops the agent if it does not come. */
+  private static String readyLine(Process process, CompletableFuture<String> ready, Duration startupTimeout,
+      List<String> cmd, Deque<String> tail) {
     try {
-      readyJson = ready.get(startupTimeout.toMillis(), TimeUnit.MILLISECONDS);
+      return ready.get(startupTimeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
       stop(process, Duration.ofSeconds(2));
       throw new SandboxException("the local agent did not print its ready line within " + startupTimeout.toMillis()
@@ -238,6 +241,10 @@ public final class AgentLauncher {
       Thread.currentThread().interrupt();
       throw new SandboxException("interrupted while starting the local agent", e);
     }
+  }
+
+  /** The running agent its ready line describes; stops the agent if the line is unreadable. */
+  private static Agent agent(Process process, String readyJson, String token, AgentCds.Plan cds) {
     URI url;
     String isolation;
     String isolationUnavailable;
@@ -275,7 +282,7 @@ public final class AgentLauncher {
    * (they would load this application's debug or coverage agents and options into the agent's
    * JVM; use {@code LocalSandbox.Builder.jvmArgument} for the agent's JVM).
    */
-  static void agentEnvironment(java.util.Map<String, String> target, java.util.Map<String, String> source,
+  static void agentEnvironment(Map<String, String> target, Map<String, String> source,
       List<String> agentArgs) {
     Set<String> names = new LinkedHashSet<>(AGENT_ENV);
     names.addAll(inheritedNames(agentArgs));
@@ -311,131 +318,6 @@ public final class AgentLauncher {
     return names;
   }
 
-  // ---- finding java and the agent
-
-  private static Path currentJava() {
-    Path home = Path.of(System.getProperty("java.home"));
-    Path java = home.resolve("bin").resolve("java");
-    if (Files.isExecutable(java)) {
-      return java;
-    }
-    String fromHandle = ProcessHandle.current().info().command().orElse(null);
-    if (fromHandle != null && Files.isExecutable(Path.of(fromHandle))) {
-      return Path.of(fromHandle);
-    }
-    throw new SandboxException("cannot find a java executable to run the local agent (looked in " + home
-        + "/bin); set LocalSandbox.builder().javaExecutable(path)", null);
-  }
-
-  private static Path checkJava(Path java) {
-    if (!Files.isExecutable(java)) {
-      throw new SandboxException("the java executable " + java + " does not exist or is not executable", null);
-    }
-    return java;
-  }
-
-  /** The classpath of the agent's JVM. */
-  static String classpath(Path explicitJar) {
-    if (explicitJar != null) {
-      return checkJar(explicitJar, "agentJar");
-    }
-    String configured = System.getProperty(JAR_PROPERTY);
-    if (configured == null || configured.isBlank()) {
-      configured = System.getenv(JAR_ENV);
-    }
-    if (configured != null && !configured.isBlank()) {
-      return checkJar(Path.of(configured), configured.equals(System.getProperty(JAR_PROPERTY))
-          ? "system property " + JAR_PROPERTY : "environment variable " + JAR_ENV);
-    }
-    ClassLoader loader = AgentLauncher.class.getClassLoader();
-    Path agent = location(loader, AGENT_MAIN);
-    if (agent != null) {
-      // The agent's own classes plus its dependencies, wherever this class loader has them
-      // (one fat jar, or separate jars from Maven).
-      Set<String> parts = new LinkedHashSet<>();
-      parts.add(agent.toString());
-      for (String dep : List.of("com.fasterxml.jackson.databind.ObjectMapper", "com.fasterxml.jackson.core.JsonFactory",
-          "com.fasterxml.jackson.annotation.JsonProperty", "org.slf4j.LoggerFactory",
-          "org.slf4j.simple.SimpleServiceProvider", "com.sun.jna.Native")) { // JNA: the agent's native spawn
-        Path p = location(loader, dep);
-        if (p != null) {
-          parts.add(p.toString());
-        }
-      }
-      return String.join(java.io.File.pathSeparator, parts);
-    }
-    Path beside = besideSdk();
-    if (beside != null) {
-      return beside.toString();
-    }
-    throw new SandboxException("cannot find the container agent: add the dependency dev.sandboxsdk:container-agent"
-        + " (runtime scope is enough), put container-agent.jar next to the sandbox-sdk jar, or name the jar with"
-        + " LocalSandbox.builder().agentJar(path), -D" + JAR_PROPERTY + "=path or " + JAR_ENV + "=path", null);
-  }
-
-  private static String checkJar(Path jar, String source) {
-    if (!Files.isRegularFile(jar)) {
-      throw new SandboxException("the agent jar " + jar + " (from " + source + ") does not exist", null);
-    }
-    return jar.toAbsolutePath().toString();
-  }
-
-  /** The jar or directory a class is loaded from, or null if the class is not there. */
-  private static Path location(ClassLoader loader, String className) {
-    URL url = loader == null ? null : loader.getResource(className.replace('.', '/') + ".class");
-    if (url == null) {
-      return null;
-    }
-    try {
-      String s = url.toString();
-      if (s.startsWith("jar:")) {
-        return Path.of(new URI(s.substring(4, s.indexOf("!/"))));
-      }
-      if (s.startsWith("file:")) {
-        Path file = Path.of(url.toURI());
-        int depth = className.split("\\.").length;
-        Path root = file;
-        for (int i = 0; i < depth; i++) {
-          root = root.getParent();
-        }
-        return root;
-      }
-    } catch (URISyntaxException | IllegalArgumentException e) {
-      log.debug("cannot turn {} into a path", url, e);
-    }
-    return null;
-  }
-
-  /** container-agent*.jar in the directory of the SDK's jar, or the build output in a source checkout. */
-  private static Path besideSdk() {
-    Path sdk = location(AgentLauncher.class.getClassLoader(), AgentLauncher.class.getName());
-    if (sdk == null) {
-      return null;
-    }
-    Path dir = Files.isDirectory(sdk) ? sdk : sdk.getParent();
-    List<Path> candidates = new ArrayList<>();
-    if (dir != null) {
-      try (Stream<Path> files = Files.list(dir)) {
-        files.filter(p -> {
-          String n = p.getFileName().toString();
-          return n.startsWith("container-agent") && n.endsWith(".jar") && !n.endsWith("-sources.jar")
-              && !n.endsWith("-javadoc.jar");
-        }).sorted().forEach(candidates::add);
-      } catch (IOException ignored) {
-        // unreadable directory: nothing beside the SDK
-      }
-      // A source checkout: sandbox-sdk/target/classes -> container-agent/target/container-agent.jar
-      for (Path p = dir; p != null; p = p.getParent()) {
-        Path built = p.resolve("container-agent").resolve("target").resolve("container-agent.jar");
-        if (Files.isRegularFile(built)) {
-          candidates.add(built);
-          break;
-        }
-      }
-    }
-    return candidates.isEmpty() ? null : candidates.get(0);
-  }
-
   // ---- helpers
 
   private static String randomToken() {
@@ -449,7 +331,7 @@ public final class AgentLauncher {
    * {@link #MAX_LINE_CHARS} is cut there (the rest up to its newline is dropped), so a child that
    * writes without newlines cannot grow this JVM's memory.
    */
-  private static void drain(InputStream in, String name, java.util.function.Consumer<String> lines) {
+  private static void drain(InputStream in, String name, Consumer<String> lines) {
     Thread t = new Thread(() -> {
       try (Reader r = new InputStreamReader(in, StandardCharsets.UTF_8)) {
         StringBuilder line = new StringBuilder();
@@ -501,7 +383,7 @@ public final class AgentLauncher {
     }
   }
 
-  private static void closeQuietly(java.io.Closeable c) {
+  private static void closeQuietly(Closeable c) {
     try {
       c.close();
     } catch (IOException ignored) {

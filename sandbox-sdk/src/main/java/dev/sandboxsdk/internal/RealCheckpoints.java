@@ -18,9 +18,11 @@ final class RealCheckpoints implements SandboxCheckpoints {
   private static final Duration TAR_ANSWER = Duration.ofMinutes(61);
 
   private final RealSandbox sandbox;
+  private final AgentHttp http;
 
   RealCheckpoints(RealSandbox sandbox) {
     this.sandbox = sandbox;
+    this.http = sandbox.http;
   }
 
   @Override
@@ -29,14 +31,14 @@ final class RealCheckpoints implements SandboxCheckpoints {
     if (!Checks.isCheckpointName(name)) {
       throw new IllegalArgumentException("not a valid checkpoint name: '" + name + "' (1 to 64 of A-Z a-z 0-9 . _ -)");
     }
-    JsonNode n = sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "checkpoints"),
+    JsonNode n = http.callWaitingAtLeast(http.post(http.url("api", "checkpoints"),
         Wire.MAPPER.createObjectNode().put("name", name)), "checkpoints().create " + name, TAR_ANSWER);
     return checkpoint(n.path("checkpoint"));
   }
 
   @Override
   public List<Checkpoint> list() {
-    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "checkpoints")), "checkpoints().list");
+    JsonNode n = http.call(http.get(http.url("api", "checkpoints")), "checkpoints().list");
     JsonNode items = n.path("checkpoints");
     if (!items.isArray()) {
       throw Wire.malformed("checkpoints().list", "no 'checkpoints' array");
@@ -51,14 +53,14 @@ final class RealCheckpoints implements SandboxCheckpoints {
   @Override
   public void restore(String id, boolean force) {
     checkId(id);
-    sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "checkpoints", id, "restore"),
+    http.callWaitingAtLeast(http.post(http.url("api", "checkpoints", id, "restore"),
         Wire.MAPPER.createObjectNode().put("force", force)), "checkpoints().restore " + id, TAR_ANSWER);
   }
 
   @Override
   public void delete(String id) {
     checkId(id);
-    sandbox.call(sandbox.delete(sandbox.url("api", "checkpoints", id)), "checkpoints().delete " + id);
+    http.call(http.delete(http.url("api", "checkpoints", id)), "checkpoints().delete " + id);
   }
 
   /** The id goes into the URL path: anything the agent cannot have made is refused here. */

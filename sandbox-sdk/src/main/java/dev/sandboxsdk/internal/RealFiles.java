@@ -3,12 +3,14 @@ package dev.sandboxsdk.internal;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.FileEntry;
+import dev.sandboxsdk.FileEvent;
 import dev.sandboxsdk.FileStat;
 import dev.sandboxsdk.FileType;
 import dev.sandboxsdk.ListOptions;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxFiles;
 import dev.sandboxsdk.SandboxInvalidRequestException;
+import dev.sandboxsdk.WatchOptions;
 import java.io.FilterInputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -18,6 +20,7 @@ import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Instant;
@@ -26,6 +29,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.Flow;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
 import okhttp3.Call;
@@ -50,9 +54,11 @@ final class RealFiles implements SandboxFiles {
   private static final long MAX_ARRAY = Integer.MAX_VALUE - 8;
 
   private final RealSandbox sandbox;
+  private final AgentHttp http;
 
   RealFiles(RealSandbox sandbox) {
     this.sandbox = sandbox;
+    this.http = sandbox.http;
   }
 
   // ---- reading
@@ -93,27 +99,27 @@ final class RealFiles implements SandboxFiles {
 
   private Download open(String path, String what) {
     HttpUrl url = rawUrl(path);
-    sandbox.ensureOpen();
-    Call call = sandbox.client.newCall(sandbox.get(url));
-    sandbox.activity.begin();
-    sandbox.calls.add(call);
+    http.ensureOpen();
+    Call call = http.client.newCall(http.get(url));
+    http.activity.begin();
+    http.calls.add(call);
     Response response = null;
     try {
       response = call.execute();
-      String restarted = sandbox.restartNote(response);
+      String restarted = http.restartNote(response);
       ResponseBody body = response.body();
       if (!response.isSuccessful()) {
-        throw ErrorMapper.fromResponse(response.code(), RealSandbox.boundedBytes(body), restarted);
+        throw ErrorMapper.fromResponse(response.code(), AgentHttp.boundedBytes(body), restarted);
       }
       Download d = new Download(call, response, body.contentLength());
       if (sandbox.isClosed()) {
         d.close();
-        sandbox.ensureOpen();
+        http.ensureOpen();
       }
       return d;
     } catch (IOException | RuntimeException e) {
-      sandbox.calls.remove(call);
-      sandbox.activity.end();
+      http.calls.remove(call);
+      http.activity.end();
       if (response != null) {
         response.close();
       }
@@ -230,7 +236,7 @@ final class RealFiles implements SandboxFiles {
   public void upload(Path source, String path) {
     Objects.requireNonNull(source, "source == null");
     if (!Files.isRegularFile(source) || !Files.isReadable(source)) {
-      throw new UncheckedIOException(new java.nio.file.NoSuchFileException(source.toString(), null,
+      throw new UncheckedIOException(new NoSuchFileException(source.toString(), null,
           "not a readable regular file"));
     }
     // Known length: sent with Content-Length, read from the file as OkHttp writes it.
@@ -238,8 +244,8 @@ final class RealFiles implements SandboxFiles {
   }
 
   private void put(String path, RequestBody body, String what) {
-    Request request = sandbox.get(rawUrl(path)).newBuilder().put(body).build();
-    sandbox.call(request, what);
+    Request request = http.get(rawUrl(path)).newBuilder().put(body).build();
+    http.call(request, what);
   }
 
   // ---- directories and changes
@@ -329,9 +335,15 @@ final class RealFiles implements SandboxFiles {
 
   // ---- watching
 
+  /** POST /api/watch. */
   @Override
-  public java.util.concurrent.Flow.Publisher<dev.sandboxsdk.FileEvent> watch(String path, dev.sandboxsdk.WatchOptions options) {
-    return sandbox.watch(path, options);
+  public Flow.Publisher<FileEvent> watch(String path, WatchOptions options) {
+    Objects.requireNonNull(path, "path == null");
+    Objects.requireNonNull(options, "options == null");
+    String what = "watch " + path;
+    return new EventPublisher<>(abort -> new WatchCursor(sandbox.streams.openStream(http.post(http.url("api", "watch"),
+        Wire.watchBody(path, options)), what, n -> n, WatchCursor::isFinal, abort), what), http.executor(),
+        t -> http.streamError(t, what));
   }
 
   @Override
@@ -347,19 +359,19 @@ final class RealFiles implements SandboxFiles {
   }
 
   private JsonNode post(String what, ObjectNode body, String route) {
-    return sandbox.call(sandbox.post(sandbox.url("api", route), body), what);
+    return http.call(http.post(http.url("api", route), body), what);
   }
 
   private HttpUrl rawUrl(String path) {
     Objects.requireNonNull(path, "path == null");
     // addQueryParameter percent-encodes everything the agent's URL decoder would change: a space
     // as %20, '+' as %2B, '/', '&', '=', '#' and non-ASCII as UTF-8 escapes.
-    return sandbox.url("api", "files", "raw").newBuilder().addQueryParameter("path", path).build();
+    return http.url("api", "files", "raw").newBuilder().addQueryParameter("path", path).build();
   }
 
   private SandboxException mapIo(IOException e, String what) {
     if (sandbox.isClosed()) {
-      return sandbox.closedError(e);
+      return http.closedError(e);
     }
     if (e instanceof InterruptedIOException && Thread.currentThread().isInterrupted()) {
       return new SandboxException(what + ": interrupted", e); // the flag stays set
@@ -443,8 +455,8 @@ final class RealFiles implements SandboxFiles {
           }
           response.close();
         } finally {
-          sandbox.calls.remove(call);
-          sandbox.activity.end();
+          http.calls.remove(call);
+          http.activity.end();
         }
       }
     }

@@ -10,6 +10,7 @@ import java.net.URISyntaxException;
 import java.net.URLEncoder;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
+import java.util.Locale;
 import java.util.Objects;
 
 /**
@@ -24,9 +25,11 @@ final class RealGit implements SandboxGit {
   private static final Duration ANSWER_MARGIN = Duration.ofSeconds(30);
 
   private final RealSandbox sandbox;
+  private final AgentHttp http;
 
   RealGit(RealSandbox sandbox) {
     this.sandbox = sandbox;
+    this.http = sandbox.http;
   }
 
   @Override
@@ -48,7 +51,7 @@ final class RealGit implements SandboxGit {
       body.put("timeoutMs", Math.max(1, timeout.toMillis()));
     }
     // The answer comes when git is done: wait for it at least as long as git may run.
-    JsonNode n = sandbox.callWaitingAtLeast(sandbox.post(sandbox.url("api", "git", "checkout"), body),
+    JsonNode n = http.callWaitingAtLeast(http.post(http.url("api", "git", "checkout"), body),
         "git().checkout " + redacted(repoUrl), timeout.plus(ANSWER_MARGIN));
     return new GitCheckout(Wire.text(n, "repoUrl"), Wire.text(n, "branch"), Wire.text(n, "targetDir"));
   }
@@ -64,7 +67,7 @@ final class RealGit implements SandboxGit {
     } catch (URISyntaxException e) {
       throw new IllegalArgumentException("credentials need an http(s) URL; not a URL: " + redacted(repoUrl));
     }
-    String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(java.util.Locale.ROOT);
+    String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
     if (!scheme.equals("https") && !scheme.equals("http") || uri.getRawAuthority() == null) {
       throw new IllegalArgumentException("credentials apply to http(s) URLs only (for ssh, the sandbox's ssh keys"
           + " are used): " + redacted(repoUrl));

@@ -16,6 +16,7 @@ import java.time.format.DateTimeParseException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.Set;
 import okhttp3.HttpUrl;
 
@@ -33,9 +34,11 @@ final class RealPorts implements SandboxPorts {
   private static final Set<String> WATCH_FINAL = Set.of("ready", "process_exited", "error");
 
   private final RealSandbox sandbox;
+  private final AgentHttp http;
 
   RealPorts(RealSandbox sandbox) {
     this.sandbox = sandbox;
+    this.http = sandbox.http;
   }
 
   @Override
@@ -48,7 +51,7 @@ final class RealPorts implements SandboxPorts {
     if (name != null) {
       body.put("name", name);
     }
-    JsonNode n = sandbox.call(sandbox.post(sandbox.url("api", "expose-port"), body), "ports().expose " + port);
+    JsonNode n = http.call(http.post(http.url("api", "expose-port"), body), "ports().expose " + port);
     return exposed(n);
   }
 
@@ -56,7 +59,7 @@ final class RealPorts implements SandboxPorts {
   public void unexpose(int port) {
     checkPort(port);
     try {
-      sandbox.call(sandbox.delete(sandbox.url("api", "exposed-ports", Integer.toString(port))),
+      http.call(http.delete(http.url("api", "exposed-ports", Integer.toString(port))),
           "ports().unexpose " + port);
     } catch (SandboxNotFoundException e) {
       if (!"PORT_NOT_EXPOSED".equals(e.code())) {
@@ -68,7 +71,7 @@ final class RealPorts implements SandboxPorts {
 
   @Override
   public List<ExposedPort> exposed() {
-    JsonNode n = sandbox.call(sandbox.get(sandbox.url("api", "exposed-ports")), "ports().exposed");
+    JsonNode n = http.call(http.get(http.url("api", "exposed-ports")), "ports().exposed");
     List<ExposedPort> out = new ArrayList<>();
     for (JsonNode p : n.path("ports")) {
       out.add(exposed(p));
@@ -86,7 +89,7 @@ final class RealPorts implements SandboxPorts {
     if (agentUrl == null) {
       throw Wire.malformed("exposed port", "'url' is not an http URL");
     }
-    HttpUrl url = sandbox.url("proxy", Integer.toString(port), "").newBuilder()
+    HttpUrl url = http.url("proxy", Integer.toString(port), "").newBuilder()
         .encodedQuery(agentUrl.encodedQuery()).build();
     String name = n.path("name").isTextual() ? n.path("name").asText() : null;
     Instant at = null;
@@ -118,11 +121,11 @@ final class RealPorts implements SandboxPorts {
    */
   void await(int port, PortWaitOptions options, String processId) {
     checkPort(port);
-    java.util.Objects.requireNonNull(options, "options == null");
+    Objects.requireNonNull(options, "options == null");
     String what = processId != null ? "waitForPort " + port + " of process " + processId : "ports().waitFor " + port;
-    EventCursor<JsonNode> cursor = new InterruptibleCursor<>(sandbox.openStream(
-        sandbox.post(sandbox.url("api", "port-watch"), body(port, options, processId)), what, e -> e,
-        e -> WATCH_FINAL.contains(e.path("type").asText()), new Abort()), sandbox.executor());
+    EventCursor<JsonNode> cursor = new InterruptibleCursor<>(sandbox.streams.openStream(
+        http.post(http.url("api", "port-watch"), body(port, options, processId)), what, e -> e,
+        e -> WATCH_FINAL.contains(e.path("type").asText()), new Abort()), http.executor());
     try (cursor) {
       JsonNode e;
       while ((e = cursor.next()) != null) {
@@ -171,7 +174,7 @@ final class RealPorts implements SandboxPorts {
   private ProcessExitedException exited(JsonNode e, int port, String processId) {
     ProcessInfo info;
     try {
-      info = sandbox.processInfo(processId);
+      info = sandbox.processes.processInfo(processId);
     } catch (SandboxException gone) {
       info = null; // autoCleanup may have dropped the record already
     }

@@ -3,6 +3,7 @@ package dev.sandboxsdk.internal;
 import dev.sandboxsdk.LogEvent;
 import dev.sandboxsdk.LogMatch;
 import dev.sandboxsdk.LogRange;
+import dev.sandboxsdk.PortWaitOptions;
 import dev.sandboxsdk.ProcessExitedException;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.ProcessLogs;
@@ -58,7 +59,7 @@ final class RealSandboxProcess implements SandboxProcess {
 
   @Override
   public ProcessInfo info() {
-    return sandbox.processInfo(id);
+    return sandbox.processes.processInfo(id);
   }
 
   @Override
@@ -88,9 +89,9 @@ final class RealSandboxProcess implements SandboxProcess {
 
   @Override
   public CompletableFuture<ProcessInfo> onExit() {
-    RealSandbox.CancellableFuture<ProcessInfo> future = new RealSandbox.CancellableFuture<>();
-    sandbox.ensureOpen();
-    sandbox.executor().execute(() -> {
+    CancellableFuture<ProcessInfo> future = new CancellableFuture<>();
+    sandbox.http.ensureOpen();
+    sandbox.http.executor().execute(() -> {
       try {
         future.complete(awaitExit(null, future));
       } catch (Throwable t) {
@@ -101,7 +102,7 @@ final class RealSandboxProcess implements SandboxProcess {
   }
 
   /** Follows the event stream from the current end (no replay) until the exit event. */
-  private ProcessInfo awaitExit(Duration timeout, RealSandbox.CancellableFuture<?> future) {
+  private ProcessInfo awaitExit(Duration timeout, CancellableFuture<?> future) {
     Abort abort = new Abort();
     if (future != null) {
       future.onCancel(abort::abort);
@@ -230,7 +231,7 @@ final class RealSandboxProcess implements SandboxProcess {
 
   private EventCursor<LogEvent> open(long since, Abort abort, Deadline deadline) {
     try {
-      return sandbox.openLogStream(id, since, abort);
+      return sandbox.processes.openLogStream(id, since, abort);
     } catch (RuntimeException e) {
       deadline.cancel();
       if (deadline.expired()) {
@@ -264,19 +265,19 @@ final class RealSandboxProcess implements SandboxProcess {
   }
 
   @Override
-  public void waitForPort(int port, dev.sandboxsdk.PortWaitOptions options) {
+  public void waitForPort(int port, PortWaitOptions options) {
     sandbox.waitForPort(port, options, id);
   }
 
   @Override
   public void writeStdin(String text) {
     Objects.requireNonNull(text, "text == null");
-    sandbox.writeStdin(id, text, false);
+    sandbox.processes.writeStdin(id, text, false);
   }
 
   @Override
   public void closeStdin() {
-    sandbox.writeStdin(id, "", true);
+    sandbox.processes.writeStdin(id, "", true);
   }
 
   @Override

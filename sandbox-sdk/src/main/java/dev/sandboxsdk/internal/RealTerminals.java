@@ -28,22 +28,24 @@ import java.util.concurrent.Flow;
  */
 final class RealTerminals implements SandboxTerminals {
   private final RealSandbox sandbox;
+  private final AgentHttp http;
 
   RealTerminals(RealSandbox sandbox) {
     this.sandbox = sandbox;
+    this.http = sandbox.http;
   }
 
   @Override
   public Terminal open(TerminalOptions options) {
     Objects.requireNonNull(options, "options == null");
-    JsonNode n = sandbox.call(sandbox.post(sandbox.url("api", "process", "start"), Wire.terminalBody(options)),
+    JsonNode n = http.call(http.post(http.url("api", "process", "start"), Wire.terminalBody(options)),
         "terminals().open " + options.command().display());
     return new RealTerminal(Wire.text(n, "processId"), n.path("pid").asLong(0), Wire.text(n, "command"));
   }
 
   @Override
   public Terminal attach(String id) {
-    JsonNode p = sandbox.call(sandbox.get(sandbox.processUrl(id)), "terminals().attach " + id).path("process");
+    JsonNode p = http.call(http.get(http.processUrl(id)), "terminals().attach " + id).path("process");
     if (!p.path("pty").isObject()) {
       throw new SandboxInvalidRequestException("process '" + id + "' does not run on a terminal; attach to it with"
           + " attachProcess", null, "NOT_A_TERMINAL", 0, Map.of("processId", id));
@@ -75,7 +77,7 @@ final class RealTerminals implements SandboxTerminals {
 
     @Override
     public void write(byte[] bytes) {
-      sandbox.writeStdin(id, Objects.requireNonNull(bytes, "bytes == null"), "write to terminal " + id);
+      sandbox.processes.writeStdin(id, Objects.requireNonNull(bytes, "bytes == null"), "write to terminal " + id);
     }
 
     @Override
@@ -87,7 +89,7 @@ final class RealTerminals implements SandboxTerminals {
     public void resize(int cols, int rows) {
       Checks.terminalSize(cols, rows, TerminalOptions.MAX_SIZE);
       ObjectNode body = Wire.MAPPER.createObjectNode().put("cols", cols).put("rows", rows);
-      sandbox.call(sandbox.post(sandbox.processUrl(id).newBuilder().addPathSegment("resize").build(), body),
+      http.call(http.post(http.processUrl(id).newBuilder().addPathSegment("resize").build(), body),
           "resize terminal " + id);
     }
 
@@ -97,10 +99,10 @@ final class RealTerminals implements SandboxTerminals {
         throw new IllegalArgumentException("fromOffset < 0: " + fromOffset);
       }
       String what = "output of terminal " + id;
-      sandbox.processUrl(id); // checks the id now, not on the first request
+      http.processUrl(id); // checks the id now, not on the first request
       return new EventPublisher<>(abort -> new OutputCursor(
-          sandbox.openLogStream(id, new LogCursor.Start(fromOffset, -1, -1), true, abort)), sandbox.executor(),
-          t -> sandbox.streamError(t, what));
+          sandbox.processes.openLogStream(id, new LogCursor.Start(fromOffset, -1, -1), true, abort)), http.executor(),
+          t -> http.streamError(t, what));
     }
 
     @Override

@@ -35,7 +35,8 @@ public final class Wire {
   /**
    * Jackson refuses strings longer than 20,000,000 chars by default, but an exec answer's stdout
    * may legitimately be up to 256 MiB. What the SDK reads is bounded before Jackson sees it
-   * (RealSandbox: answers by the output limits, events at 8 MiB), so strings need no second limit.
+   * (AgentHttp: answers by the output limits; EventStreams: events at 8 MiB), so strings need no
+   * second limit.
    */
   static final ObjectMapper MAPPER = new ObjectMapper(JsonFactory.builder()
       .streamReadConstraints(StreamReadConstraints.builder().maxStringLength(Integer.MAX_VALUE).build())
