@@ -22,7 +22,8 @@ import org.slf4j.LoggerFactory;
  * sandboxes exist is {@link Sandboxes}' business.
  */
 final class SandboxLauncher {
-  private static final Logger log = LoggerFactory.getLogger(SandboxLauncher.class);
+  /** Logs as {@link Sandboxes}, as before the split: operators filter the log by its name. */
+  private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
 
   private final AdapterConfig config;
   private final SandboxProviders providers;

@@ -14,7 +14,8 @@ import org.slf4j.LoggerFactory;
  * seen for {@link Sandboxes#SEEN_FOR}, and words the errors of calls on stopped or ended ones.
  */
 final class SandboxLiveness {
-  private static final Logger log = LoggerFactory.getLogger(SandboxLiveness.class);
+  /** Logs as {@link Sandboxes}, as before the split: operators filter the log by its name. */
+  private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
 
   private final SandboxProviders providers;
 

@@ -23,7 +23,8 @@ import org.slf4j.LoggerFactory;
 final class SandboxProviders {
   /** The Kubernetes provider's state of a pod that is being deleted. */
   private static final String STOPPING = "stopping";
-  private static final Logger log = LoggerFactory.getLogger(SandboxProviders.class);
+  /** Logs as {@link Sandboxes}, as before the split: operators filter the log by its name. */
+  private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
 
   private final AdapterConfig config;
   /** Makes the provider on first use: its engine client (docker-java) takes a third of a second to load. */
