@@ -90,7 +90,7 @@ final class LifecycleTools implements ToolGroup {
       }
     }
     if (info != null && !info.isRunning() && e.mode() == SandboxMode.KUBERNETES) {
-      text.add(Sandboxes.ended(id).getMessage());
+      text.add(SandboxLiveness.ended(id).getMessage());
       r.put("note", "The sandbox's pod has ended: destroy it and create a new one.");
     } else if (info != null && !info.isRunning()) {
       text.add("It is stopped: call wakeSandbox {\"sandboxId\":\"" + id + "\"} to start it again.");
@@ -199,7 +199,7 @@ final class LifecycleTools implements ToolGroup {
         e.managed().wake();
       } catch (SandboxException ex) {
         if (e.mode() == SandboxMode.KUBERNETES) {
-          throw new ToolException(Sandboxes.ended(id).getMessage() + " (The provider says: " + ex.getMessage() + ".)");
+          throw new ToolException(SandboxLiveness.ended(id).getMessage() + " (The provider says: " + ex.getMessage() + ".)");
         }
         throw ex;
       }

@@ -250,33 +250,7 @@ public final class McpServer implements AutoCloseable {
           + config.maxConcurrentCalls() + " tool calls are already running (the limit bounds the memory their"
           + " output takes). Wait for one to finish, then try again."));
     } else {
-      outcome = new CompletableFuture<>();
-      outcome.whenComplete((r, e) -> running.decrementAndGet()); // counted above
-      CompletableFuture<ToolOutcome> target = outcome;
-      // A cancelled stream sends no further signal, so the call ends here (its hooks stop the work).
-      ctx.onCancel(() -> target.cancel(false));
-      Runnable call = () -> {
-        try {
-          tools.call(name.asText(), arguments, ctx).whenComplete((r, e) -> {
-            if (e != null) {
-              target.completeExceptionally(e);
-            } else {
-              target.complete(r);
-            }
-          });
-        } catch (RuntimeException e) {
-          target.completeExceptionally(e);
-        }
-      };
-      if (tools.startsWithoutWaiting(name.asText(), arguments)) {
-        call.run(); // starts the SDK's stream and returns: no worker needed
-      } else {
-        try {
-          workers.execute(call);
-        } catch (RejectedExecutionException e) {
-          outcome.complete(ToolOutcome.error("The server is shutting down.")); // the pool refuses only then
-        }
-      }
+      outcome = start(name.asText(), arguments, ctx);
     }
     outcome.whenComplete((r, e) -> {
       session.end(id, ctx);
@@ -292,6 +266,40 @@ public final class McpServer implements AutoCloseable {
       }
       reply(out, JsonRpc.result(id, toResult(r)));
     });
+  }
+
+  /**
+   * Runs a call that passed its checks and counts as running (until its outcome completes): on
+   * this thread when the tool starts without waiting, else on a worker.
+   */
+  private CompletableFuture<ToolOutcome> start(String name, ObjectNode arguments, CallContext ctx) {
+    CompletableFuture<ToolOutcome> outcome = new CompletableFuture<>();
+    outcome.whenComplete((r, e) -> running.decrementAndGet()); // counted by callTool
+    // A cancelled stream sends no further signal, so the call ends here (its hooks stop the work).
+    ctx.onCancel(() -> outcome.cancel(false));
+    Runnable call = () -> {
+      try {
+        tools.call(name, arguments, ctx).whenComplete((r, e) -> {
+          if (e != null) {
+            outcome.completeExceptionally(e);
+          } else {
+            outcome.complete(r);
+          }
+        });
+      } catch (RuntimeException e) {
+        outcome.completeExceptionally(e);
+      }
+    };
+    if (tools.startsWithoutWaiting(name, arguments)) {
+      call.run(); // starts the SDK's stream and returns: no worker needed
+    } else {
+      try {
+        workers.execute(call);
+      } catch (RejectedExecutionException e) {
+        outcome.complete(ToolOutcome.error("The server is shutting down.")); // the pool refuses only then
+      }
+    }
+    return outcome;
   }
 
   /** The arguments without null properties: a copy if there are any (the message is the transport's), else they. */

@@ -1,11 +1,9 @@
 package dev.sandboxsdk.mcp.internal;
 
-import dev.sandboxsdk.LocalProvider;
 import dev.sandboxsdk.LocalSandbox;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxConnectionException;
-import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxProvider;
 import dev.sandboxsdk.SandboxSpec;
@@ -14,7 +12,6 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
@@ -24,7 +21,6 @@ import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
-import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -53,9 +49,7 @@ public final class Sandboxes implements AutoCloseable {
   /** Label of a persistent sandbox the server made (a provider's): listSandboxes finds it from any server. */
   static final String PERSISTENT_LABEL = "mcp.persistent";
   private static final Duration CLOSE_WAIT = Duration.ofSeconds(30);
-  /** The Kubernetes provider's state of a pod that is being deleted. */
-  private static final String STOPPING = "stopping";
-  private static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
+  static final Pattern ID = Pattern.compile("[A-Za-z0-9][A-Za-z0-9._-]{0,63}");
   private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
 
   /**
@@ -66,7 +60,7 @@ public final class Sandboxes implements AutoCloseable {
    * @param providerId the provider's id of the sandbox (a container id, a pod name); null unless
    *     {@link SandboxMode#CONTAINER} or {@link SandboxMode#KUBERNETES}
    * @param dead set once the sandbox is known to be gone; it is then forgotten. For a local sandbox
-   *     the agent's exit sets it (see {@link #localEntry}), so that no call reads /proc
+   *     the agent's exit sets it (see {@link SandboxLauncher#localEntry}), so that no call reads /proc
    * @param seenAt {@link System#nanoTime()} when a call last reached it or its provider last listed it running
    * @param persistent a named sandbox of the provider (getSandbox {@code persistent: true}, or one an
    *     earlier server left): it outlives this server, and is stopped rather than forgotten when idle
@@ -104,27 +98,15 @@ public final class Sandboxes implements AutoCloseable {
   }
 
   private final AdapterConfig config;
-  /** Makes the provider on first use: its engine client (docker-java) takes a third of a second to load. */
-  private final Supplier<SandboxProvider> providerFactory;
-  private volatile SandboxProvider provider;
-  /** With {@link SandboxMode#LOCAL}: the provider of persistent sandboxes, made on first use. */
-  private volatile SandboxProvider localProvider;
+  private final SandboxProviders providers;
+  private final SandboxLauncher launcher;
+  private final SandboxLiveness liveness;
   private final Map<String, CompletableFuture<Entry>> byId = new ConcurrentHashMap<>();
   private final Map<String, AtomicInteger> inFlight = new ConcurrentHashMap<>();
-  private final Object providerCheck = new Object();
   private volatile boolean closed;
 
   public Sandboxes(AdapterConfig config) {
-    this(config, factory(config));
-  }
-
-  /** What makes the provider of {@code config}; each provider's classes are loaded only in its branch. */
-  private static Supplier<SandboxProvider> factory(AdapterConfig config) {
-    return switch (config.mode()) {
-      case CONTAINER -> ContainerProviders::fromEnvironment;
-      case KUBERNETES -> () -> KubernetesProviders.create(config.kubernetes());
-      default -> null;
-    };
+    this(config, SandboxProviders.factory(config));
   }
 
   /**
@@ -136,11 +118,10 @@ public final class Sandboxes implements AutoCloseable {
   }
 
   private Sandboxes(AdapterConfig config, Supplier<SandboxProvider> providerFactory) {
-    if (fromProvider(config.mode()) != (providerFactory != null)) {
-      throw new IllegalArgumentException("a provider is needed exactly with --provider container or kubernetes");
-    }
+    this.providers = new SandboxProviders(config, providerFactory);
     this.config = config;
-    this.providerFactory = providerFactory;
+    this.launcher = new SandboxLauncher(config, providers);
+    this.liveness = new SandboxLiveness(providers);
   }
 
   /** Where this server's sandboxes run. */
@@ -153,110 +134,13 @@ public final class Sandboxes implements AutoCloseable {
     return mode == SandboxMode.CONTAINER || mode == SandboxMode.KUBERNETES;
   }
 
-  /** The provider, made on first use; only with {@link SandboxMode#CONTAINER} or {@link SandboxMode#KUBERNETES}. */
-  private SandboxProvider provider() {
-    SandboxProvider p = provider;
-    if (p == null) {
-      synchronized (this) {
-        p = provider;
-        if (p == null) {
-          try {
-            p = providerFactory.get();
-          } catch (SandboxException e) {
-            throw e;
-          } catch (RuntimeException e) { // e.g. a DOCKER_HOST that is not a URI
-            throw new SandboxException("cannot set up the " + config.mode().wireName() + " provider: " + e.getMessage(),
-                e);
-          }
-          provider = p;
-        }
-      }
-    }
-    return p;
-  }
-
-  /**
-   * The provider of persistent (named) sandboxes: the container or Kubernetes provider, or locally a
-   * {@link LocalProvider} on the state directory; null for a remote agent.
-   */
-  private SandboxProvider persistentProvider() {
-    if (fromProvider(config.mode())) {
-      return provider();
-    }
-    if (config.mode() != SandboxMode.LOCAL) {
-      return null;
-    }
-    SandboxProvider p = localProvider;
-    if (p == null) {
-      synchronized (this) {
-        p = localProvider;
-        if (p == null) {
-          LocalProvider.Builder b = LocalProvider.builder().isolation(config.localIsolation());
-          if (config.stateDir() != null) {
-            b.stateDirectory(config.stateDir());
-          }
-          p = b.build();
-          localProvider = p;
-        }
-      }
-    }
-    return p;
-  }
-
-  /**
-   * The MCP sandbox id of a sandbox its provider lists, or null if it is not a persistent
-   * sandbox that a server made (its labels say; other programs' sandboxes of the same provider
-   * are left alone).
-   */
-  private static String persistentId(SandboxInfo info) {
-    return "true".equals(info.labels().get(PERSISTENT_LABEL)) ? info.labels().get(ID_LABEL) : null;
-  }
-
-  /** The provider's persistent sandboxes by MCP id; empty (and logged) if the provider cannot be asked. */
-  private Map<String, SandboxInfo> persistentInProvider() {
-    SandboxProvider p = persistentProvider();
-    Map<String, SandboxInfo> out = new java.util.LinkedHashMap<>();
-    if (p == null) {
-      return out;
-    }
-    try {
-      for (SandboxInfo i : p.list()) {
-        if (config.mode() == SandboxMode.KUBERNETES && STOPPING.equals(i.state())) {
-          continue; // a pod being deleted (destroy returns before a slow kubelet has removed it): gone for good
-        }
-        String id = persistentId(i);
-        if (id != null && ID.matcher(id).matches()) {
-          out.putIfAbsent(id, i);
-        }
-      }
-    } catch (RuntimeException e) {
-      log.warn("cannot list the persistent sandboxes: {}", e.toString());
-    }
-    return out;
-  }
-
   /**
    * With a provider: makes it and logs whether its engine answers, on a background thread, so
    * the first sandbox does not wait for the engine client to load and an operator sees a missing
    * engine in the log at start. For the server's start.
    */
   public void logProviderInBackground() {
-    if (providerFactory == null) {
-      return;
-    }
-    Thread t = new Thread(() -> {
-      try {
-        if (config.mode() == SandboxMode.KUBERNETES) {
-          KubernetesProviders.logCluster(provider(), config.containerSpec().image());
-        } else {
-          ContainerProviders.logEngine(provider(), config.containerSpec().image());
-        }
-      } catch (RuntimeException e) {
-        log.warn("{} provider: {}", config.mode().wireName(), e.getMessage());
-      }
-    }, "mcp-provider-check");
-    t.setDaemon(true);
-    t.start();
+    providers.logInBackground();
   }
 
   /**
@@ -264,7 +148,7 @@ public final class Sandboxes implements AutoCloseable {
    * {@link #end}. Stopped sandboxes are forgotten first, so the call never gets one.
    */
   public void begin(String id) {
-    expire(false);
+    liveness.expire(started(), false, this::remove);
     inFlight.computeIfAbsent(id == null ? DEFAULT_ID : id, k -> new AtomicInteger()).incrementAndGet();
   }
 
@@ -341,92 +225,6 @@ public final class Sandboxes implements AutoCloseable {
     CompletableFuture<Entry> f = byId.get(id == null ? DEFAULT_ID : id);
     return f != null && f.isDone() && !f.isCompletedExceptionally() ? f.join() : null;
   }
-
-  /**
-   * Forgets sandboxes that have stopped: local ones whose agent has gone (destroyed by the SDK
-   * after their idle timeout, found closed by a call, or killed), and provider sandboxes that
-   * the provider no longer lists as running (their agent stopped after the idle timeout, or the
-   * container was killed or removed). They must not be listed or handed out any more. Provider
-   * sandboxes are checked only when not seen for {@link #SEEN_FOR}, or all with {@code checkAll};
-   * one listing of the provider covers all of them. Never throws: if the provider cannot be asked,
-   * its sandboxes are kept, and calls on them say what is wrong.
-   */
-  private void expire(boolean checkAll) {
-    List<Entry> stopped = new ArrayList<>();
-    List<Entry> toCheck = new ArrayList<>();
-    long now = System.nanoTime();
-    for (Entry e : started()) {
-      if (e.persistent()) {
-        continue; // stopped ones stay (listSandboxes shows them, wakeSandbox starts them); destroy removes them
-      }
-      switch (e.mode()) {
-        case LOCAL -> {
-          if (e.dead().get()) {
-            stopped.add(e);
-          }
-        }
-        case CONTAINER, KUBERNETES -> {
-          if (e.dead().get()) {
-            stopped.add(e);
-          } else if (checkAll || now - e.seenAt().get() > SEEN_FOR.toNanos()) {
-            toCheck.add(e);
-          }
-        }
-        case REMOTE -> {
-        }
-      }
-    }
-    if (!toCheck.isEmpty()) {
-      stopped.addAll(notRunning(toCheck, checkAll));
-    }
-    for (Entry e : stopped) {
-      if (!remove(e)) {
-        continue; // another call found it first
-      }
-      log.info("sandbox {}: {} has stopped (idle timeout, or killed); forgetting it", e.id(),
-          e.mode() == SandboxMode.LOCAL ? "its agent" : "its " + provider().name() + " " + e.providerId());
-      try {
-        if (e.mode() == SandboxMode.LOCAL) {
-          e.sandbox().close();
-        } else {
-          e.sandbox().destroy(); // removes the stopped container and its workspace volume, or the ended pod
-        }
-      } catch (RuntimeException ex) {
-        log.debug("closing stopped sandbox {}: {}", e.id(), ex.toString());
-      }
-    }
-  }
-
-  /** The entries among {@code entries} whose sandbox the provider does not list as running. */
-  private List<Entry> notRunning(List<Entry> entries, boolean checkAll) {
-    synchronized (providerCheck) { // one listing at a time; a call that waited finds the entries just seen
-      long now = System.nanoTime();
-      List<Entry> stale = entries.stream().filter(e -> checkAll || now - e.seenAt().get() > SEEN_FOR.toNanos())
-          .collect(Collectors.toList());
-      if (stale.isEmpty()) {
-        return List.of();
-      }
-      Set<String> running;
-      try {
-        running = provider().list().stream().filter(SandboxInfo::isRunning).map(SandboxInfo::id)
-            .collect(Collectors.toSet());
-      } catch (RuntimeException e) {
-        log.debug("cannot ask the provider which sandboxes run: {}", e.toString());
-        return List.of();
-      }
-      long listed = System.nanoTime();
-      List<Entry> out = new ArrayList<>();
-      for (Entry e : stale) {
-        if (running.contains(e.providerId())) {
-          e.seenAt().set(listed);
-        } else {
-          out.add(e);
-        }
-      }
-      return out;
-    }
-  }
-
   /**
    * The sandbox a tool call names (null meaning {@code default}); only {@code default} is created
    * on demand. Callers {@link #begin} first, which forgets stopped sandboxes.
@@ -473,83 +271,25 @@ public final class Sandboxes implements AutoCloseable {
     if (config.mode() == SandboxMode.REMOTE || closed) {
       return null;
     }
-    SandboxInfo info = persistentInProvider().get(id);
+    SandboxInfo info = providers.persistentInProvider().get(id);
     if (info == null) {
       return null;
     }
-    ManagedSandbox handle = persistentProvider().get(info.id()).orElse(null);
+    ManagedSandbox handle = providers.persistentProvider().get(info.id()).orElse(null);
     if (handle == null) {
       return null; // removed since it was listed
     }
-    Entry e = entry(id, handle, null, null);
+    Entry e = launcher.entry(id, handle, null, null);
     CompletableFuture<Entry> mine = CompletableFuture.completedFuture(e);
     CompletableFuture<Entry> existing = byId.putIfAbsent(id, mine);
     if (existing != null) { // another call took it up (or created it) first
       handle.close();
       return await(id, existing);
     }
-    log.info("sandbox {}: found persistent {} sandbox {} ({})", id, persistentProvider().name(), info.id(),
+    log.info("sandbox {}: found persistent {} sandbox {} ({})", id, providers.persistentProvider().name(), info.id(),
         info.state());
     return e;
   }
-
-  /** Where persistent sandbox {@code id}'s commands start: a directory of the state directory, or /workspace. */
-  private String workspaceOf(String id) {
-    return fromProvider(config.mode()) ? CONTAINER_WORKSPACE
-        : persistentProvider() instanceof LocalProvider l ? l.workspace(id).toString() : null;
-  }
-
-  /** An entry for a persistent sandbox's handle. */
-  private Entry entry(String id, ManagedSandbox handle, Boolean keepAlive, Duration idle) {
-    SandboxMode mode = config.mode();
-    SandboxInfo info = handle.info();
-    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), workspaceOf(handle.id()), -1,
-        fromProvider(mode) ? handle.id() : null, new AtomicBoolean(),
-        new AtomicLong(info.isRunning() ? System.nanoTime() : System.nanoTime() - 2 * SEEN_FOR.toNanos()), true);
-  }
-
-  /**
-   * Throws the error a call on a stopped persistent sandbox gets, which says to wake it. Asks the
-   * provider only when the sandbox has not answered for {@link #SEEN_FOR}.
-   */
-  public void requireRunning(Entry e) {
-    if (!e.persistent() || System.nanoTime() - e.seenAt().get() <= SEEN_FOR.toNanos()) {
-      return;
-    }
-    SandboxInfo info;
-    try {
-      info = e.managed().info();
-    } catch (SandboxException ex) {
-      throw new ToolException("Cannot tell whether sandbox '" + e.id() + "' runs: " + ex.getMessage());
-    }
-    if (!info.isRunning()) {
-      throw stopped(e);
-    }
-    e.seenAt().set(System.nanoTime());
-  }
-
-  /** The error for a call on stopped sandbox {@code e}: what to call next. */
-  static ToolException stopped(Entry e) {
-    return e.mode() == SandboxMode.KUBERNETES ? ended(e.id()) : stopped(e.id());
-  }
-
-  /**
-   * The error for a call on a Kubernetes sandbox whose agent ended (its idle timeout): a pod
-   * cannot start again, so the only way on is a new sandbox.
-   */
-  static ToolException ended(String id) {
-    return new ToolException("sandbox '" + id + "' has ended (its idle timeout, or its pod was stopped) and cannot be"
-        + " woken: a Kubernetes pod does not start again, and its files and checkpoints went with it. Call destroy"
-        + " {\"sandboxId\":\"" + id + "\"} to remove what is left, then getSandbox to create a new one.");
-  }
-
-  /** The error for a call on stopped sandbox {@code id}: what to call next. */
-  static ToolException stopped(String id) {
-    return new ToolException("sandbox '" + id + "' is stopped: call wakeSandbox {\"sandboxId\":\"" + id
-        + "\"} to start it again (its files and checkpoints are kept; processes that ran before it stopped do not"
-        + " come back).");
-  }
-
   /**
    * After a call on {@code id} failed: if it is a persistent sandbox that has stopped (idle
    * timeout, shut down by another server), the error that says to wake it; else null.
@@ -560,32 +300,27 @@ public final class Sandboxes implements AutoCloseable {
       return null;
     }
     try {
-      return e.managed().info().isRunning() ? null : stopped(e);
+      return e.managed().info().isRunning() ? null : SandboxLiveness.stopped(e);
     } catch (RuntimeException ex) {
       return null;
     }
+  }
+  /**
+   * Throws the error a call on a stopped persistent sandbox gets, which says to wake it. Asks the
+   * provider only when the sandbox has not answered for {@link #SEEN_FOR}.
+   */
+  public void requireRunning(Entry e) {
+    SandboxLiveness.requireRunning(e);
   }
 
   /** What the provider says about persistent sandbox {@code e} now; null for other sandboxes or when it cannot say. */
   public SandboxInfo status(Entry e) {
-    if (!e.persistent()) {
-      return null;
-    }
-    try {
-      SandboxInfo info = e.managed().info();
-      if (info.isRunning()) {
-        e.seenAt().set(System.nanoTime());
-      }
-      return info;
-    } catch (RuntimeException ex) {
-      log.debug("sandbox {}: info failed: {}", e.id(), ex.toString());
-      return null;
-    }
+    return SandboxLiveness.status(e);
   }
 
   /** A persistent sandbox was shut down or woken: its state is asked again before the next call. */
   public void stateChanged(Entry e, boolean running) {
-    e.seenAt().set(running ? System.nanoTime() : System.nanoTime() - 2 * SEEN_FOR.toNanos());
+    SandboxLiveness.stateChanged(e, running);
   }
 
   /** Gets the sandbox {@code id}, creating it with these settings if it does not exist; after {@link #begin}. */
@@ -642,7 +377,7 @@ public final class Sandboxes implements AutoCloseable {
     }
     Entry e;
     try {
-      e = create(id, how);
+      e = launcher.create(id, how);
     } catch (RuntimeException ex) {
       byId.remove(id, mine);
       mine.completeExceptionally(ex);
@@ -651,71 +386,11 @@ public final class Sandboxes implements AutoCloseable {
     mine.complete(e);
     if (closed) { // the server began to shut down while this one started: close() did not see it
       remove(e);
-      dispose(e);
+      launcher.dispose(e);
       throw new ToolException("the server is shutting down");
     }
     return new Got(e, true);
   }
-
-  /** Creates sandbox {@code id} of {@code provider}: kept alive, or stopped after {@code idle} without calls. */
-  private static ManagedSandbox create(String id, String kind, SandboxProvider provider, SandboxSpec.Builder spec,
-      boolean keepAlive, Duration idle, long t0) {
-    if (keepAlive) {
-      spec.keepAlive();
-    } else {
-      spec.idleTimeout(idle);
-    }
-    ManagedSandbox s = provider.create(spec.build());
-    log.info("sandbox {}: created {} sandbox {} in {} ms", id, kind, s.id(), (System.nanoTime() - t0) / 1_000_000);
-    return s;
-  }
-
-  private Entry create(String id, Settings how) {
-    long t0 = System.nanoTime();
-    if (config.agentUrl() != null) {
-      Sandbox s = Sandbox.connect(config.agentUrl(), config.agentToken());
-      log.info("sandbox {}: connected to remote agent {}", id, config.agentUrl());
-      return new Entry(id, s, SandboxMode.REMOTE, true, null, Instant.now(), null, -1, null,
-          new AtomicBoolean(), new AtomicLong(t0), false);
-    }
-    boolean keepAlive = how.keepAlive() != null && how.keepAlive();
-    Duration idle = how.idleTimeoutSeconds() != null ? Duration.ofSeconds(how.idleTimeoutSeconds()) : DEFAULT_IDLE;
-    try {
-      if (how.persistent()) {
-        SandboxProvider provider = persistentProvider();
-        SandboxSpec.Builder spec = (config.mode() == SandboxMode.CONTAINER
-            ? config.containerSpec().toBuilder().env(config.passEnv())
-            : config.mode() == SandboxMode.KUBERNETES ? config.containerSpec().toBuilder() // passEnv: per call
-            : SandboxSpec.builder().network(config.localNetwork()))
-            .name(id)
-            .label(ID_LABEL, id)
-            .label(PERSISTENT_LABEL, "true")
-            .label(SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
-        ManagedSandbox s = create(id, "persistent " + provider.name(), provider, spec, keepAlive, idle, t0);
-        return entry(id, s, keepAlive, keepAlive ? null : idle);
-      }
-      if (providerFactory != null) {
-        SandboxProvider provider = provider();
-        SandboxSpec.Builder spec = config.containerSpec().toBuilder()
-            .label(ID_LABEL, id)
-            .label(SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
-        if (!config.passEnvPerCall()) { // in the container's own environment, so every command gets them
-          spec.env(config.passEnv());
-        }
-        ManagedSandbox s = create(id, provider.name(), provider, spec, keepAlive, idle, t0);
-        return new Entry(id, s, config.mode(), keepAlive, keepAlive ? null : idle, Instant.now(),
-            CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
-      }
-      LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
-          .isolation(config.localIsolation()).network(config.localNetwork()).start();
-      log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
-          (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
-      return localEntry(id, s, keepAlive, idle);
-    } catch (SandboxException e) {
-      throw new ToolException("Could not start sandbox '" + id + "': " + e.getMessage());
-    }
-  }
-
   private Entry await(String id, CompletableFuture<Entry> f) {
     try {
       return f.join();
@@ -729,7 +404,7 @@ public final class Sandboxes implements AutoCloseable {
 
   /** The sandboxes that exist, oldest first; asks the provider, if any, which of its sandboxes still run. */
   public List<Entry> list() {
-    expire(true);
+    liveness.expire(started(), true, this::remove);
     return list0();
   }
 
@@ -740,7 +415,7 @@ public final class Sandboxes implements AutoCloseable {
    */
   public List<Listed> listAll() {
     List<Entry> held = list();
-    Map<String, SandboxInfo> persistent = closed ? Map.of() : persistentInProvider();
+    Map<String, SandboxInfo> persistent = closed ? Map.of() : providers.persistentInProvider();
     Map<String, Listed> out = new java.util.LinkedHashMap<>();
     for (Entry e : held) {
       SandboxInfo info = e.persistent() ? persistent.get(e.id()) : null;
@@ -749,7 +424,7 @@ public final class Sandboxes implements AutoCloseable {
       }
       out.put(e.id(), new Listed(e.id(), e, info, e.workspace()));
     }
-    persistent.forEach((id, info) -> out.putIfAbsent(id, new Listed(id, null, info, workspaceOf(id))));
+    persistent.forEach((id, info) -> out.putIfAbsent(id, new Listed(id, null, info, providers.workspaceOf(id))));
     List<Listed> all = new ArrayList<>(out.values());
     all.sort((a, b) -> createdAt(a).compareTo(createdAt(b)));
     return all;
@@ -758,24 +433,6 @@ public final class Sandboxes implements AutoCloseable {
   private static Instant createdAt(Listed l) {
     return l.entry() != null ? l.entry().createdAt() : l.info().createdAt();
   }
-
-  /**
-   * A local sandbox's entry, marked dead when its agent exits (its idle timeout, or killed). The
-   * agent is this JVM's child, which the JDK already waits for, so the callback costs no thread,
-   * and the checks before every call read a flag instead of /proc. The handle is taken once, at
-   * the start, so a reused pid is never taken for the agent.
-   */
-  private static Entry localEntry(String id, LocalSandbox s, boolean keepAlive, Duration idle) {
-    ProcessHandle agent = ProcessHandle.of(s.agentPid()).orElse(null);
-    AtomicBoolean dead = new AtomicBoolean(agent == null);
-    Entry e = new Entry(id, s, SandboxMode.LOCAL, keepAlive, keepAlive ? null : idle, Instant.now(),
-        s.workspace().toString(), s.agentPid(), null, dead, new AtomicLong(System.nanoTime()), false);
-    if (agent != null) {
-      agent.onExit().thenRun(() -> dead.set(true));
-    }
-    return e;
-  }
-
   /** The sandboxes that have started, in no particular order: for the checks every call makes. */
   private List<Entry> started() {
     List<Entry> out = new ArrayList<>(byId.size());
@@ -811,7 +468,7 @@ public final class Sandboxes implements AutoCloseable {
     byId.clear();
     List<Thread> stopping = new ArrayList<>();
     for (Entry e : all) {
-      Thread t = new Thread(() -> dispose(e), "mcp-close-" + e.id());
+      Thread t = new Thread(() -> launcher.dispose(e), "mcp-close-" + e.id());
       t.setDaemon(true);
       t.start();
       stopping.add(t);
@@ -828,42 +485,6 @@ public final class Sandboxes implements AutoCloseable {
         log.warn("{} did not finish within {}", t.getName(), CLOSE_WAIT);
       }
     }
-    SandboxProvider p = provider;
-    if (p != null) {
-      p.close();
-    }
-    SandboxProvider l = localProvider;
-    if (l != null) {
-      l.close();
-    }
-  }
-
-  /**
-   * Ends a sandbox the server no longer keeps: shuts a persistent one down (its files and
-   * checkpoints stay for the next server), removes a provider's sandbox, stops a local one,
-   * leaves a remote agent. A persistent pod cannot shut down: it keeps running for the next
-   * server until its idle timeout ends it.
-   */
-  private void dispose(Entry e) {
-    try {
-      if (e.persistent() && e.mode() == SandboxMode.KUBERNETES) {
-        e.sandbox().close(); // a named pod's handle: releases the port-forward, leaves the pod
-        log.info("sandbox {}: left running for the next server (a pod cannot shut down); its idle timeout ends it",
-            e.id());
-      } else if (e.persistent()) {
-        try {
-          e.managed().shutdown();
-          log.info("sandbox {}: shut down; its files and checkpoints are kept", e.id());
-        } finally {
-          e.sandbox().close();
-        }
-      } else if (fromProvider(e.mode())) {
-        e.sandbox().destroy();
-      } else {
-        e.sandbox().close();
-      }
-    } catch (RuntimeException ex) {
-      log.warn("closing sandbox {} failed: {}", e.id(), ex.toString());
-    }
+    providers.close();
   }
 }

@@ -144,7 +144,7 @@ final class SseStream {
     } catch (IOException e) {
       closed = true;
       exchange.close();
-      HttpTransport.finished(exchange, false); // the handler throws, so the JDK closes the connection
+      HttpExchanges.finished(exchange, false); // the handler throws, so the JDK closes the connection
       return false;
     }
   }
@@ -178,6 +178,6 @@ final class SseStream {
       // the client is gone already
     }
     exchange.close();
-    HttpTransport.finished(exchange, complete);
+    HttpExchanges.finished(exchange, complete);
   }
 }

@@ -1,0 +1,150 @@
+package dev.sandboxsdk.mcp.internal;
+
+import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxProvider;
+import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.mcp.internal.Sandboxes.Entry;
+import dev.sandboxsdk.mcp.internal.Sandboxes.Settings;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Starts and ends single sandboxes: a local agent, a provider's container or pod, a persistent
+ * sandbox, or the connection to the one remote agent; and the {@link Entry} of each. Which
+ * sandboxes exist is {@link Sandboxes}' business.
+ */
+final class SandboxLauncher {
+  /** Logs as {@link Sandboxes}, as before the split: operators filter the log by its name. */
+  private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
+
+  private final AdapterConfig config;
+  private final SandboxProviders providers;
+
+  SandboxLauncher(AdapterConfig config, SandboxProviders providers) {
+    this.config = config;
+    this.providers = providers;
+  }
+
+  /** Creates sandbox {@code id} of {@code provider}: kept alive, or stopped after {@code idle} without calls. */
+  private static ManagedSandbox create(String id, String kind, SandboxProvider provider, SandboxSpec.Builder spec,
+      boolean keepAlive, Duration idle, long t0) {
+    if (keepAlive) {
+      spec.keepAlive();
+    } else {
+      spec.idleTimeout(idle);
+    }
+    ManagedSandbox s = provider.create(spec.build());
+    log.info("sandbox {}: created {} sandbox {} in {} ms", id, kind, s.id(), (System.nanoTime() - t0) / 1_000_000);
+    return s;
+  }
+
+  /** Starts sandbox {@code id} as {@code how} says; a failure to start is a {@link ToolException}. */
+  Entry create(String id, Settings how) {
+    long t0 = System.nanoTime();
+    if (config.agentUrl() != null) {
+      Sandbox s = Sandbox.connect(config.agentUrl(), config.agentToken());
+      log.info("sandbox {}: connected to remote agent {}", id, config.agentUrl());
+      return new Entry(id, s, SandboxMode.REMOTE, true, null, Instant.now(), null, -1, null,
+          new AtomicBoolean(), new AtomicLong(t0), false);
+    }
+    boolean keepAlive = how.keepAlive() != null && how.keepAlive();
+    Duration idle = how.idleTimeoutSeconds() != null ? Duration.ofSeconds(how.idleTimeoutSeconds()) : Sandboxes.DEFAULT_IDLE;
+    try {
+      if (how.persistent()) {
+        SandboxProvider provider = providers.persistentProvider();
+        SandboxSpec.Builder spec = (config.mode() == SandboxMode.CONTAINER
+            ? config.containerSpec().toBuilder().env(config.passEnv())
+            : config.mode() == SandboxMode.KUBERNETES ? config.containerSpec().toBuilder() // passEnv: per call
+            : SandboxSpec.builder().network(config.localNetwork()))
+            .name(id)
+            .label(Sandboxes.ID_LABEL, id)
+            .label(Sandboxes.PERSISTENT_LABEL, "true")
+            .label(Sandboxes.SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
+        ManagedSandbox s = create(id, "persistent " + provider.name(), provider, spec, keepAlive, idle, t0);
+        return entry(id, s, keepAlive, keepAlive ? null : idle);
+      }
+      if (providers.hasFactory()) {
+        SandboxProvider provider = providers.provider();
+        SandboxSpec.Builder spec = config.containerSpec().toBuilder()
+            .label(Sandboxes.ID_LABEL, id)
+            .label(Sandboxes.SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
+        if (!config.passEnvPerCall()) { // in the container's own environment, so every command gets them
+          spec.env(config.passEnv());
+        }
+        ManagedSandbox s = create(id, provider.name(), provider, spec, keepAlive, idle, t0);
+        return new Entry(id, s, config.mode(), keepAlive, keepAlive ? null : idle, Instant.now(),
+            Sandboxes.CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
+      }
+      LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
+          .isolation(config.localIsolation()).network(config.localNetwork()).start();
+      log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
+          (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
+      return localEntry(id, s, keepAlive, idle);
+    } catch (SandboxException e) {
+      throw new ToolException("Could not start sandbox '" + id + "': " + e.getMessage());
+    }
+  }
+
+  /**
+   * A local sandbox's entry, marked dead when its agent exits (its idle timeout, or killed). The
+   * agent is this JVM's child, which the JDK already waits for, so the callback costs no thread,
+   * and the checks before every call read a flag instead of /proc. The handle is taken once, at
+   * the start, so a reused pid is never taken for the agent.
+   */
+  private static Entry localEntry(String id, LocalSandbox s, boolean keepAlive, Duration idle) {
+    ProcessHandle agent = ProcessHandle.of(s.agentPid()).orElse(null);
+    AtomicBoolean dead = new AtomicBoolean(agent == null);
+    Entry e = new Entry(id, s, SandboxMode.LOCAL, keepAlive, keepAlive ? null : idle, Instant.now(),
+        s.workspace().toString(), s.agentPid(), null, dead, new AtomicLong(System.nanoTime()), false);
+    if (agent != null) {
+      agent.onExit().thenRun(() -> dead.set(true));
+    }
+    return e;
+  }
+
+  /** An entry for a persistent sandbox's handle. */
+  Entry entry(String id, ManagedSandbox handle, Boolean keepAlive, Duration idle) {
+    SandboxMode mode = config.mode();
+    SandboxInfo info = handle.info();
+    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), providers.workspaceOf(handle.id()), -1,
+        Sandboxes.fromProvider(mode) ? handle.id() : null, new AtomicBoolean(),
+        new AtomicLong(info.isRunning() ? System.nanoTime() : System.nanoTime() - 2 * Sandboxes.SEEN_FOR.toNanos()), true);
+  }
+
+  /**
+   * Ends a sandbox the server no longer keeps: shuts a persistent one down (its files and
+   * checkpoints stay for the next server), removes a provider's sandbox, stops a local one,
+   * leaves a remote agent. A persistent pod cannot shut down: it keeps running for the next
+   * server until its idle timeout ends it.
+   */
+  void dispose(Entry e) {
+    try {
+      if (e.persistent() && e.mode() == SandboxMode.KUBERNETES) {
+        e.sandbox().close(); // a named pod's handle: releases the port-forward, leaves the pod
+        log.info("sandbox {}: left running for the next server (a pod cannot shut down); its idle timeout ends it",
+            e.id());
+      } else if (e.persistent()) {
+        try {
+          e.managed().shutdown();
+          log.info("sandbox {}: shut down; its files and checkpoints are kept", e.id());
+        } finally {
+          e.sandbox().close();
+        }
+      } else if (Sandboxes.fromProvider(e.mode())) {
+        e.sandbox().destroy();
+      } else {
+        e.sandbox().close();
+      }
+    } catch (RuntimeException ex) {
+      log.warn("closing sandbox {} failed: {}", e.id(), ex.toString());
+    }
+  }
+}
