@@ -92,26 +92,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     }
     this.workspace = ws.toAbsolutePath();
     this.ownsWorkspace = owns;
-    List<String> agentArgs = new ArrayList<>();
-    // First: an --isolation among the caller's own agent arguments comes later and wins.
-    agentArgs.addAll(List.of("--isolation", switch (b.isolation) {
-      case NONE -> "none";
-      case ISOLATED -> "auto";
-      case REQUIRED -> "bwrap";
-    }));
-    if (b.isolation != Isolation.NONE) {
-      agentArgs.addAll(List.of("--isolation-network", b.network ? "on" : "off"));
-    }
-    if (b.checkpointDirectory != null) {
-      agentArgs.addAll(List.of("--checkpoint-dir", b.checkpointDirectory.toAbsolutePath().normalize().toString()));
-    }
-    agentArgs.addAll(b.agentArguments);
-    if (!b.inheritEnv.isEmpty()) {
-      agentArgs.addAll(List.of("--inherit-env", String.join(",", b.inheritEnv)));
-    }
-    if (b.grace != null) {
-      agentArgs.addAll(List.of("--grace-ms", Long.toString(Math.max(1, b.grace.toMillis()))));
-    }
+    List<String> agentArgs = agentArguments(b);
     this.stopWait = (b.grace != null ? b.grace : Duration.ofSeconds(5)).plusSeconds(5);
     try {
       this.agent = AgentLauncher.start(b.javaExecutable, b.agentJar, workspace, b.jvmArguments, agentArgs, b.env,
@@ -129,13 +110,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     }
     this.isolation = agent.isolation().equals("bwrap") ? Isolation.ISOLATED : Isolation.NONE;
     if (b.isolation == Isolation.ISOLATED && isolation == Isolation.NONE) {
-      String why = agent.isolationUnavailable() != null ? agent.isolationUnavailable() : "bwrap cannot be used";
-      if (FALLBACK_LOGGED.compareAndSet(false, true)) {
-        log.warn("local sandboxes run commands without isolation: {} (Isolation.REQUIRED makes this an error,"
-            + " Isolation.NONE silences it)", why);
-      } else {
-        log.debug("local sandbox {} runs commands without isolation: {}", workspace, why);
-      }
+      warnNotIsolated();
     }
     if (owns) {
       Workspaces.recordAgent(workspace, agent.handle());
@@ -168,6 +143,42 @@ public final class LocalSandbox extends ForwardingSandbox {
       }, period, period, TimeUnit.MILLISECONDS);
     } else {
       this.idleCheck = null;
+    }
+  }
+
+  /** The agent's arguments for {@code b}: its isolation first, so one among the caller's own comes later and wins. */
+  private static List<String> agentArguments(Builder b) {
+    List<String> agentArgs = new ArrayList<>();
+    // First: an --isolation among the caller's own agent arguments comes later and wins.
+    agentArgs.addAll(List.of("--isolation", switch (b.isolation) {
+      case NONE -> "none";
+      case ISOLATED -> "auto";
+      case REQUIRED -> "bwrap";
+    }));
+    if (b.isolation != Isolation.NONE) {
+      agentArgs.addAll(List.of("--isolation-network", b.network ? "on" : "off"));
+    }
+    if (b.checkpointDirectory != null) {
+      agentArgs.addAll(List.of("--checkpoint-dir", b.checkpointDirectory.toAbsolutePath().normalize().toString()));
+    }
+    agentArgs.addAll(b.agentArguments);
+    if (!b.inheritEnv.isEmpty()) {
+      agentArgs.addAll(List.of("--inherit-env", String.join(",", b.inheritEnv)));
+    }
+    if (b.grace != null) {
+      agentArgs.addAll(List.of("--grace-ms", Long.toString(Math.max(1, b.grace.toMillis()))));
+    }
+    return agentArgs;
+  }
+
+  /** Isolation was asked for and is not available here: said once per JVM as a warning, then at debug. */
+  private void warnNotIsolated() {
+    String why = agent.isolationUnavailable() != null ? agent.isolationUnavailable() : "bwrap cannot be used";
+    if (FALLBACK_LOGGED.compareAndSet(false, true)) {
+      log.warn("local sandboxes run commands without isolation: {} (Isolation.REQUIRED makes this an error,"
+          + " Isolation.NONE silences it)", why);
+    } else {
+      log.debug("local sandbox {} runs commands without isolation: {}", workspace, why);
     }
   }
 

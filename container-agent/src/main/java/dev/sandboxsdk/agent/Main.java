@@ -425,6 +425,20 @@ public final class Main {
           }
       }
     }
+    String token = token(tokenStdin, tokenFile, insecure, envToken, stdinLine);
+    if (!workspaceGiven) {
+      b.workspace(defaultWorkspace.get()).freshWorkspace(true);
+    }
+    try {
+      return b.token(token).insecureNoAuth(insecure).build();
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(e.getMessage());
+    }
+  }
+
+  /** The token from the one place it was given (stdin, a file or the environment); null only with --insecure-no-auth. */
+  private static String token(boolean tokenStdin, String tokenFile, boolean insecure, String envToken,
+      java.util.function.Supplier<String> stdinLine) {
     String token = null;
     if (tokenStdin) {
       if (tokenFile != null || insecure || (envToken != null && !envToken.isBlank())) {
@@ -454,14 +468,7 @@ public final class Main {
     if (token != null && insecure) {
       throw new UsageException("--insecure-no-auth conflicts with the token that was given; drop one of them");
     }
-    if (!workspaceGiven) {
-      b.workspace(defaultWorkspace.get()).freshWorkspace(true);
-    }
-    try {
-      return b.token(token).insecureNoAuth(insecure).build();
-    } catch (IllegalArgumentException e) {
-      throw new UsageException(e.getMessage());
-    }
+    return token;
   }
 
   private static boolean isOption(String arg) {

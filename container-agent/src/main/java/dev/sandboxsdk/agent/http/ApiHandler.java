@@ -1,7 +1,6 @@
 package dev.sandboxsdk.agent.http;
 
 import static dev.sandboxsdk.agent.http.Replies.allow;
-import static dev.sandboxsdk.agent.http.Replies.decode;
 import static dev.sandboxsdk.agent.http.Replies.noRoomForThread;
 import static dev.sandboxsdk.agent.http.Replies.notFound;
 import static dev.sandboxsdk.agent.http.Replies.respondError;
@@ -78,7 +77,10 @@ public final class ApiHandler implements HttpHandler {
     this.isolationMode = processes.isolation();
     this.network = processes.network();
     this.processes = processes;
+    this.routes = routes();
   }
+
+  private final Routes routes;
 
   /** Reports how commands are started ({@code native} or {@code jdk}) on /api/version. */
   private final ProcessManager processes;
@@ -263,212 +265,56 @@ public final class ApiHandler implements HttpHandler {
   }
 
   private void routeAuthenticated(HttpExchange exchange, String method, String path) throws IOException {
-    switch (path) {
-      case "/api/version": {
-        allow(method, "GET");
-        Query.none(exchange);
-        ObjectNode body = Json.object();
-        body.put("version", version);
-        body.put("protocol", PROTOCOL_VERSION);
-        body.put("bootId", bootId);
-        body.put("lastActivityAt", lastActivityAt().toString());
-        // Limits a client calibrates against, e.g. how long a stream may stay silent before it
-        // is dead (two keep-alive intervals), or how far back a reader can resume.
-        ObjectNode limits = body.putObject("limits");
-        limits.put("keepAliveMs", config.keepAliveMs());
-        limits.put("graceMs", config.graceMs());
-        limits.put("maxProcesses", config.effectiveMaxProcesses());
-        limits.put("maxBodyBytes", config.maxBodyBytes());
-        limits.put("logWindowBytes", config.logWindowBytes());
-        exec.describeOutput(body, limits);
-        limits.put("idleTimeoutMs", config.idleTimeoutMs());
-        if (commandUser != null) {
-          ObjectNode user = body.putObject("commandUser");
-          if (commandUser.name() != null) {
-            user.put("name", commandUser.name());
-          }
-          user.put("uid", commandUser.uid());
-          user.put("gid", commandUser.gid());
-          user.put("home", commandUser.home());
-        }
-        ObjectNode isolation = body.putObject("isolation");
-        isolation.put("mode", isolationMode);
-        isolation.put("network", network);
-        body.put("spawn", processes.spawn());
-        Responses.ok(exchange, body);
-        return;
+    routes.dispatch(exchange, method, path);
+  }
+
+  /** Every authenticated route: each endpoint group registers its own. */
+  private Routes routes() {
+    Routes routes = new Routes().on("GET", "/api/version", this::version);
+    exec.register(routes);
+    process.register(routes);
+    files.register(routes);
+    transfers.register(routes);
+    ports.register(routes);
+    watches.register(routes);
+    proxy.register(routes);
+    git.register(routes);
+    checkpoints.register(routes);
+    return routes;
+  }
+
+  /** GET /api/version: the agent, its protocol and the limits a client calibrates against. */
+  private void version(HttpExchange exchange) throws IOException {
+    Query.none(exchange);
+    ObjectNode body = Json.object();
+    body.put("version", version);
+    body.put("protocol", PROTOCOL_VERSION);
+    body.put("bootId", bootId);
+    body.put("lastActivityAt", lastActivityAt().toString());
+    // Limits a client calibrates against, e.g. how long a stream may stay silent before it
+    // is dead (two keep-alive intervals), or how far back a reader can resume.
+    ObjectNode limits = body.putObject("limits");
+    limits.put("keepAliveMs", config.keepAliveMs());
+    limits.put("graceMs", config.graceMs());
+    limits.put("maxProcesses", config.effectiveMaxProcesses());
+    limits.put("maxBodyBytes", config.maxBodyBytes());
+    limits.put("logWindowBytes", config.logWindowBytes());
+    exec.describeOutput(body, limits);
+    limits.put("idleTimeoutMs", config.idleTimeoutMs());
+    if (commandUser != null) {
+      ObjectNode user = body.putObject("commandUser");
+      if (commandUser.name() != null) {
+        user.put("name", commandUser.name());
       }
-      case "/api/execute":
-        allow(method, "POST");
-        Query.none(exchange);
-        exec.execute(exchange);
-        return;
-      case "/api/execute/stream":
-        allow(method, "POST");
-        Query.none(exchange);
-        exec.executeStream(exchange);
-        return;
-      case "/api/process/start":
-        allow(method, "POST");
-        process.start(exchange);
-        return;
-      case "/api/process/list":
-        allow(method, "GET");
-        process.list(exchange);
-        return;
-      case "/api/process/kill-all":
-        allow(method, "DELETE");
-        process.killAll(exchange);
-        return;
-      case "/api/process/cleanup":
-        allow(method, "POST");
-        process.cleanup(exchange);
-        return;
-      case "/api/read":
-        allow(method, "POST");
-        files.asUser(() -> files.read(exchange));
-        return;
-      case "/api/read/stream":
-        allow(method, "POST");
-        files.asUser(() -> transfers.readStream(exchange));
-        return;
-      case "/api/write":
-        allow(method, "POST");
-        files.asUser(() -> files.write(exchange));
-        return;
-      case "/api/delete":
-        allow(method, "POST");
-        files.asUser(() -> files.delete(exchange));
-        return;
-      case "/api/rename":
-        allow(method, "POST");
-        files.asUser(() -> files.rename(exchange));
-        return;
-      case "/api/move":
-        allow(method, "POST");
-        files.asUser(() -> files.move(exchange));
-        return;
-      case "/api/mkdir":
-        allow(method, "POST");
-        files.asUser(() -> files.mkdir(exchange));
-        return;
-      case "/api/list-files":
-        allow(method, "POST");
-        files.asUser(() -> files.listFiles(exchange));
-        return;
-      case "/api/exists":
-        allow(method, "POST");
-        files.asUser(() -> files.exists(exchange));
-        return;
-      case "/api/stat":
-        allow(method, "POST");
-        files.asUser(() -> files.stat(exchange));
-        return;
-      case "/api/port-watch":
-        allow(method, "POST");
-        ports.watch(exchange);
-        return;
-      case "/api/watch":
-        allow(method, "POST");
-        files.asUser(() -> watches.watch(exchange));
-        return;
-      case "/api/expose-port":
-        allow(method, "POST");
-        proxy.expose(exchange);
-        return;
-      case "/api/exposed-ports":
-        allow(method, "GET");
-        proxy.list(exchange);
-        return;
-      case "/api/git/checkout":
-        allow(method, "POST");
-        git.checkout(exchange);
-        return;
-      case "/api/checkpoints":
-        if (method.equals("POST")) {
-          checkpoints.create(exchange);
-        } else {
-          allow(method, "GET", "POST");
-          checkpoints.list(exchange);
-        }
-        return;
-      case "/api/files/raw":
-        if (method.equals("PUT")) {
-          files.asUser(() -> transfers.upload(exchange));
-        } else {
-          allow(method, "GET", "PUT");
-          files.asUser(() -> transfers.download(exchange));
-        }
-        return;
-      default:
-        break;
+      user.put("uid", commandUser.uid());
+      user.put("gid", commandUser.gid());
+      user.put("home", commandUser.home());
     }
-    if (path.startsWith("/api/execute/") && path.indexOf('/', "/api/execute/".length()) < 0) {
-      String id = decode(path.substring("/api/execute/".length()));
-      if (!id.isEmpty()) {
-        allow(method, "DELETE");
-        Query.none(exchange);
-        exec.kill(exchange, id);
-        return;
-      }
-    }
-    if (path.startsWith("/api/exposed-ports/") && path.indexOf('/', "/api/exposed-ports/".length()) < 0) {
-      allow(method, "DELETE");
-      proxy.unexpose(exchange, path.substring("/api/exposed-ports/".length()));
-      return;
-    }
-    if (path.startsWith("/api/checkpoints/")) {
-      String[] parts = path.substring("/api/checkpoints/".length()).split("/", -1);
-      String id = decode(parts[0], "checkpointId");
-      if (parts.length == 1 && !id.isEmpty()) {
-        allow(method, "DELETE");
-        checkpoints.delete(exchange, id);
-        return;
-      }
-      if (parts.length == 2 && !id.isEmpty() && parts[1].equals("restore")) {
-        allow(method, "POST");
-        checkpoints.restore(exchange, id);
-        return;
-      }
-    }
-    if (path.startsWith("/api/process/")) {
-      String[] parts = path.substring("/api/process/".length()).split("/", -1);
-      String id = decode(parts[0]);
-      if (parts.length == 1 && !id.isEmpty()) {
-        if (method.equals("GET")) {
-          process.get(exchange, id);
-        } else {
-          allow(method, "DELETE", "GET");
-          process.kill(exchange, id);
-        }
-        return;
-      }
-      if (parts.length == 2 && !id.isEmpty()) {
-        switch (parts[1]) {
-          case "logs":
-            allow(method, "GET");
-            process.logs(exchange, id);
-            return;
-          case "stream":
-            allow(method, "GET");
-            process.stream(exchange, id);
-            return;
-          case "stdin":
-            allow(method, "POST");
-            Query.none(exchange);
-            process.stdin(exchange, id);
-            return;
-          case "resize":
-            allow(method, "POST");
-            Query.none(exchange);
-            process.resize(exchange, id);
-            return;
-          default:
-            break;
-        }
-      }
-    }
-    throw notFound(path);
+    ObjectNode isolation = body.putObject("isolation");
+    isolation.put("mode", isolationMode);
+    isolation.put("network", network);
+    body.put("spawn", processes.spawn());
+    Responses.ok(exchange, body);
   }
 
   /** Releases what the routes hold beyond their requests (the proxy's timeout thread); the server has stopped. */

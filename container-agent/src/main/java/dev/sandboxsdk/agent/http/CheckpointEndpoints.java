@@ -26,6 +26,14 @@ final class CheckpointEndpoints {
   }
 
   /** POST /api/checkpoints {"name": ...}: 201 with the new checkpoint. */
+  /** Registers creating, listing, restoring and deleting checkpoints. */
+  void register(Routes routes) {
+    routes.on("GET", "/api/checkpoints", this::list)
+        .on("POST", "/api/checkpoints", this::create)
+        .on("DELETE", "/api/checkpoints/", "", id -> Replies.decode(id, "checkpointId"), this::delete)
+        .on("POST", "/api/checkpoints/", "/restore", id -> Replies.decode(id, "checkpointId"), this::restore);
+  }
+
   void create(HttpExchange exchange) throws IOException {
     Query.none(exchange);
     Json body = Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()).allowOnly(Set.of("name"));

@@ -43,6 +43,20 @@ final class ExecEndpoints {
     output.put("evictedBytes", processes.outputBudget().evictedBytes());
   }
 
+  /** Registers the exec routes: buffered, streamed, and killing a running exec by its id. */
+  void register(Routes routes) {
+    routes.on("POST", "/api/execute", exchange -> {
+      Query.none(exchange);
+      execute(exchange);
+    }).on("POST", "/api/execute/stream", exchange -> {
+      Query.none(exchange);
+      executeStream(exchange);
+    }).on("DELETE", "/api/execute/", "", Replies::decode, (exchange, id) -> {
+      Query.none(exchange);
+      kill(exchange, id);
+    });
+  }
+
   void execute(HttpExchange exchange) throws IOException {
     ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.EXECUTE, config);
     ExecOutput[] buffers = ExecOutput.open(spec.maxOutputBytes(), processes.outputBudget()); // or 503

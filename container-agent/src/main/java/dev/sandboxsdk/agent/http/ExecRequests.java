@@ -53,17 +53,7 @@ final class ExecRequests {
       argv.forEach(a -> noNul("argv", a));
       argv.forEach(a -> fitsKernel("argv", a));
     }
-    Map<String, String> env = body.stringMap("env");
-    for (Map.Entry<String, String> e : env.entrySet()) {
-      String k = e.getKey();
-      if (k.isEmpty() || k.indexOf('=') >= 0 || k.indexOf('\0') >= 0) {
-        throw AgentException.invalid("env", "environment variable names must be non-empty and contain no '=' or NUL: '" + k + "'");
-      }
-      if (e.getValue() != null) {
-        noNul("env", e.getValue());
-        fitsKernel("env", k + "=" + e.getValue());
-      }
-    }
+    Map<String, String> env = env(body);
     String cwd = body.string("cwd");
     if (cwd != null) {
       if (cwd.isEmpty()) {
@@ -90,6 +80,36 @@ final class ExecRequests {
     } else {
       stdinData = body.string("stdin");
     }
+    int maxOutput = maxOutput(body, kind, config);
+    ExecSpec.Encoding encoding = encoding(body.string("encoding"), "encoding");
+    String processId = kind == Kind.START ? body.string("processId") : null;
+    Boolean autoCleanup = kind == Kind.START ? body.bool("autoCleanup") : null;
+    ExecSpec.Pty pty = kind == Kind.START ? pty(body.object("pty")) : null;
+    if (pty != null) {
+      stdinPipe = true; // a terminal always takes input
+    }
+    return new ExecSpec(command, argv, env, cwd, timeoutMs, stdinData, stdinPipe, maxOutput, encoding,
+        processId, Boolean.TRUE.equals(autoCleanup), pty);
+  }
+
+  /** The {@code env} object: names non-empty without '=' or NUL, values without NUL, each within the kernel's limit. */
+  private static Map<String, String> env(Json body) {
+    Map<String, String> env = body.stringMap("env");
+    for (Map.Entry<String, String> e : env.entrySet()) {
+      String k = e.getKey();
+      if (k.isEmpty() || k.indexOf('=') >= 0 || k.indexOf('\0') >= 0) {
+        throw AgentException.invalid("env", "environment variable names must be non-empty and contain no '=' or NUL: '" + k + "'");
+      }
+      if (e.getValue() != null) {
+        noNul("env", e.getValue());
+        fitsKernel("env", k + "=" + e.getValue());
+      }
+    }
+    return env;
+  }
+
+  /** The request's {@code maxOutputBytes} (execute only, within this agent's limit), else the default. */
+  private static int maxOutput(Json body, Kind kind, AgentConfig config) {
     int maxOutput = config.effectiveDefaultMaxOutputBytes();
     if (kind == Kind.EXECUTE) {
       Long m = body.integer("maxOutputBytes", 1, AgentConfig.MAX_OUTPUT_BYTES_LIMIT);
@@ -103,15 +123,7 @@ final class ExecRequests {
         maxOutput = m.intValue();
       }
     }
-    ExecSpec.Encoding encoding = encoding(body.string("encoding"), "encoding");
-    String processId = kind == Kind.START ? body.string("processId") : null;
-    Boolean autoCleanup = kind == Kind.START ? body.bool("autoCleanup") : null;
-    ExecSpec.Pty pty = kind == Kind.START ? pty(body.object("pty")) : null;
-    if (pty != null) {
-      stdinPipe = true; // a terminal always takes input
-    }
-    return new ExecSpec(command, argv, env, cwd, timeoutMs, stdinData, stdinPipe, maxOutput, encoding,
-        processId, Boolean.TRUE.equals(autoCleanup), pty);
+    return maxOutput;
   }
 
   private static final java.util.regex.Pattern TERM = java.util.regex.Pattern.compile("[A-Za-z0-9][A-Za-z0-9._+-]{0,63}");

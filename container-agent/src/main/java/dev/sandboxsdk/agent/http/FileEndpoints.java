@@ -54,6 +54,19 @@ final class FileEndpoints {
     this.files = new WorkspaceFiles(workspace);
   }
 
+  /** Registers the file routes, each run with the command user's file system identity. */
+  void register(Routes routes) {
+    routes.on("POST", "/api/read", Routes.asUser(workspace, this::read))
+        .on("POST", "/api/write", Routes.asUser(workspace, this::write))
+        .on("POST", "/api/delete", Routes.asUser(workspace, this::delete))
+        .on("POST", "/api/rename", Routes.asUser(workspace, this::rename))
+        .on("POST", "/api/move", Routes.asUser(workspace, this::move))
+        .on("POST", "/api/mkdir", Routes.asUser(workspace, this::mkdir))
+        .on("POST", "/api/list-files", Routes.asUser(workspace, this::listFiles))
+        .on("POST", "/api/exists", Routes.asUser(workspace, this::exists))
+        .on("POST", "/api/stat", Routes.asUser(workspace, this::stat));
+  }
+
   /** Runs a route with the command user's file system identity (when there is one): every file call in it is the user's. */
   void asUser(Route route) throws IOException {
     workspace.asUser(() -> {

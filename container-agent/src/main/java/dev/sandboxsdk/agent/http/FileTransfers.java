@@ -50,6 +50,13 @@ final class FileTransfers {
     this.workspace = workspace;
   }
 
+  /** Registers the streamed read and the raw download and upload, as the command user. */
+  void register(Routes routes) {
+    routes.on("POST", "/api/read/stream", Routes.asUser(workspace, this::readStream))
+        .on("GET", "/api/files/raw", Routes.asUser(workspace, this::download))
+        .on("PUT", "/api/files/raw", Routes.asUser(workspace, this::upload));
+  }
+
   void readStream(HttpExchange exchange) throws IOException {
     Json body = files.readBody(exchange, Set.of("path", "sessionId"));
     String raw = body.string("path");

@@ -81,6 +81,11 @@ final class GitEndpoints {
     }
   }
 
+  /** Registers the checkout. */
+  void register(Routes routes) {
+    routes.on("POST", "/api/git/checkout", this::checkout);
+  }
+
   void checkout(HttpExchange exchange) throws IOException {
     Query.none(exchange);
     Json body = Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()).allowOnly(FIELDS);

@@ -87,6 +87,11 @@ final class PortEndpoints {
   record Check(boolean ready, Integer statusCode, String reason) {
   }
 
+  /** Registers the port watch. */
+  void register(Routes routes) {
+    routes.on("POST", "/api/port-watch", this::watch);
+  }
+
   void watch(HttpExchange exchange) throws IOException {
     Query.none(exchange);
     Watch w = parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()).allowOnly(FIELDS));

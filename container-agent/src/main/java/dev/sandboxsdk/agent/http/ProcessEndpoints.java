@@ -35,6 +35,27 @@ final class ProcessEndpoints {
     this.config = processes.config();
   }
 
+  /** Registers the background process routes (the fixed paths are reserved process ids). */
+  void register(Routes routes) {
+    String each = "/api/process/";
+    routes.on("POST", "/api/process/start", this::start)
+        .on("GET", "/api/process/list", this::list)
+        .on("DELETE", "/api/process/kill-all", this::killAll)
+        .on("POST", "/api/process/cleanup", this::cleanup)
+        .on("DELETE", each, "", Replies::decode, this::kill)
+        .on("GET", each, "", Replies::decode, this::get)
+        .on("GET", each, "/logs", Replies::decode, this::logs)
+        .on("GET", each, "/stream", Replies::decode, this::stream)
+        .on("POST", each, "/stdin", Replies::decode, (exchange, id) -> {
+          Query.none(exchange);
+          stdin(exchange, id);
+        })
+        .on("POST", each, "/resize", Replies::decode, (exchange, id) -> {
+          Query.none(exchange);
+          resize(exchange, id);
+        });
+  }
+
   void start(HttpExchange exchange) throws IOException {
     Query.none(exchange);
     ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.START, config);

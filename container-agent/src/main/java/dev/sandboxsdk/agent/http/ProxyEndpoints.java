@@ -86,6 +86,13 @@ final class ProxyEndpoints {
 
   // ---- exposure routes
 
+  /** Registers exposing, listing and unexposing ports (the proxied requests have their own auth). */
+  void register(Routes routes) {
+    routes.on("POST", "/api/expose-port", this::expose)
+        .on("GET", "/api/exposed-ports", this::list)
+        .on("DELETE", "/api/exposed-ports/", "", port -> port, this::unexpose);
+  }
+
   void expose(HttpExchange exchange) throws IOException {
     Query.none(exchange);
     Json body = Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()).allowOnly(EXPOSE_FIELDS);

@@ -62,6 +62,11 @@ final class WatchEndpoints {
     this.watches = new Watches(workspace);
   }
 
+  /** Registers the file watch, run as the command user. */
+  void register(Routes routes) {
+    routes.on("POST", "/api/watch", Routes.asUser(workspace, this::watch));
+  }
+
   void watch(HttpExchange exchange) throws IOException {
     Query.none(exchange);
     WatchRequest r = parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()).allowOnly(FIELDS));

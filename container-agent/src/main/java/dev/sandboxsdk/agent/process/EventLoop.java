@@ -27,6 +27,11 @@ final class EventLoop implements AutoCloseable {
   }
 
   private final int epfd;
+
+  /** The epoll descriptor, for tests. */
+  int descriptor() {
+    return epfd;
+  }
   private final Map<Long, Handler> handlers = new ConcurrentHashMap<>();
   private final AtomicLong keys = new AtomicLong();
   private final Thread thread;

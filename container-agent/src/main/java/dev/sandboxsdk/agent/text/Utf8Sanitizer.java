@@ -51,32 +51,16 @@ public final class Utf8Sanitizer {
         i++;
         continue;
       }
-      int need;
-      int lo = 0x80;
-      int hi = 0xBF;
-      if (b >= 0xC2 && b <= 0xDF) {
-        need = 1;
-      } else if (b == 0xE0) {
-        need = 2;
-        lo = 0xA0;
-      } else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) {
-        need = 2;
-      } else if (b == 0xED) {
-        need = 2; // 0xED 0xA0..0xBF encodes a UTF-16 surrogate: checked below
-      } else if (b == 0xF0) {
-        need = 3;
-        lo = 0x90;
-      } else if (b >= 0xF1 && b <= 0xF3) {
-        need = 3;
-      } else if (b == 0xF4) {
-        need = 3;
-        hi = 0x8F; // nothing above U+10FFFF
-      } else {
+      int lead = lead(b);
+      if (lead < 0) {
         out.append(a, runStart, i - runStart).append(REPLACEMENT);
         i++;
         runStart = i;
         continue;
       }
+      int need = lead & 0xFF;
+      int lo = (lead >> 8) & 0xFF;
+      int hi = lead >> 16;
       int j = 1;
       boolean invalid = false;
       while (j <= need && i + j < to) {
@@ -110,5 +94,37 @@ public final class Utf8Sanitizer {
       }
     }
     out.append(a, runStart, to - runStart);
+  }
+
+  /**
+   * For a byte that leads a multi-byte sequence: how many continuation bytes follow, and the range
+   * the first of them must lie in, packed as {@code need | lo << 8 | hi << 16}; -1 if {@code b}
+   * cannot lead one.
+   */
+  private static int lead(int b) {
+    int need;
+    int lo = 0x80;
+    int hi = 0xBF;
+    if (b >= 0xC2 && b <= 0xDF) {
+      need = 1;
+    } else if (b == 0xE0) {
+      need = 2;
+      lo = 0xA0;
+    } else if ((b >= 0xE1 && b <= 0xEC) || b == 0xEE || b == 0xEF) {
+      need = 2;
+    } else if (b == 0xED) {
+      need = 2; // 0xED 0xA0..0xBF encodes a UTF-16 surrogate: checked by the caller
+    } else if (b == 0xF0) {
+      need = 3;
+      lo = 0x90;
+    } else if (b >= 0xF1 && b <= 0xF3) {
+      need = 3;
+    } else if (b == 0xF4) {
+      need = 3;
+      hi = 0x8F; // nothing above U+10FFFF
+    } else {
+      return -1;
+    }
+    return need | lo << 8 | hi << 16;
   }
 }

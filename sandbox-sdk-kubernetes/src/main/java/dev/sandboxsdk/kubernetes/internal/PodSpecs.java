@@ -159,16 +159,7 @@ public final class PodSpecs {
     }
     spec.labels().forEach((k, v) -> annotations.put(USER_ANNOTATION_PREFIX + k, v));
 
-    List<String> args = new ArrayList<>(List.of("--port", String.valueOf(AGENT_PORT), "--bind", "0.0.0.0",
-        "--workspace", WORKSPACE, "--command-user", "sandbox", "--checkpoint-dir", CHECKPOINTS,
-        "--token-file", TOKEN_DIR + "/" + TOKEN_KEY));
-    if (spec.idleTimeout() != null) {
-      args.add("--idle-timeout-ms=" + spec.idleTimeout().toMillis());
-    }
-    if (!spec.env().isEmpty()) {
-      args.add("--inherit-env=" + String.join(",", spec.env().keySet()));
-    }
-    args.addAll(spec.agentArguments());
+    List<String> args = agentArguments(spec);
     List<EnvVar> env = new ArrayList<>();
     env.add(new EnvVar("SANDBOX_NETWORK", spec.network() ? "on" : "off", null));
     spec.env().forEach((k, v) -> env.add(new EnvVar(k, v, null)));
@@ -210,19 +201,7 @@ public final class PodSpecs {
             mount("checkpoints", CHECKPOINTS, false), mount("token", TOKEN_DIR, true))
         .withTerminationMessagePolicy("FallbackToLogsOnError");
 
-    Volume workspace = where.workspaceSizeBytes() == null
-        ? new VolumeBuilder().withName("workspace").withNewEmptyDir().endEmptyDir().build()
-        : new VolumeBuilder().withName("workspace").withNewEmptyDir()
-            .withSizeLimit(new Quantity(String.valueOf(where.workspaceSizeBytes()))).endEmptyDir().build();
-    List<Volume> volumes = List.of(
-        workspace,
-        new VolumeBuilder().withName("home").withNewEmptyDir().endEmptyDir().build(),
-        new VolumeBuilder().withName("tmp").withNewEmptyDir().withMedium("Memory")
-            .withSizeLimit(new Quantity(String.valueOf(tmpBytes))).endEmptyDir().build(),
-        new VolumeBuilder().withName("checkpoints").withNewEmptyDir().endEmptyDir().build(),
-        // 0400, root's: only the agent reads it; the commands' user cannot.
-        new VolumeBuilder().withName("token").withNewSecret().withSecretName(secretName(name)).withDefaultMode(0400)
-            .endSecret().build());
+    List<Volume> volumes = volumes(name, where, tmpBytes);
 
     PodBuilder pod = new PodBuilder()
         .withNewMetadata().withName(name).withNamespace(where.namespace()).withLabels(labels)
@@ -240,6 +219,39 @@ public final class PodSpecs {
         .withVolumes(volumes)
         .endSpec();
     return pod.build();
+  }
+
+  /** The agent's command line in the pod: its port, workspace, command user, checkpoints and token file. */
+  private static List<String> agentArguments(SandboxSpec spec) {
+    List<String> args = new ArrayList<>(List.of("--port", String.valueOf(AGENT_PORT), "--bind", "0.0.0.0",
+        "--workspace", WORKSPACE, "--command-user", "sandbox", "--checkpoint-dir", CHECKPOINTS,
+        "--token-file", TOKEN_DIR + "/" + TOKEN_KEY));
+    if (spec.idleTimeout() != null) {
+      args.add("--idle-timeout-ms=" + spec.idleTimeout().toMillis());
+    }
+    if (!spec.env().isEmpty()) {
+      args.add("--inherit-env=" + String.join(",", spec.env().keySet()));
+    }
+    args.addAll(spec.agentArguments());
+    return args;
+  }
+
+  /** The pod's volumes: workspace (of the placement's size, if any), home, a memory-backed /tmp, checkpoints, token. */
+  private static List<Volume> volumes(String name, Placement where, long tmpBytes) {
+    Volume workspace = where.workspaceSizeBytes() == null
+        ? new VolumeBuilder().withName("workspace").withNewEmptyDir().endEmptyDir().build()
+        : new VolumeBuilder().withName("workspace").withNewEmptyDir()
+            .withSizeLimit(new Quantity(String.valueOf(where.workspaceSizeBytes()))).endEmptyDir().build();
+    List<Volume> volumes = List.of(
+        workspace,
+        new VolumeBuilder().withName("home").withNewEmptyDir().endEmptyDir().build(),
+        new VolumeBuilder().withName("tmp").withNewEmptyDir().withMedium("Memory")
+            .withSizeLimit(new Quantity(String.valueOf(tmpBytes))).endEmptyDir().build(),
+        new VolumeBuilder().withName("checkpoints").withNewEmptyDir().endEmptyDir().build(),
+        // 0400, root's: only the agent reads it; the commands' user cannot.
+        new VolumeBuilder().withName("token").withNewSecret().withSecretName(secretName(name)).withDefaultMode(0400)
+            .endSecret().build());
+    return volumes;
   }
 
   private static Quantity millicores(double cpus) {
