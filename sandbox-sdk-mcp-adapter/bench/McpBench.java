@@ -3,6 +3,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecEvent;
+import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.LocalSandbox;
 import dev.sandboxsdk.Sandbox;
@@ -242,7 +243,7 @@ public class McpBench {
       // ---- 2. exec latency
       ObjectNode callTrue = execParams(argvTrue(), null);
       Runnable sdkCall = () -> {
-        ExecResult r = sdk.exec(Command.of("true"));
+        ExecResult r = sdk.exec(Command.of("true"), ExecOptions.defaults());
         if (r.exitCode() != 0) {
           throw new IllegalStateException("true failed: " + r);
         }
@@ -250,7 +251,7 @@ public class McpBench {
       Runnable stdioCall = () -> checkExec(stdio.call("tools/call", callTrue, null));
       Runnable httpCall = () -> checkExec(http.request("tools/call", callTrue));
       Runnable sharedSdkCall = () -> {
-        ExecResult r = shared.sdk.exec(Command.of("true"));
+        ExecResult r = shared.sdk.exec(Command.of("true"), ExecOptions.defaults());
         if (r.exitCode() != 0) {
           throw new IllegalStateException("true failed: " + r);
         }
@@ -567,7 +568,7 @@ public class McpBench {
   /** The exit code of {@code command} run through SDK execStream, its events drained. */
   static int streamExit(LocalSandbox sdk, Command command) {
     CompletableFuture<Integer> done = new CompletableFuture<>();
-    sdk.execStream(command).subscribe(new Flow.Subscriber<>() {
+    sdk.execStream(command, ExecOptions.defaults()).subscribe(new Flow.Subscriber<>() {
       public void onSubscribe(Flow.Subscription s) { s.request(Long.MAX_VALUE); }
       public void onNext(ExecEvent e) {
         if (e instanceof ExecEvent.Complete c) {

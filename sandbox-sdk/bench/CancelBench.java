@@ -1,5 +1,6 @@
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecEvent;
+import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.Isolation;
 import dev.sandboxsdk.LocalSandbox;
 import java.io.IOException;
@@ -50,14 +51,14 @@ public class CancelBench {
       Path ws = sandbox.workspace();
       report("execAsync cancel(true)", measure(ws, round -> {
         String tag = "async-" + round;
-        CompletableFuture<?> f = sandbox.execAsync(command(tag));
+        CompletableFuture<?> f = sandbox.execAsync(command(tag), ExecOptions.defaults());
         long pid = readPid(ws.resolve(tag + ".pid"));
         return new Running(pid, () -> f.cancel(true));
       }));
       report("execStream subscription cancel", measure(ws, round -> {
         String tag = "stream-" + round;
         CompletableFuture<Flow.Subscription> started = new CompletableFuture<>();
-        sandbox.execStream(command(tag)).subscribe(new Flow.Subscriber<ExecEvent>() {
+        sandbox.execStream(command(tag), ExecOptions.defaults()).subscribe(new Flow.Subscriber<ExecEvent>() {
           Flow.Subscription s;
 
           @Override
@@ -89,7 +90,7 @@ public class CancelBench {
         String tag = "interrupt-" + round;
         Thread caller = new Thread(() -> {
           try {
-            sandbox.exec(command(tag));
+            sandbox.exec(command(tag), ExecOptions.defaults());
           } catch (RuntimeException expected) {
             // SandboxException: interrupted
           }

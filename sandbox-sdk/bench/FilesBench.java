@@ -1,4 +1,5 @@
 import dev.sandboxsdk.Command;
+import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.Sandbox;
 import java.io.BufferedReader;
@@ -87,7 +88,7 @@ public class FilesBench {
           sandbox.files().upload(source, "big.bin");
           double upS = (System.nanoTime() - t0) / 1e9;
           long upPeak = up.stop()[0];
-          ExecResult sum = sandbox.exec(Command.of("sha256sum", "big.bin"));
+          ExecResult sum = sandbox.exec(Command.of("sha256sum", "big.bin"), ExecOptions.defaults());
           String sandboxSha = sum.stdout().split(" ")[0];
 
           Path back = dir.resolve("back.bin");

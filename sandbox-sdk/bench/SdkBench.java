@@ -1,5 +1,6 @@
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecEvent;
+import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.LocalSandbox;
 import dev.sandboxsdk.Sandbox;
@@ -85,7 +86,7 @@ public class SdkBench {
       long t0 = System.nanoTime();
       LocalSandbox s = LocalSandbox.builder().keepAlive(true).start();
       starts[i] = System.nanoTime() - t0;
-      s.exec(Command.of("true"));
+      s.exec(Command.of("true"), ExecOptions.defaults());
       long t1 = System.nanoTime();
       s.close();
       closes[i] = System.nanoTime() - t1;
@@ -127,7 +128,7 @@ public class SdkBench {
       long[] sdkShell = new long[execCalls];
       for (int i = 0; i < (streamOnly ? 0 : warmup); i++) {
         succeeded(raw.exec(argvBody));
-        succeeded(sdk.exec(Command.of("true")));
+        succeeded(sdk.exec(Command.of("true"), ExecOptions.defaults()));
         succeeded(raw.exec(shellBody));
         succeeded(sdk.exec("true"));
       }
@@ -142,7 +143,7 @@ public class SdkBench {
         }
         for (int i = from; i < to; i++) {
           long t0 = System.nanoTime();
-          ExecResult r = sdk.exec(Command.of("true"));
+          ExecResult r = sdk.exec(Command.of("true"), ExecOptions.defaults());
           sdkArgv[i] = System.nanoTime() - t0;
           succeeded(r);
         }
@@ -180,7 +181,7 @@ public class SdkBench {
         long t0 = System.nanoTime();
         List<CompletableFuture<ExecResult>> fs = new ArrayList<>();
         for (int i = 0; i < concurrent; i++) {
-          fs.add(sdk.execAsync(Command.of("true")));
+          fs.add(sdk.execAsync(Command.of("true"), ExecOptions.defaults()));
         }
         CompletableFuture.allOf(fs.toArray(new CompletableFuture[0])).get(60, TimeUnit.SECONDS);
         double s = (System.nanoTime() - t0) / 1e9;

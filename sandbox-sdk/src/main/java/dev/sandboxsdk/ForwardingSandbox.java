@@ -49,11 +49,6 @@ public abstract class ForwardingSandbox implements Sandbox {
   }
 
   @Override
-  public List<ProcessInfo> listProcesses(ProcessStatus status) {
-    return delegate().listProcesses(status);
-  }
-
-  @Override
   public Optional<ProcessInfo> getProcess(String processId) {
     return delegate().getProcess(processId);
   }
@@ -76,11 +71,6 @@ public abstract class ForwardingSandbox implements Sandbox {
   @Override
   public ProcessLogs getProcessLogs(String processId, LogRange range) {
     return delegate().getProcessLogs(processId, range);
-  }
-
-  @Override
-  public Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset) {
-    return delegate().streamProcessLogs(processId, fromOffset);
   }
 
   @Override

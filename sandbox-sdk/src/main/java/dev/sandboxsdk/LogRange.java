@@ -2,7 +2,8 @@ package dev.sandboxsdk;
 
 /**
  * Which part of a process's retained output {@link Sandbox#getProcessLogs(String, LogRange)}
- * returns: from a byte offset per stream, at most {@code maxBytes} per stream.
+ * returns, from a byte offset per stream, at most {@code maxBytes} per stream; also where
+ * {@link Sandbox#streamProcessLogs(String, LogRange)} starts (there {@code maxBytes} does not apply).
  *
  * @param stdoutFrom stdout offset to start at (0 = the beginning)
  * @param stderrFrom stderr offset to start at

@@ -25,7 +25,7 @@ import okhttp3.OkHttpClient;
  *   ExecResult r = sandbox.exec("echo hello");
  *   System.out.print(r.stdout());                       // hello
  *
- *   SandboxProcess web = sandbox.startProcess(Command.of("python3", "-m", "http.server", "8000"));
+ *   SandboxProcess web = sandbox.startProcess("python3 -m http.server 8000");
  *   web.waitForLog(Pattern.compile("Serving HTTP"), Duration.ofSeconds(10));
  *   web.kill();
  * }
@@ -67,18 +67,14 @@ public interface Sandbox extends AutoCloseable {
     return exec(Command.shell(command), ExecOptions.defaults());
   }
 
-  /** Runs a command and waits for it to finish; see {@link #exec(Command, ExecOptions)}. */
-  default ExecResult exec(Command command) {
-    return exec(command, ExecOptions.defaults());
-  }
-
-  /** Runs a shell command line with options; see {@link #exec(Command, ExecOptions)}. */
-  default ExecResult exec(String command, ExecOptions options) {
-    return exec(Command.shell(command), options);
-  }
-
   /**
-   * Runs a command and blocks until it has finished and its output was read.
+   * Runs a command and blocks until it has finished and its output was read. This is the form
+   * for an argv command or for options; {@link #exec(String)} covers a plain shell line:
+   *
+   * <pre>{@code
+   * sandbox.exec(Command.of("ls", "-la"), ExecOptions.defaults());
+   * sandbox.exec(Command.shell("npm test"), ExecOptions.builder().cwd("app").build());
+   * }</pre>
    *
    * <p>The agent enforces {@code options.timeout()}: when it expires the command's whole
    * process group is killed and the result says {@link ExecResult#timedOut()} with exit code 124.
@@ -99,16 +95,6 @@ public interface Sandbox extends AutoCloseable {
     return execAsync(Command.shell(command), ExecOptions.defaults());
   }
 
-  /** Runs a shell command line asynchronously with options; see {@link #execAsync(Command, ExecOptions)}. */
-  default CompletableFuture<ExecResult> execAsync(String command, ExecOptions options) {
-    return execAsync(Command.shell(command), options);
-  }
-
-  /** Runs a command asynchronously; see {@link #execAsync(Command, ExecOptions)}. */
-  default CompletableFuture<ExecResult> execAsync(Command command) {
-    return execAsync(command, ExecOptions.defaults());
-  }
-
   /**
    * Runs a command without blocking. The future completes with the result, or exceptionally
    * with a {@link SandboxException}. {@code cancel(true)} (or {@code cancel(false)}) asks the
@@ -120,16 +106,6 @@ public interface Sandbox extends AutoCloseable {
   /** Streams a shell command line's output; see {@link #execStream(Command, ExecOptions)}. */
   default Flow.Publisher<ExecEvent> execStream(String command) {
     return execStream(Command.shell(command), ExecOptions.defaults());
-  }
-
-  /** Streams a shell command line's output with options; see {@link #execStream(Command, ExecOptions)}. */
-  default Flow.Publisher<ExecEvent> execStream(String command, ExecOptions options) {
-    return execStream(Command.shell(command), options);
-  }
-
-  /** Streams a command's output; see {@link #execStream(Command, ExecOptions)}. */
-  default Flow.Publisher<ExecEvent> execStream(Command command) {
-    return execStream(command, ExecOptions.defaults());
   }
 
   /**
@@ -170,16 +146,6 @@ public interface Sandbox extends AutoCloseable {
     return startProcess(Command.shell(command), ProcessOptions.defaults());
   }
 
-  /** Starts a shell command line in the background with options; see {@link #startProcess(Command, ProcessOptions)}. */
-  default SandboxProcess startProcess(String command, ProcessOptions options) {
-    return startProcess(Command.shell(command), options);
-  }
-
-  /** Starts a command in the background; see {@link #startProcess(Command, ProcessOptions)}. */
-  default SandboxProcess startProcess(Command command) {
-    return startProcess(command, ProcessOptions.defaults());
-  }
-
   /**
    * Starts a command in the background and returns at once. The process outlives every
    * connection; the agent keeps a window of its recent output (1 MiB per stream by default).
@@ -191,11 +157,11 @@ public interface Sandbox extends AutoCloseable {
    */
   SandboxProcess startProcess(Command command, ProcessOptions options);
 
-  /** Lists the background processes the agent has records of, oldest first. */
+  /**
+   * Lists the background processes the agent has records of, oldest first. To see the processes
+   * in one status, filter by {@link ProcessInfo#status()}.
+   */
   List<ProcessInfo> listProcesses();
-
-  /** Lists the background processes in one status, oldest first. */
-  List<ProcessInfo> listProcesses(ProcessStatus status);
 
   /** A process's current state, or empty if there is no process with this id. */
   Optional<ProcessInfo> getProcess(String processId);
@@ -207,14 +173,11 @@ public interface Sandbox extends AutoCloseable {
    */
   SandboxProcess attachProcess(String processId);
 
-  /** Kills a background process with SIGTERM (then SIGKILL after the grace period). */
-  default void killProcess(String processId) {
-    killProcess(processId, Signal.SIGTERM);
-  }
-
   /**
    * Sends {@code signal} to a background process's whole process group, then SIGKILL after the
    * agent's grace period. Returns once the signal is sent. Killing a finished process succeeds.
+   * {@link Signal#SIGTERM} is the usual way to stop a process; on a handle,
+   * {@link SandboxProcess#kill()} does the same.
    *
    * @throws ProcessNotFoundException if there is no process with this id
    */
@@ -246,15 +209,21 @@ public interface Sandbox extends AutoCloseable {
    */
   ProcessLogs getProcessLogs(String processId, LogRange range);
 
-  /** Streams a process's output from the beginning; see {@link #streamProcessLogs(String, long)}. */
+  /**
+   * Streams a process's output from the beginning of what the agent retains; see
+   * {@link #streamProcessLogs(String, LogRange)}.
+   */
   default Flow.Publisher<LogEvent> streamProcessLogs(String processId) {
-    return streamProcessLogs(processId, 0);
+    return streamProcessLogs(processId, LogRange.all());
   }
 
   /**
-   * Publishes a process's output: {@link LogEvent.Info}, the retained output from
-   * {@code fromOffset} (applied to both streams, clamped to each stream's length), live output,
-   * then {@link LogEvent.Exit} and {@code onComplete}.
+   * Publishes a process's output: {@link LogEvent.Info}, the retained output from the range's
+   * offset per stream, live output, then {@link LogEvent.Exit} and {@code onComplete}. Continue a
+   * {@link #getProcessLogs} page with {@code streamProcessLogs(id, logs.next())}, so output of
+   * both streams is read exactly once. {@link LogRange#maxBytes()} does not apply to streams. An
+   * offset beyond what that stream has produced ends the stream with {@code onError}
+   * ({@link SandboxInvalidRequestException}).
    *
    * <p>Lazy, single-use and demand-driven like {@link #execStream}; a slow subscriber never
    * slows the process (it writes into the agent's window) but may fall behind that window, which
@@ -262,15 +231,6 @@ public interface Sandbox extends AutoCloseable {
    * the last offsets of each stream (a few times, with backoff), so every byte is delivered once.
    * A stream that cannot be resumed ends with {@code onError}. {@code cancel()} closes the
    * connection and does nothing to the process.
-   */
-  Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset);
-
-  /**
-   * Like {@link #streamProcessLogs(String, long)}, but from an offset per stream, e.g.
-   * {@code streamProcessLogs(id, logs.next())} after a {@link #getProcessLogs} page, so output of
-   * both streams is read exactly once. {@link LogRange#maxBytes()} does not apply to streams. An
-   * offset beyond what that stream has produced ends the stream with {@code onError}
-   * ({@link SandboxInvalidRequestException}).
    */
   Flow.Publisher<LogEvent> streamProcessLogs(String processId, LogRange from);
 
@@ -303,7 +263,7 @@ public interface Sandbox extends AutoCloseable {
    * The sandbox's ports: wait until a server is ready, expose it with a preview URL.
    *
    * <pre>{@code
-   * sandbox.startProcess(Command.of("python3", "-m", "http.server", "8000"));
+   * sandbox.startProcess("python3 -m http.server 8000");
    * sandbox.ports().waitFor(8000);
    * URI url = sandbox.ports().expose(8000).url();
    * }</pre>

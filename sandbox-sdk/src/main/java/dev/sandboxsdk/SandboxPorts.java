@@ -7,7 +7,7 @@ import java.util.List;
  * and expose it through the agent's proxy with a preview URL.
  *
  * <pre>{@code
- * SandboxProcess web = sandbox.startProcess(Command.of("python3", "-m", "http.server", "8000"));
+ * SandboxProcess web = sandbox.startProcess("python3 -m http.server 8000");
  * sandbox.ports().waitFor(8000);                       // answers GET /
  * URI url = sandbox.ports().expose(8000).url();       // open it in a browser
  * sandbox.ports().unexpose(8000);
@@ -58,7 +58,7 @@ public interface SandboxPorts {
    * (WebSocket is not). Same as {@code expose(port, null)}.
    *
    * <pre>{@code
-   * SandboxProcess web = sandbox.startProcess(Command.of("python3", "-m", "http.server", "8000"));
+   * SandboxProcess web = sandbox.startProcess("python3 -m http.server 8000");
    * web.waitForLog(Pattern.compile("Serving HTTP"), Duration.ofSeconds(10));
    * URI url = sandbox.ports().expose(8000).url();     // open it in a browser
    * }</pre>

@@ -45,7 +45,7 @@ class AgentRestartIT {
     ItAgent agent = ItAgent.start();
     int port = agent.url().getPort();
     try (Sandbox client = agent.connect(agent.url())) {
-      SandboxProcess p = client.startProcess(Command.shell("echo up; sleep 60"));
+      SandboxProcess p = client.startProcess("echo up; sleep 60");
       LogTail tail = new LogTail();
       client.streamProcessLogs(p.id()).subscribe(tail);
       assertThat(tail.firstOutput.get(10, TimeUnit.SECONDS)).isEqualTo("up\n");
@@ -78,7 +78,7 @@ class AgentRestartIT {
     ItAgent agent = ItAgent.start(0, token);
     int port = agent.url().getPort();
     try (Sandbox client = agent.connect(agent.url())) {
-      SandboxProcess p = client.startProcess(Command.shell("echo up; sleep 60"));
+      SandboxProcess p = client.startProcess("echo up; sleep 60");
       LogTail tail = new LogTail();
       client.streamProcessLogs(p.id()).subscribe(tail);
       assertThat(tail.firstOutput.get(10, TimeUnit.SECONDS)).isEqualTo("up\n");

@@ -64,7 +64,7 @@ class CancelAtOnceIT {
 
   @Test
   void cancellingExecAsyncKillsTheCommandWithoutWaitingForAKeepAlive() throws Exception {
-    CompletableFuture<ExecResult> f = sandbox.execAsync(sleeper("async"));
+    CompletableFuture<ExecResult> f = sandbox.execAsync(sleeper("async"), ExecOptions.defaults());
     long pid = probe.readPid("async.pid", Duration.ofSeconds(10));
 
     assertThat(f.cancel(true)).isTrue();
@@ -77,7 +77,7 @@ class CancelAtOnceIT {
   void cancellingAnExecStreamSubscriptionKillsTheCommandWithoutWaitingForAKeepAlive() throws Exception {
     CompletableFuture<Flow.Subscription> started = new CompletableFuture<>();
     AtomicReference<Long> pid = new AtomicReference<>();
-    sandbox.execStream(sleeper("stream")).subscribe(new Flow.Subscriber<>() {
+    sandbox.execStream(sleeper("stream"), ExecOptions.defaults()).subscribe(new Flow.Subscriber<>() {
       private Flow.Subscription s;
 
       @Override
@@ -116,7 +116,7 @@ class CancelAtOnceIT {
     AtomicReference<Throwable> thrown = new AtomicReference<>();
     Thread caller = new Thread(() -> {
       try {
-        sandbox.exec(sleeper("interrupt"));
+        sandbox.exec(sleeper("interrupt"), ExecOptions.defaults());
       } catch (Throwable e) {
         thrown.set(e);
       }

@@ -102,7 +102,7 @@ class DiskFullIT {
 
   @Test
   void aBackgroundProcessWhoseOutputFillsTheDiskEndsAsFailed() throws Exception {
-    SandboxProcess p = sandbox.startProcess(Command.shell("yes 0123456789abcdef | head -c 8000000 > bg.txt"));
+    SandboxProcess p = sandbox.startProcess("yes 0123456789abcdef | head -c 8000000 > bg.txt");
     ProcessInfo info = p.waitForExit(Duration.ofSeconds(30));
 
     assertThat(info.status()).isEqualTo(ProcessStatus.FAILED);
@@ -138,7 +138,7 @@ class DiskFullIT {
     try {
       for (int i = 0; i < 40 && error == null; i++) {
         try {
-          started.add(sandbox.startProcess(Command.shell("sleep 30")));
+          started.add(sandbox.startProcess("sleep 30"));
         } catch (SandboxServerException e) {
           error = e;
         }

@@ -29,11 +29,11 @@ public class ExecStreamTckTest extends ScriptedAgentTck<ExecEvent> {
 
   @Override
   Flow.Publisher<ExecEvent> publisher(long n) {
-    return sandbox.execStream(Command.of("emit", Long.toString(n)));
+    return sandbox.execStream(Command.of("emit", Long.toString(n)), ExecOptions.defaults());
   }
 
   @Override
   Flow.Publisher<ExecEvent> failingPublisher() {
-    return sandbox.execStream(Command.of("fail-with-500"));
+    return sandbox.execStream(Command.of("fail-with-500"), ExecOptions.defaults());
   }
 }

@@ -96,7 +96,7 @@ class FilesIT {
     assertThat(files.readString(name)).isEqualTo("odd");
     assertThat(files.exists(name)).isTrue();
     assertThat(files.list("odd names")).extracting(FileEntry::name).containsExactly("a b+c&d=e#f ü.txt");
-    assertThat(sandbox.exec(Command.of("cat", name)).stdout()).isEqualTo("odd");
+    assertThat(sandbox.exec(Command.of("cat", name), ExecOptions.defaults()).stdout()).isEqualTo("odd");
   }
 
   @Test

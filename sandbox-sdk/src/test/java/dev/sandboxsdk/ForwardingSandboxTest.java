@@ -9,6 +9,7 @@ import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -29,6 +30,48 @@ class ForwardingSandboxTest {
   void theSandboxHasOneFacetPerCapabilityBesideTheExecutionApi() {
     assertThat(facetAccessors()).extracting(Method::getName)
         .containsExactlyInAnyOrder("files", "ports", "git", "checkpoints", "terminals");
+  }
+
+  @Test
+  void theExecutionApiHasTwoFormsPerCallAndNoOtherOverloads() {
+    List<String> declared = Arrays.stream(Sandbox.class.getDeclaredMethods())
+        .filter(m -> !Modifier.isStatic(m.getModifiers()) && !m.isSynthetic())
+        .map(ForwardingSandboxTest::signature)
+        .toList();
+
+    assertThat(declared).containsExactlyInAnyOrder(
+        "exec(String)", "exec(Command, ExecOptions)",
+        "execAsync(String)", "execAsync(Command, ExecOptions)",
+        "execStream(String)", "execStream(Command, ExecOptions)",
+        "startProcess(String)", "startProcess(Command, ProcessOptions)",
+        "listProcesses()", "getProcess(String)", "attachProcess(String)", "killProcess(String, Signal)",
+        "killAllProcesses()", "getProcessLogs(String)", "getProcessLogs(String, LogRange)",
+        "streamProcessLogs(String)", "streamProcessLogs(String, LogRange)", "cleanupCompletedProcesses()",
+        "files()", "ports()", "git()", "checkpoints()", "terminals()", "destroy()", "close()");
+    assertThat(Arrays.stream(Sandbox.class.getDeclaredMethods()).filter(Method::isDefault).map(ForwardingSandboxTest::signature))
+        .as("the one-argument forms delegate to the full form")
+        .containsExactlyInAnyOrder("exec(String)", "execAsync(String)", "execStream(String)", "startProcess(String)",
+            "getProcessLogs(String)", "streamProcessLogs(String)");
+  }
+
+  @Test
+  void aForwardingSandboxForwardsEveryAbstractMethodButTheLifecycleAndNoDefaultOne() throws Exception {
+    List<String> forwarded = Arrays.stream(ForwardingSandbox.class.getDeclaredMethods())
+        .filter(m -> Modifier.isPublic(m.getModifiers()) && !m.isSynthetic())
+        .map(ForwardingSandboxTest::signature)
+        .toList();
+    List<String> abstractOnes = Arrays.stream(Sandbox.class.getDeclaredMethods())
+        .filter(m -> Modifier.isAbstract(m.getModifiers()))
+        .map(ForwardingSandboxTest::signature)
+        .filter(sig -> !sig.equals("destroy()") && !sig.equals("close()"))
+        .toList();
+
+    assertThat(forwarded).containsExactlyInAnyOrderElementsOf(abstractOnes);
+  }
+
+  private static String signature(Method m) {
+    return m.getName() + Arrays.stream(m.getParameterTypes()).map(Class::getSimpleName)
+        .collect(Collectors.joining(", ", "(", ")"));
   }
 
   @Test

@@ -35,7 +35,7 @@ class HostileAgentTest {
         });
         Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t").build()) {
 
-      assertThatThrownBy(() -> client.exec("yes", ExecOptions.builder().maxOutputBytes(1024).build()))
+      assertThatThrownBy(() -> client.exec(Command.shell("yes"), ExecOptions.builder().maxOutputBytes(1024).build()))
           .isInstanceOf(SandboxException.class)
           .hasMessageContaining("longer than " + (64 * MIB) + " bytes");
       // It stopped at the limit: the agent got to write the 64 MiB read plus what socket buffers hold.
@@ -83,7 +83,7 @@ class HostileAgentTest {
         Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t").streamIdleTimeout(Duration.ofSeconds(5))
             .build()) {
 
-      ExecResult r = client.exec("yes", ExecOptions.builder().maxOutputBytes(4096).onOutput((s, t) -> { }).build());
+      ExecResult r = client.exec(Command.shell("yes"), ExecOptions.builder().maxOutputBytes(4096).onOutput((s, t) -> { }).build());
 
       assertThat(r.stdout()).hasSize(4096);
       assertThat(r.truncated()).isTrue();
@@ -102,7 +102,7 @@ class HostileAgentTest {
         });
         Sandbox client = Sandbox.builder().baseUrl(raw.url()).token("t").build()) {
 
-      ExecResult r = client.exec("yes", ExecOptions.builder().maxOutputBytes(32 << 20).build());
+      ExecResult r = client.exec(Command.shell("yes"), ExecOptions.builder().maxOutputBytes(32 << 20).build());
 
       assertThat(r.stdout()).hasSize(stdout.length());
     }

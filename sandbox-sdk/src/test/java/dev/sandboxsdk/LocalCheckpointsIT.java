@@ -32,7 +32,7 @@ class LocalCheckpointsIT {
       assertThat(PosixFilePermissions.toString(Files.getPosixFilePermissions(dir))).isEqualTo("rwx------");
       if (first.isolation() == Isolation.ISOLATED) {
         // bubblewrap shows commands the workspace and their own /tmp, not the host's directories.
-        ExecResult look = first.exec(Command.of("ls", dir.toString()));
+        ExecResult look = first.exec(Command.of("ls", dir.toString()), ExecOptions.defaults());
         assertThat(look.exitCode()).as("%s", look).isNotZero();
       }
     }

@@ -200,7 +200,7 @@ class LocalSandboxIT {
       assertThat(sandbox.exec("echo ok").stdout()).isEqualTo("ok\n");
 
       ExecResult defaulted = sandbox.exec("sleep 300");
-      ExecResult overridden = sandbox.exec("sleep 1; echo done", ExecOptions.builder().timeout(WAIT).build());
+      ExecResult overridden = sandbox.exec(Command.shell("sleep 1; echo done"), ExecOptions.builder().timeout(WAIT).build());
 
       assertThat(defaulted.timedOut()).isTrue();
       assertThat(defaulted.exitCode()).isEqualTo(124);

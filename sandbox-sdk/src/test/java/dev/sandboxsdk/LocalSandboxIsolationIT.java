@@ -88,7 +88,7 @@ class LocalSandboxIsolationIT {
         "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()",
         "open('/tmp/port', 'w').write(str(s.getsockname()[1]))",
         "while True:",
-        "    c, _ = s.accept(); c.sendall(b'hello'); c.close()")));
+        "    c, _ = s.accept(); c.sendall(b'hello'); c.close()")), ProcessOptions.defaults());
     try {
       String client = "python3 -c \"import socket; print(socket.create_connection(('127.0.0.1', int(open('/tmp/port').read())),"
           + " 5).recv(10).decode())\"";
@@ -157,7 +157,7 @@ class LocalSandboxIsolationIT {
 
   @Test
   void procShowsOnlyTheCommandsOwnProcesses() {
-    SandboxProcess background = sandbox.startProcess(Command.shell("sleep 300"));
+    SandboxProcess background = sandbox.startProcess("sleep 300");
     try {
       String ps = sandbox.exec("for p in /proc/[0-9]*; do printf '%s ' \"${p#/proc/}\"; tr '\\0' ' ' < $p/cmdline; echo; done")
           .stdout();
@@ -235,11 +235,11 @@ class LocalSandboxIsolationIT {
         "print('hits', hits)");
     Files.writeString(sandbox.workspace().resolve("scan.py"), scan, StandardCharsets.UTF_8);
     String reversed = new StringBuilder(token).reverse().toString();
-    ExecResult r = sandbox.exec(Command.of("python3", "scan.py", reversed));
+    ExecResult r = sandbox.exec(Command.of("python3", "scan.py", reversed), ExecOptions.defaults());
     assertThat(r.stdout()).as("stderr: %s", r.stderr()).isEqualTo("hits []\n");
     // The scan works: the same token in a visible file is found.
     Files.writeString(sandbox.workspace().resolve("planted"), token);
-    assertThat(sandbox.exec(Command.of("python3", "scan.py", reversed)).stdout()).contains("planted");
+    assertThat(sandbox.exec(Command.of("python3", "scan.py", reversed), ExecOptions.defaults()).stdout()).contains("planted");
   }
 
   @Test
@@ -256,7 +256,7 @@ class LocalSandboxIsolationIT {
   @Test
   void killTimeoutsAndExitStatusesReachTheCommandThroughTheSandbox() throws Exception {
     SandboxProcess trapping = sandbox.startProcess(
-        Command.shell("trap 'echo got-TERM; exit 3' TERM; echo ready; while :; do sleep 0.05; done"));
+        "trap 'echo got-TERM; exit 3' TERM; echo ready; while :; do sleep 0.05; done");
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
     while (!trapping.logs().stdout().contains("ready") && System.nanoTime() < deadline) {
       Thread.sleep(20);

@@ -82,15 +82,15 @@ class LogStreamTest extends MockAgentTest {
   }
 
   @Test
-  void fromOffsetIsSentAsSince() throws Exception {
+  void theRangeFromTheBeginningIsSentAsSinceZero() throws Exception {
     server.enqueue(eventStream(sse(INFO, EXIT)));
 
-    sandbox.streamProcessLogs("p1", 7).subscribe(subscriber);
+    sandbox.streamProcessLogs("p1", LogRange.all()).subscribe(subscriber);
     subscriber.request(Long.MAX_VALUE);
     subscriber.takeAllUntilComplete();
 
     RecordedRequest request = server.takeRequest();
-    assertThat(request.getRequestUrl().queryParameter("since")).isEqualTo("7");
+    assertThat(request.getRequestUrl().queryParameter("since")).isEqualTo("0");
     assertThat(request.getRequestUrl().queryParameterNames()).doesNotContain("stdoutSince", "stderrSince");
   }
 
@@ -312,7 +312,7 @@ class LogStreamTest extends MockAgentTest {
     server.enqueue(errorResponse(400, "VALIDATION_FAILED", "stdoutSince=99 is beyond the stdout produced so far",
         "{\"field\":\"stdoutSince\"}"));
 
-    sandbox.streamProcessLogs("p1", 99).subscribe(subscriber);
+    sandbox.streamProcessLogs("p1", LogRange.from(99, 0)).subscribe(subscriber);
     subscriber.request(1);
 
     subscriber.takeError(SandboxInvalidRequestException.class);
@@ -413,6 +413,7 @@ class LogStreamTest extends MockAgentTest {
   void argumentsAreValidatedAtOnce() {
     assertThatThrownBy(() -> sandbox.streamProcessLogs("")).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> sandbox.streamProcessLogs(null)).isInstanceOf(NullPointerException.class);
-    assertThatThrownBy(() -> sandbox.streamProcessLogs("p1", -1)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> sandbox.streamProcessLogs("p1", LogRange.from(-1, 0)))
+        .isInstanceOf(IllegalArgumentException.class);
   }
 }

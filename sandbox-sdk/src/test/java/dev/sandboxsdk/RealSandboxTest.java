@@ -72,7 +72,7 @@ class RealSandboxTest extends MockAgentTest {
   void execSendsAnArgvCommandAsArgvWithoutShell() throws Exception {
     server.enqueue(json(Fixtures.read("execute-response.json")));
 
-    sandbox.exec(Command.of("printf", "%s|", "a b", "$HOME"));
+    sandbox.exec(Command.of("printf", "%s|", "a b", "$HOME"), ExecOptions.defaults());
 
     JsonNode body = body(server.takeRequest());
     assertThat(body).isEqualTo(parse("{\"argv\":[\"printf\",\"%s|\",\"a b\",\"$HOME\"]}"));
@@ -82,7 +82,7 @@ class RealSandboxTest extends MockAgentTest {
   void execSendsEnvWithNullToUnsetCwdStdinTimeoutAndMaxOutputBytes() throws Exception {
     server.enqueue(json(Fixtures.read("execute-response.json")));
 
-    sandbox.exec("pwd; cat", ExecOptions.builder()
+    sandbox.exec(Command.shell("pwd; cat"), ExecOptions.builder()
         .env("GREETING", "hi")
         .unsetEnv("HOME")
         .cwd("sub")
@@ -105,7 +105,7 @@ class RealSandboxTest extends MockAgentTest {
       server.enqueue(json(Fixtures.read("execute-response.json")));
 
       patient.exec("make");
-      patient.exec("make", ExecOptions.builder().timeout(Duration.ofSeconds(2)).build());
+      patient.exec(Command.shell("make"), ExecOptions.builder().timeout(Duration.ofSeconds(2)).build());
 
       assertThat(body(server.takeRequest()).get("timeoutMs").asLong()).isEqualTo(90_000);
       assertThat(body(server.takeRequest()).get("timeoutMs").asLong()).isEqualTo(2_000);
@@ -165,7 +165,7 @@ class RealSandboxTest extends MockAgentTest {
     server.enqueue(json("{\"processId\":\"s1\",\"signal\":\"SIGTERM\",\"status\":\"running\",\"success\":true}"));
 
     sandbox.killProcess("s1", Signal.SIGKILL);
-    sandbox.killProcess("s1");
+    sandbox.killProcess("s1", Signal.SIGTERM);
 
     RecordedRequest kill = server.takeRequest();
     assertThat(kill.getMethod()).isEqualTo("DELETE");
@@ -180,7 +180,7 @@ class RealSandboxTest extends MockAgentTest {
     // only be a typo or an attempt to address another path.
     assertThatThrownBy(() -> sandbox.getProcess("a b/c?d#é"))
         .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a valid process id");
-    assertThatThrownBy(() -> sandbox.killProcess("../kill-all"))
+    assertThatThrownBy(() -> sandbox.killProcess("../kill-all", Signal.SIGTERM))
         .isInstanceOf(IllegalArgumentException.class);
     assertThat(server.getRequestCount()).isZero();
   }
@@ -189,7 +189,7 @@ class RealSandboxTest extends MockAgentTest {
   void processIdsWithDotsDashesAndUnderscoresAreSentAsOnePathSegment() throws Exception {
     server.enqueue(json("{\"processId\":\"x\",\"signal\":\"SIGTERM\",\"status\":\"running\",\"success\":true}"));
 
-    sandbox.killProcess("web.server_1-a");
+    sandbox.killProcess("web.server_1-a", Signal.SIGTERM);
 
     assertThat(server.takeRequest().getPath()).isEqualTo("/api/process/web.server_1-a?signal=SIGTERM");
   }
@@ -205,7 +205,7 @@ class RealSandboxTest extends MockAgentTest {
     }
 
     Throwable get = catchThrowable(() -> sandbox.getProcess(id));
-    Throwable kill = catchThrowable(() -> sandbox.killProcess(id));
+    Throwable kill = catchThrowable(() -> sandbox.killProcess(id, Signal.SIGTERM));
     Throwable logs = catchThrowable(() -> sandbox.getProcessLogs(id));
 
     List<String> sent = new ArrayList<>();
@@ -239,17 +239,14 @@ class RealSandboxTest extends MockAgentTest {
   }
 
   @Test
-  void listProcessesWithAStatusFiltersByItsWireName() throws Exception {
-    server.enqueue(json(LIST_BODY));
+  void listProcessesAsksForEveryProcessWithoutAStatusFilter() throws Exception {
     server.enqueue(json(LIST_BODY));
 
-    sandbox.listProcesses(ProcessStatus.RUNNING);
     sandbox.listProcesses();
 
-    RecordedRequest filtered = server.takeRequest();
-    assertThat(filtered.getMethod()).isEqualTo("GET");
-    assertThat(filtered.getPath()).isEqualTo("/api/process/list?status=running");
-    assertThat(server.takeRequest().getPath()).isEqualTo("/api/process/list");
+    RecordedRequest all = server.takeRequest();
+    assertThat(all.getMethod()).isEqualTo("GET");
+    assertThat(all.getPath()).isEqualTo("/api/process/list");
   }
 
   @Test
@@ -308,7 +305,7 @@ class RealSandboxTest extends MockAgentTest {
   void execMapsEveryFieldOfTheResult() {
     server.enqueue(json(Fixtures.read("execute-timeout-response.json")));
 
-    ExecResult result = sandbox.exec("echo start; sleep 10", ExecOptions.builder().timeout(Duration.ofMillis(500)).build());
+    ExecResult result = sandbox.exec(Command.shell("echo start; sleep 10"), ExecOptions.builder().timeout(Duration.ofMillis(500)).build());
 
     assertThat(result).isEqualTo(new ExecResult(124, "start\n", "", "echo start; sleep 10", Duration.ofMillis(506),
         true, false, Signal.SIGTERM, 10566, 6, 0));
@@ -321,7 +318,7 @@ class RealSandboxTest extends MockAgentTest {
         + "\"stderr\":\"\",\"command\":\"seq 1 100000\",\"duration\":10,\"timedOut\":false,\"truncated\":true,"
         + "\"pid\":10363,\"timestamp\":\"2026-11-22T01:09:42.369441300Z\"}"));
 
-    ExecResult result = sandbox.exec("seq 1 100000", ExecOptions.builder().maxOutputBytes(20).build());
+    ExecResult result = sandbox.exec(Command.shell("seq 1 100000"), ExecOptions.builder().maxOutputBytes(20).build());
 
     assertThat(result.truncated()).isTrue();
     assertThat(result.stdout()).isEqualTo("1\n2\n3\n4\n5\n6\n7\n8\n9\n10");
@@ -616,7 +613,7 @@ class RealSandboxTest extends MockAgentTest {
   void execAsyncCompletesWithTheResult() throws Exception {
     server.enqueue(json(Fixtures.read("execute-response.json")));
 
-    CompletableFuture<ExecResult> future = sandbox.execAsync(Command.of("sh", "-c", "exit 3"));
+    CompletableFuture<ExecResult> future = sandbox.execAsync(Command.of("sh", "-c", "exit 3"), ExecOptions.defaults());
 
     assertThat(future.get(5, SECONDS).exitCode()).isEqualTo(3);
     RecordedRequest request = server.takeRequest();
@@ -628,7 +625,7 @@ class RealSandboxTest extends MockAgentTest {
   void execAsyncCompletesExceptionallyWithTheMappedException() {
     server.enqueue(errorResponse(404, "COMMAND_NOT_FOUND", "command not found: 'nope'", "{\"command\":\"nope\"}"));
 
-    CompletableFuture<ExecResult> future = sandbox.execAsync(Command.of("nope"));
+    CompletableFuture<ExecResult> future = sandbox.execAsync(Command.of("nope"), ExecOptions.defaults());
 
     assertThatThrownBy(() -> future.get(5, SECONDS)).isInstanceOf(ExecutionException.class)
         .cause().isExactlyInstanceOf(SandboxNotFoundException.class);
@@ -912,10 +909,9 @@ class RealSandboxTest extends MockAgentTest {
     assertThatThrownBy(() -> sandbox.execAsync("true")).isInstanceOf(IllegalStateException.class);
     assertThatThrownBy(() -> sandbox.startProcess("true")).isInstanceOf(IllegalStateException.class);
     assertThatThrownBy(() -> sandbox.listProcesses()).isInstanceOf(IllegalStateException.class);
-    assertThatThrownBy(() -> sandbox.listProcesses(ProcessStatus.RUNNING)).isInstanceOf(IllegalStateException.class);
     assertThatThrownBy(() -> sandbox.getProcess("p1")).isInstanceOf(IllegalStateException.class);
     assertThatThrownBy(() -> sandbox.attachProcess("p1")).isInstanceOf(IllegalStateException.class);
-    assertThatThrownBy(() -> sandbox.killProcess("p1")).isInstanceOf(IllegalStateException.class);
+    assertThatThrownBy(() -> sandbox.killProcess("p1", Signal.SIGTERM)).isInstanceOf(IllegalStateException.class);
     assertThatThrownBy(() -> sandbox.killAllProcesses()).isInstanceOf(IllegalStateException.class);
     assertThatThrownBy(() -> sandbox.getProcessLogs("p1")).isInstanceOf(IllegalStateException.class);
     assertThatThrownBy(() -> sandbox.cleanupCompletedProcesses()).isInstanceOf(IllegalStateException.class);
@@ -978,7 +974,7 @@ class RealSandboxTest extends MockAgentTest {
     assertThatThrownBy(() -> Command.of("")).isInstanceOf(IllegalArgumentException.class)
         .hasMessageContaining("argv[0] is empty");
     assertThatThrownBy(() -> Command.of("echo", (String) null)).isInstanceOf(NullPointerException.class);
-    assertThatThrownBy(() -> sandbox.exec((Command) null)).isInstanceOf(NullPointerException.class)
+    assertThatThrownBy(() -> sandbox.exec(null, ExecOptions.defaults())).isInstanceOf(NullPointerException.class)
         .hasMessage("command == null");
     assertThatThrownBy(() -> sandbox.exec(Command.shell("x"), null)).isInstanceOf(NullPointerException.class)
         .hasMessage("options == null");
@@ -1020,7 +1016,8 @@ class RealSandboxTest extends MockAgentTest {
     assertThatThrownBy(() -> sandbox.getProcess("")).isInstanceOf(IllegalArgumentException.class);
     assertThatThrownBy(() -> sandbox.killProcess("p1", null)).isInstanceOf(NullPointerException.class)
         .hasMessage("signal == null");
-    assertThatThrownBy(() -> sandbox.streamProcessLogs("p1", -1)).isInstanceOf(IllegalArgumentException.class);
+    assertThatThrownBy(() -> sandbox.streamProcessLogs("p1", LogRange.from(-1, 0)))
+        .isInstanceOf(IllegalArgumentException.class);
     assertThat(server.getRequestCount()).isZero();
   }
 
@@ -1054,7 +1051,7 @@ class RealSandboxTest extends MockAgentTest {
         .get("command").asText();
     List<String> chunks = new CopyOnWriteArrayList<>();
 
-    ExecResult result = sandbox.exec(command, ExecOptions.builder()
+    ExecResult result = sandbox.exec(Command.shell(command), ExecOptions.builder()
         .onOutput((stream, text) -> chunks.add(stream + ":" + text))
         .maxOutputBytes(1000)
         .build());
@@ -1075,7 +1072,7 @@ class RealSandboxTest extends MockAgentTest {
     server.enqueue(eventStream(Fixtures.sseFromJsonl("exec-stream-events.jsonl")));
     List<String> chunks = new CopyOnWriteArrayList<>();
 
-    ExecResult result = sandbox.exec("x", ExecOptions.builder()
+    ExecResult result = sandbox.exec(Command.shell("x"), ExecOptions.builder()
         .onOutput((stream, text) -> chunks.add(text))
         .maxOutputBytes(5)
         .build());
@@ -1093,7 +1090,7 @@ class RealSandboxTest extends MockAgentTest {
         "{\"type\":\"start\",\"command\":\"x\",\"pid\":1,\"processId\":\"exec_1\"}",
         "{\"type\":\"stdout\",\"data\":\"partial\",\"offset\":0,\"bytes\":7}")));
 
-    assertThatThrownBy(() -> sandbox.exec("x", ExecOptions.builder().onOutput((s, t) -> { }).build()))
+    assertThatThrownBy(() -> sandbox.exec(Command.shell("x"), ExecOptions.builder().onOutput((s, t) -> { }).build()))
         .isInstanceOf(SandboxConnectionException.class);
   }
 
@@ -1102,7 +1099,7 @@ class RealSandboxTest extends MockAgentTest {
     server.enqueue(errorResponse(400, "VALIDATION_FAILED", "cwd 'nope' is not an existing directory",
         "{\"field\":\"cwd\"}"));
 
-    assertThatThrownBy(() -> sandbox.exec("x", ExecOptions.builder().cwd("nope").onOutput((s, t) -> { }).build()))
+    assertThatThrownBy(() -> sandbox.exec(Command.shell("x"), ExecOptions.builder().cwd("nope").onOutput((s, t) -> { }).build()))
         .isInstanceOf(SandboxInvalidRequestException.class);
   }
 
@@ -1118,7 +1115,7 @@ class RealSandboxTest extends MockAgentTest {
         Sandbox client = Fixtures.client(raw.url())) {
       IllegalStateException boom = new IllegalStateException("listener failed");
 
-      Throwable thrown = catchThrowable(() -> client.exec("yes", ExecOptions.builder()
+      Throwable thrown = catchThrowable(() -> client.exec(Command.shell("yes"), ExecOptions.builder()
           .onOutput((stream, text) -> {
             throw boom;
           })

@@ -120,7 +120,7 @@ class StreamingIT {
     });
     long t0 = System.nanoTime();
 
-    sandbox.execStream(Command.of("python3", "gen.py", Integer.toString(lines))).subscribe(s);
+    sandbox.execStream(Command.of("python3", "gen.py", Integer.toString(lines)), ExecOptions.defaults()).subscribe(s);
     s.awaitComplete(Duration.ofSeconds(60));
 
     long millis = Math.max(1, (System.nanoTime() - t0) / 1_000_000);
@@ -147,7 +147,7 @@ class StreamingIT {
     SlowSubscriber slow = new SlowSubscriber(40, 50);
     long t0 = System.nanoTime();
 
-    sandbox.execStream(Command.of("python3", "flood.py", progress)).subscribe(slow);
+    sandbox.execStream(Command.of("python3", "flood.py", progress), ExecOptions.defaults()).subscribe(slow);
     assertThat(slow.quotaReached.await(30, TimeUnit.SECONDS)).as("40 chunks arrived").isTrue();
     Thread.sleep(500); // the command has every chance to run ahead now, if it could
 

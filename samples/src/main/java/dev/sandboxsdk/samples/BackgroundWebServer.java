@@ -1,6 +1,7 @@
 package dev.sandboxsdk.samples;
 
 import dev.sandboxsdk.Command;
+import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.LocalSandbox;
 import dev.sandboxsdk.LogMatch;
 import dev.sandboxsdk.ProcessInfo;
@@ -74,13 +75,13 @@ public final class BackgroundWebServer {
   /** Fetches a URL from inside the sandbox: with curl if it is installed, else with Python. */
   static String fetchInside(Sandbox sandbox, String url) {
     try {
-      return sandbox.exec(Command.of("curl", "-sS", "--max-time", "5", url)).requireSuccess().stdout().strip()
+      return sandbox.exec(Command.of("curl", "-sS", "--max-time", "5", url), ExecOptions.defaults()).requireSuccess().stdout().strip()
           + " (curl)";
     } catch (SandboxNotFoundException noCurl) {
       // COMMAND_NOT_FOUND: slim images have no curl. The URL is an argument, never spliced into code.
       return sandbox.exec(Command.of("python3", "-c",
               "import sys, urllib.request; print(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())",
-              url))
+              url), ExecOptions.defaults())
           .requireSuccess().stdout().strip() + " (python urllib)";
     }
   }

@@ -52,7 +52,7 @@ public final class Cancellation {
 
   /** The agent enforces the timeout: the group is killed, and the result says so. */
   private static void timeout(Sandbox sandbox) {
-    ExecResult r = sandbox.exec("echo started; sleep 60; echo never printed",
+    ExecResult r = sandbox.exec(Command.shell("echo started; sleep 60; echo never printed"),
         ExecOptions.builder().timeout(Duration.ofMillis(800)).build());
     System.out.printf("timeout: timedOut=%s exitCode=%d signal=%s after %d ms, output kept: %s%n",
         r.timedOut(), r.exitCode(), r.signal(), r.duration().toMillis(), r.stdout().strip());
@@ -136,7 +136,7 @@ public final class Cancellation {
   }
 
   private static String read(Sandbox sandbox, String file) {
-    ExecResult r = sandbox.exec(Command.of("cat", file));
+    ExecResult r = sandbox.exec(Command.of("cat", file), ExecOptions.defaults());
     return r.isSuccess() ? r.stdout().strip() : "";
   }
 }

@@ -2,6 +2,7 @@ package dev.sandboxsdk.samples;
 
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecEvent;
+import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.LocalSandbox;
 import dev.sandboxsdk.ProcessInfo;
@@ -26,14 +27,14 @@ public final class Quickstart {
       ExecResult hello = sandbox.exec("echo \"hello from $(uname -s), pid $$\"");
       say("exec: exit %d, stdout: %s", hello.exitCode(), hello.stdout().strip());
 
-      ExecResult argv = sandbox.exec(Command.of("printf", "%s|", "no shell", "$HOME", "; rm -rf /"));
+      ExecResult argv = sandbox.exec(Command.of("printf", "%s|", "no shell", "$HOME", "; rm -rf /"), ExecOptions.defaults());
       say("exec argv (no shell, nothing injected): %s", argv.stdout());
 
       ExecResult failed = sandbox.exec("ls /no/such/dir");
       say("a failing command is data, not an exception: exit %d, stderr: %s", failed.exitCode(),
           failed.stderr().strip());
 
-      ExecResult slow = sandbox.exec("sleep 10", dev.sandboxsdk.ExecOptions.builder()
+      ExecResult slow = sandbox.exec(Command.shell("sleep 10"), dev.sandboxsdk.ExecOptions.builder()
           .timeout(Duration.ofMillis(500)).build());
       say("timeout really stops work: timedOut=%s exit %d after %d ms", slow.timedOut(), slow.exitCode(),
           slow.duration().toMillis());

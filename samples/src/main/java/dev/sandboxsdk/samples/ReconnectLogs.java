@@ -17,7 +17,7 @@ import java.util.concurrent.TimeUnit;
 /**
  * Reads a background process's output in pieces, the way a client does that goes away and
  * comes back: a first page with {@code getProcessLogs}, a later page from {@code logs.next()},
- * then the rest live with {@code streamProcessLogs(id, offset)}. Every line is read exactly
+ * then the rest live with {@code streamProcessLogs(id, logs.next())}. Every line is read exactly
  * once, because each piece starts at the byte offset where the previous one stopped.
  *
  * <p>Then it shows what happens to a reader that comes back too late: the agent keeps only a
@@ -48,12 +48,11 @@ public final class ReconnectLogs {
       lines.add(second.stdout(), seen);
       System.out.printf("page 2 from %s: %s -> %s%n", first.next(), second, seen.subList(before, seen.size()));
 
-      // Reattach live from where page 2 stopped. The one offset applies to both streams; this
-      // process writes no stderr, so stdout's offset is the one that matters.
-      long offset = second.stdoutNextOffset();
-      System.out.println("streaming from offset " + offset + ":");
+      // Reattach live from where page 2 stopped, on both streams.
+      LogRange rest = second.next();
+      System.out.println("streaming from offset " + rest.stdoutFrom() + " of stdout, " + rest.stderrFrom() + " of stderr:");
       CompletableFuture<LogEvent.Exit> exit = new CompletableFuture<>();
-      sandbox.streamProcessLogs("counter", offset).subscribe(new Flow.Subscriber<>() {
+      sandbox.streamProcessLogs("counter", rest).subscribe(new Flow.Subscriber<>() {
         private Flow.Subscription subscription;
 
         @Override
@@ -115,7 +114,7 @@ public final class ReconnectLogs {
         page.truncated(), page.stdoutOffset(), page.stdoutNextOffset() - page.stdoutOffset());
 
     CompletableFuture<Void> done = new CompletableFuture<>();
-    sandbox.streamProcessLogs("chatty", 0).subscribe(new Flow.Subscriber<>() {
+    sandbox.streamProcessLogs("chatty").subscribe(new Flow.Subscriber<>() {
       private Flow.Subscription subscription;
       private boolean firstAfterGap;
 

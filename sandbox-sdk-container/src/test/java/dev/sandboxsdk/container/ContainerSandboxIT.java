@@ -8,7 +8,6 @@ import com.github.dockerjava.api.DockerClient;
 import com.github.dockerjava.api.command.InspectContainerResponse;
 import com.github.dockerjava.api.exception.NotFoundException;
 import com.github.dockerjava.api.model.HostConfig;
-import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.SandboxException;
@@ -194,7 +193,7 @@ class ContainerSandboxIT {
   void theProviderSeamCreatesTheSameSandboxFromASpec() {
     SandboxSpec spec = SandboxSpec.builder().image(ContainerEngine.IMAGE).memoryBytes(256L << 20).build();
     try (ContainerProvider p = ContainerProvider.fromEnvironment(); ManagedSandbox s = p.create(spec)) {
-      assertThat(s.exec("echo $((6 * 7))", ExecOptions.defaults()).stdout()).isEqualTo("42\n");
+      assertThat(s.exec("echo $((6 * 7))").stdout()).isEqualTo("42\n");
       assertThat(s.info().state()).isEqualTo("running");
       assertThat(p.ping()).isNotBlank();
     }

@@ -9,7 +9,6 @@ import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.ProcessLogs;
 import dev.sandboxsdk.ProcessNotFoundException;
 import dev.sandboxsdk.ProcessOptions;
-import dev.sandboxsdk.ProcessStatus;
 import dev.sandboxsdk.SandboxProcess;
 import dev.sandboxsdk.Signal;
 import java.time.Duration;
@@ -51,11 +50,6 @@ final class ProcessCalls {
 
   List<ProcessInfo> listProcesses() {
     return list(http.url("api", "process", "list"));
-  }
-
-  List<ProcessInfo> listProcesses(ProcessStatus status) {
-    Objects.requireNonNull(status, "status == null");
-    return list(http.url("api", "process", "list").newBuilder().addQueryParameter("status", status.wireName()).build());
   }
 
   private List<ProcessInfo> list(HttpUrl url) {
@@ -120,15 +114,12 @@ final class ProcessCalls {
         AgentHttp.answerLimit(perStream)));
   }
 
-  Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset) {
-    if (fromOffset < 0) {
-      throw new IllegalArgumentException("fromOffset < 0: " + fromOffset);
-    }
-    return logPublisher(processId, new LogCursor.Start(fromOffset, -1, -1));
-  }
-
   Flow.Publisher<LogEvent> streamProcessLogs(String processId, LogRange from) {
     Objects.requireNonNull(from, "from == null");
+    if (from.stdoutFrom() == 0 && from.stderrFrom() == 0) {
+      // From the beginning: the shared 'since' says that with one parameter (0 is never beyond a stream).
+      return logPublisher(processId, new LogCursor.Start(0, -1, -1));
+    }
     return logPublisher(processId, new LogCursor.Start(0, from.stdoutFrom(), from.stderrFrom()));
   }
 

@@ -10,7 +10,6 @@ import dev.sandboxsdk.PortWaitOptions;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.ProcessLogs;
 import dev.sandboxsdk.ProcessOptions;
-import dev.sandboxsdk.ProcessStatus;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxCheckpoints;
 import dev.sandboxsdk.SandboxException;
@@ -99,11 +98,6 @@ public final class RealSandbox implements Sandbox {
   }
 
   @Override
-  public List<ProcessInfo> listProcesses(ProcessStatus status) {
-    return processes.listProcesses(status);
-  }
-
-  @Override
   public Optional<ProcessInfo> getProcess(String processId) {
     return processes.getProcess(processId);
   }
@@ -126,11 +120,6 @@ public final class RealSandbox implements Sandbox {
   @Override
   public ProcessLogs getProcessLogs(String processId, LogRange range) {
     return processes.getProcessLogs(processId, range);
-  }
-
-  @Override
-  public Flow.Publisher<LogEvent> streamProcessLogs(String processId, long fromOffset) {
-    return processes.streamProcessLogs(processId, fromOffset);
   }
 
   @Override

@@ -74,7 +74,7 @@ final class RealSandboxProcess implements SandboxProcess {
 
   @Override
   public Flow.Publisher<LogEvent> streamLogs() {
-    return sandbox.streamProcessLogs(id, 0);
+    return sandbox.streamProcessLogs(id);
   }
 
   @Override

@@ -2,6 +2,7 @@ package dev.sandboxsdk.contract;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.Sandbox;
@@ -28,7 +29,7 @@ public final class Attacks {
 
   /** Runs an attack and prints what it got (with the token masked), for the attack tables in the docs. */
   public static ExecResult run(Sandbox sandbox, String token, String command, ExecOptions options) {
-    ExecResult r = sandbox.exec(command, options);
+    ExecResult r = sandbox.exec(Command.shell(command), options);
     System.out.printf("ATTACK %s%n  -> exit %d%s, stdout %s, stderr %s%n", command.replace(token, "<token>"), r.exitCode(),
         r.timedOut() ? " (timed out)" : "", firstLine(r.stdout()), firstLine(r.stderr()));
     return r;

@@ -71,9 +71,11 @@ final class ProcessTools implements ToolGroup {
 
   private ToolOutcome listProcesses(ObjectNode args) {
     Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    List<ProcessInfo> list = args.hasNonNull("status")
-        ? sb.sandbox().listProcesses(ProcessStatus.fromWire(args.get("status").asText()))
-        : sb.sandbox().listProcesses();
+    ProcessStatus status = args.hasNonNull("status") ? ProcessStatus.fromWire(args.get("status").asText()) : null;
+    List<ProcessInfo> list = sb.sandbox().listProcesses();
+    if (status != null) {
+      list = list.stream().filter(p -> p.status() == status).toList();
+    }
     ObjectNode r = Json.object();
     ArrayNode arr = r.putArray("processes");
     list.forEach(p -> arr.add(processJson(p)));
