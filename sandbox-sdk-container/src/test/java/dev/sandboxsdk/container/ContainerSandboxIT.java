@@ -195,7 +195,7 @@ class ContainerSandboxIT {
     SandboxSpec spec = SandboxSpec.builder().image(ContainerEngine.IMAGE).memoryBytes(256L << 20).build();
     try (ContainerProvider p = ContainerProvider.fromEnvironment(); ManagedSandbox s = p.create(spec)) {
       assertThat(s.exec("echo $((6 * 7))", ExecOptions.defaults()).stdout()).isEqualTo("42\n");
-      assertThat(s.info().state()).isEqualTo("running");
+      assertThat(s.info().state().wireName()).isEqualTo("running");
       assertThat(p.ping()).isNotBlank();
     }
   }
