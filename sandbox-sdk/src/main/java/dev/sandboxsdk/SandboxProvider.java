@@ -7,7 +7,8 @@ import java.util.Optional;
 /**
  * Creates sandboxes somewhere (a container engine, later a Kubernetes cluster) and finds them
  * again. Code written against this interface runs unchanged on every provider; only the line
- * that makes the provider differs.
+ * that makes the provider differs. What providers can do differently (wake a stopped sandbox,
+ * create from an image, show the workspace on this machine) is data: {@link #capabilities()}.
  *
  * <pre>{@code
  * try (SandboxProvider containers = ContainerProvider.fromEnvironment();
