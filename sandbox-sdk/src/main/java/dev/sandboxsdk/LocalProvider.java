@@ -54,6 +54,9 @@ import java.util.concurrent.ThreadLocalRandom;
  */
 public final class LocalProvider implements SandboxProvider {
   static final String PROVIDER = "local";
+  /** A stopped sandbox keeps its workspace, a directory of the state directory, and wakes again. */
+  private static final ProviderCapabilities CAPABILITIES = ProviderCapabilities.builder().resumable(true)
+      .hostWorkspace(true).build();
 
   private final LocalState state;
   private final Path stateDirectory;
@@ -84,6 +87,17 @@ public final class LocalProvider implements SandboxProvider {
   @Override
   public String name() {
     return PROVIDER;
+  }
+
+  @Override
+  public ProviderCapabilities capabilities() {
+    return CAPABILITIES;
+  }
+
+  /** The workspace of the sandbox {@code id}: {@link #workspace(String)}. */
+  @Override
+  public Optional<Path> hostWorkspace(String id) {
+    return Optional.of(workspace(id));
   }
 
   /** The state directory. */

@@ -127,7 +127,7 @@ final class LocalProviderSandbox extends ForwardingSandbox implements ManagedSan
     Instant last = ours ? lastActivity(r.sandbox()) : record.lastActivityAt;
     URI endpoint = ours ? r.sandbox().baseUrl() : null;
     Map<String, String> labels = record.labels;
-    return new SandboxInfo(name, LocalProvider.PROVIDER, name, "", running ? SandboxInfo.RUNNING : SandboxInfo.STOPPED,
+    return new SandboxInfo(name, LocalProvider.PROVIDER, name, "", running ? SandboxState.RUNNING : SandboxState.STOPPED,
         created != null ? created : Instant.EPOCH, endpoint, labels, last);
   }
 

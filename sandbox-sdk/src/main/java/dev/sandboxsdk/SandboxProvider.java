@@ -1,12 +1,14 @@
 package dev.sandboxsdk;
 
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Optional;
 
 /**
  * Creates sandboxes somewhere (a container engine, later a Kubernetes cluster) and finds them
  * again. Code written against this interface runs unchanged on every provider; only the line
- * that makes the provider differs.
+ * that makes the provider differs. What providers can do differently (wake a stopped sandbox,
+ * create from an image, show the workspace on this machine) is data: {@link #capabilities()}.
  *
  * <pre>{@code
  * try (SandboxProvider containers = ContainerProvider.fromEnvironment();
@@ -21,6 +23,23 @@ public interface SandboxProvider extends AutoCloseable {
 
   /** The provider's short name: {@code local}, {@code container}, {@code kubernetes}. */
   String name();
+
+  /**
+   * What this provider can do, as data (whether a stopped sandbox can be woken, whether sandboxes
+   * come from an image, where their workspace is), so that callers decide from it rather than from
+   * which provider they have. The same value on every call.
+   */
+  ProviderCapabilities capabilities();
+
+  /**
+   * The directory on this machine that is the workspace of sandbox {@code id} (whether or not it
+   * exists yet), where {@link ProviderCapabilities#hostWorkspace()} says there is one; else empty.
+   *
+   * @throws IllegalArgumentException if {@code id} cannot name a sandbox of this provider
+   */
+  default Optional<Path> hostWorkspace(String id) {
+    return Optional.empty();
+  }
 
   /**
    * Creates a sandbox with the given settings and returns once its agent answers.

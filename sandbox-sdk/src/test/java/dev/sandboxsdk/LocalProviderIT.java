@@ -80,7 +80,7 @@ class LocalProviderIT {
     assertThat(Files.readString(dir.resolve("sandbox.json"))).doesNotContain("token");
     SandboxInfo running = only(provider().list());
     assertThat(running.name()).isEqualTo("life-a");
-    assertThat(running.state()).isEqualTo("running");
+    assertThat(running.state().wireName()).isEqualTo("running");
     assertThat(running.provider()).isEqualTo("local");
     assertThat(running.labels()).containsEntry("team", "core");
     assertThat(running.createdAt()).isBetween(before, Instant.now());
@@ -96,7 +96,7 @@ class LocalProviderIT {
     assertThat(Files.readString(provider().workspace("life-a").resolve("notes.txt"))).isEqualTo("changed after the checkpoint\n");
     assertThat(Files.list(dir.resolve("checkpoints")).count()).as("the checkpoint is kept, outside the workspace").isPositive();
     SandboxInfo stopped = a.info();
-    assertThat(stopped.state()).isEqualTo("stopped");
+    assertThat(stopped.state().wireName()).isEqualTo("stopped");
     assertThat(stopped.isStopped()).isTrue();
     assertThat(stopped.endpoint()).isNull();
     assertThat(stopped.createdAt()).isEqualTo(running.createdAt());
@@ -104,7 +104,7 @@ class LocalProviderIT {
     assertThatThrownBy(() -> a.exec("true")).isInstanceOf(SandboxException.class)
         .hasMessageContaining("'life-a' is stopped").hasMessageContaining("wake()");
     assertThat(only(provider().list())).satisfies(i -> {
-      assertThat(i.state()).isEqualTo("stopped");
+      assertThat(i.state().wireName()).isEqualTo("stopped");
       assertThat(i.lastActivityAt()).isEqualTo(stopped.lastActivityAt());
     });
     a.shutdown(); // a no-op when stopped
@@ -120,7 +120,7 @@ class LocalProviderIT {
     assertThat(a.files().readString("notes.txt")).isEqualTo("kept across a shutdown\n");
     assertThat(commandLineRuns(marker)).as("processes do not come back").isFalse();
     assertThat(only(provider().list())).satisfies(i -> {
-      assertThat(i.state()).isEqualTo("running");
+      assertThat(i.state().wireName()).isEqualTo("running");
       assertThat(i.lastActivityAt()).isAfterOrEqualTo(stopped.lastActivityAt());
     });
     a.wake(); // a no-op when running
@@ -131,7 +131,7 @@ class LocalProviderIT {
     b.shutdown();
     a.close(); // releases the handle; a named sandbox stays
     assertThatThrownBy(a::wake).hasMessageContaining("is closed");
-    assertThat(provider().get("life-a").orElseThrow().info().state()).isEqualTo("running");
+    assertThat(provider().get("life-a").orElseThrow().info().state().wireName()).isEqualTo("running");
 
     // A second JVM: lists both, cannot use life-a (it runs here), wakes life-b and uses it.
     List<String> out = runChild("list", "exec", "life-a", "echo no", "wake", "life-b", "exec", "life-b", "cat b.txt",
@@ -144,7 +144,7 @@ class LocalProviderIT {
         .anyMatch(l -> l.startsWith("SANDBOX life-b running "));
     // The child has exited, and with it the agent it ran: life-b is stopped again, its files kept.
     SandboxInfo bAfter = provider().get("life-b").orElseThrow().info();
-    assertThat(bAfter.state()).isEqualTo("stopped");
+    assertThat(bAfter.state().wireName()).isEqualTo("stopped");
     b.wake();
     assertThat(b.exec("cat b.txt").stdout()).isEqualTo("from the first JVM\n");
 
@@ -154,11 +154,11 @@ class LocalProviderIT {
     try (BufferedReader r = new BufferedReader(new InputStreamReader(holder.getInputStream(), StandardCharsets.UTF_8))) {
       assertThat(r.readLine()).isEqualTo("WOKE");
       assertThat(r.readLine()).isEqualTo("HOLDING");
-      assertThat(b.info().state()).isEqualTo("running");
+      assertThat(b.info().state().wireName()).isEqualTo("running");
       assertThat(b.info().endpoint()).isNull();
       assertThatThrownBy(() -> b.exec("true")).hasMessageContaining("runs in another JVM (pid " + holder.pid());
       b.shutdown();
-      assertThat(b.info().state()).isEqualTo("stopped");
+      assertThat(b.info().state().wireName()).isEqualTo("stopped");
       b.wake();
       assertThat(b.exec("cat b.txt").stdout()).isEqualTo("from the first JVM\n");
     } finally {
@@ -182,7 +182,7 @@ class LocalProviderIT {
     s.files().writeString("idle.txt", "still here\n");
     waitFor(() -> s.info().isStopped(), "the idle sandbox to stop");
     SandboxInfo info = only(provider().list());
-    assertThat(info.state()).isEqualTo("stopped");
+    assertThat(info.state().wireName()).isEqualTo("stopped");
     assertThat(info.lastActivityAt()).isNotNull().isAfterOrEqualTo(info.createdAt());
     assertThat(Files.exists(provider().workspace("idle").resolve("idle.txt"))).isTrue();
     assertThatThrownBy(() -> s.exec("true")).hasMessageContaining("is stopped");

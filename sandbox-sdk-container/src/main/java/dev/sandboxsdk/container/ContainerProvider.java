@@ -1,6 +1,7 @@
 package dev.sandboxsdk.container;
 
 import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxProvider;
@@ -39,6 +40,8 @@ import org.slf4j.LoggerFactory;
  * {@link #create} are removed when closed (or when this JVM exits), see {@link ContainerSandbox}.
  */
 public final class ContainerProvider implements SandboxProvider {
+  private static final ProviderCapabilities CAPABILITIES = ProviderCapabilities.builder().resumable(true)
+      .fromImage(true).workspace(Launch.WORKSPACE).isolation("container").build();
   private static final Logger log = LoggerFactory.getLogger(ContainerProvider.class);
 
   /** How long a stop waits for the agent to stop its processes before SIGKILL (the containers' own stop timeout). */
@@ -70,6 +73,15 @@ public final class ContainerProvider implements SandboxProvider {
   @Override
   public String name() {
     return "container";
+  }
+
+  /**
+   * Sandboxes are containers of an image; a stopped one keeps its workspace volume and starts
+   * again; commands start in {@code /workspace}.
+   */
+  @Override
+  public ProviderCapabilities capabilities() {
+    return CAPABILITIES;
   }
 
   /** The engine's address. */

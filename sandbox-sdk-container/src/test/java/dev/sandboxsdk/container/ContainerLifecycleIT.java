@@ -81,7 +81,7 @@ class ContainerLifecycleIT {
     assertThat(s.exec("pgrep -fx 'sleep 4242' >/dev/null && echo runs").stdout()).isEqualTo("runs\n");
 
     SandboxInfo running = provider.list().stream().filter(i -> i.name().equals(name)).findFirst().orElseThrow();
-    assertThat(running.state()).isEqualTo("running");
+    assertThat(running.state().wireName()).isEqualTo("running");
     assertThat(running.labels()).containsEntry("team", "core");
     assertThat(running.createdAt()).isBetween(before, Instant.now());
     assertThat(running.endpoint()).isNotNull();
@@ -100,7 +100,7 @@ class ContainerLifecycleIT {
     s.shutdown();
     long shutdownMs = (System.nanoTime() - t0) / 1_000_000;
     SandboxInfo stopped = s.info();
-    assertThat(stopped.state()).isEqualTo("stopped");
+    assertThat(stopped.state().wireName()).isEqualTo("stopped");
     assertThat(stopped.lastActivityAt()).isNotNull().isAfterOrEqualTo(running.createdAt());
     assertThat(stopped.endpoint()).isNull();
     assertThatThrownBy(() -> s.exec("true")).isInstanceOf(SandboxException.class)
@@ -115,7 +115,7 @@ class ContainerLifecycleIT {
     assertThat(s.exec("cat notes.txt; cat repo/README.md; pgrep -fx 'sleep 4242' || echo no-sleep").stdout())
         .isEqualTo("kept across a shutdown\n" + ItGitRemote.README + "no-sleep\n");
     SandboxInfo woken = s.info();
-    assertThat(woken.state()).isEqualTo("running");
+    assertThat(woken.state().wireName()).isEqualTo("running");
     assertThat(woken.lastActivityAt()).isAfterOrEqualTo(stopped.lastActivityAt());
     assertThat(s.checkpoints().list()).extracting(Checkpoint::id).as("checkpoints survive a stop").containsExactly(saved.id());
 
@@ -128,7 +128,7 @@ class ContainerLifecycleIT {
         .contains("WOKE", "EXEC kept across a shutdown")
         .anyMatch(l -> l.startsWith("SANDBOX " + name + " running "));
     ManagedSandbox again = provider.get(name).orElseThrow();
-    assertThat(again.info().state()).isEqualTo("running");
+    assertThat(again.info().state().wireName()).isEqualTo("running");
     assertThat(again.exec("cat notes.txt").stdout()).isEqualTo("kept across a shutdown\n");
 
     again.destroy();
@@ -152,7 +152,7 @@ class ContainerLifecycleIT {
       Thread.sleep(250);
     }
     SandboxInfo info = s.info();
-    assertThat(info.state()).isEqualTo("stopped");
+    assertThat(info.state().wireName()).isEqualTo("stopped");
     assertThat(info.lastActivityAt()).isNotNull().isAfterOrEqualTo(info.createdAt());
     provider.removeExited();
     s.wake();

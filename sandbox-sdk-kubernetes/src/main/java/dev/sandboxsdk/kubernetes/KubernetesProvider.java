@@ -1,6 +1,7 @@
 package dev.sandboxsdk.kubernetes;
 
 import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxProvider;
@@ -64,6 +65,15 @@ public final class KubernetesProvider implements SandboxProvider {
   /** A builder with every setting at its default. */
   public static Builder builder() {
     return new Builder();
+  }
+
+  /**
+   * Sandboxes are pods of an image; a pod cannot stop and start again, so a sandbox ends for good
+   * when its agent stops (shutdown is refused); commands start in {@code /workspace}.
+   */
+  @Override
+  public ProviderCapabilities capabilities() {
+    return PodSpecs.CAPABILITIES;
   }
 
   @Override

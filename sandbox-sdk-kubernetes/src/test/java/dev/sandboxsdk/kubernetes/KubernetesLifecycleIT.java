@@ -9,6 +9,7 @@ import dev.sandboxsdk.SandboxConflictException;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.SandboxState;
 import dev.sandboxsdk.contract.Await;
 import dev.sandboxsdk.kubernetes.internal.ClusterAdmin;
 import io.fabric8.kubernetes.api.model.Container;
@@ -136,7 +137,7 @@ class KubernetesLifecycleIT {
         assertThat(info.isRunning()).isTrue();
         assertThat(info.labels()).containsEntry("team", "agents: blue");
         assertThat(info.image()).isEqualTo(KubernetesCluster.IMAGE);
-        assertThat(found.info().state()).isEqualTo(SandboxInfo.RUNNING);
+        assertThat(found.info().state()).isEqualTo(SandboxState.RUNNING);
 
         assertThatThrownBy(() -> other.create(spec().name(name).build())).isInstanceOf(SandboxConflictException.class)
             .hasMessageContaining("exists already");
@@ -159,7 +160,7 @@ class KubernetesLifecycleIT {
     // Never closed, as by a JVM that died: the idle timeout ends the agent, removeFinished the rest.
     KubernetesSandbox s = provider.create(spec().idleTimeout(Duration.ofSeconds(2)).build());
     String pod = s.podName();
-    assertThat(await(60_000, () -> provider.list().stream().anyMatch(i -> i.id().equals(pod) && i.state().equals("exited"))))
+    assertThat(await(60_000, () -> provider.list().stream().anyMatch(i -> i.id().equals(pod) && i.state().wireName().equals("exited"))))
         .as("the pod's agent ended after its idle timeout").isTrue();
     SandboxInfo ended = provider.list().stream().filter(i -> i.id().equals(pod)).findFirst().orElseThrow();
     assertThat(ended.lastActivityAt()).isNotNull();

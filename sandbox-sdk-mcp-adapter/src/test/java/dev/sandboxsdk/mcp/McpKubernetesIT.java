@@ -228,7 +228,7 @@ class McpKubernetesIT {
    * finishes, which takes a minute on a busy one-node cluster), and it is then removed.
    */
   private static void assertGone(String name) throws InterruptedException {
-    assertThat(pod(name).map(SandboxInfo::state)).as("pod %s", name).isIn(Optional.empty(), Optional.of("stopping"));
+    assertThat(pod(name).map(i -> i.state().wireName())).as("pod %s", name).isIn(Optional.empty(), Optional.of("stopping"));
     long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(180);
     while (pod(name).isPresent() && System.nanoTime() < deadline) {
       Thread.sleep(1000);

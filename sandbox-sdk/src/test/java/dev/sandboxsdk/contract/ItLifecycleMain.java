@@ -25,7 +25,7 @@ public final class ItLifecycleMain {
       for (int i = 0; i < a.size(); i++) {
         try {
           switch (a.get(i)) {
-            case "list" -> provider.list().forEach(s -> System.out.println("SANDBOX " + s.name() + " " + s.state()
+            case "list" -> provider.list().forEach(s -> System.out.println("SANDBOX " + s.name() + " " + s.state().wireName()
                 + " " + s.createdAt() + " " + s.lastActivityAt()));
             case "exec" -> {
               String name = a.get(++i);

@@ -18,6 +18,7 @@ import com.github.dockerjava.zerodep.ZerodepDockerHttpClient;
 import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxState;
 import java.io.IOException;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
@@ -263,14 +264,24 @@ public final class Engine implements AutoCloseable {
         labels.get(NAME_LABEL)));
   }
 
-  /** The SDK's word for an engine state: {@code running}, {@code stopped} (exited, created, stopped), else the engine's. */
-  static String state(String engineState) {
+  /**
+   * The SDK's state for a Docker or Podman container state: {@code running}; {@code stopped}
+   * (exited, created, stopped, configured: it starts again with its volume); {@code paused};
+   * {@code starting} (restarting); {@code stopping} (stopping, removing); {@code exited} (dead: it
+   * cannot start again); else {@code unknown}.
+   */
+  static SandboxState state(String engineState) {
     if (engineState == null) {
-      return "unknown";
+      return SandboxState.UNKNOWN;
     }
     return switch (engineState) {
-      case "exited", "created", "stopped", "configured" -> SandboxInfo.STOPPED;
-      default -> engineState;
+      case "running" -> SandboxState.RUNNING;
+      case "exited", "created", "stopped", "configured" -> SandboxState.STOPPED;
+      case "paused" -> SandboxState.PAUSED;
+      case "restarting" -> SandboxState.STARTING;
+      case "stopping", "removing" -> SandboxState.STOPPING;
+      case "dead" -> SandboxState.EXITED;
+      default -> SandboxState.UNKNOWN;
     };
   }
 
@@ -352,10 +363,10 @@ public final class Engine implements AutoCloseable {
     }
     String name = labels.containsKey(NAME_LABEL) ? labels.get(NAME_LABEL)
         : c.getNames() != null && c.getNames().length > 0 ? c.getNames()[0].replaceFirst("^/", "") : c.getId();
-    String state = state(c.getState());
+    SandboxState state = state(c.getState());
     // A stopped sandbox was last active when it stopped; a running agent says when (GET /api/version,
     // which does not count as activity itself).
-    Instant last = SandboxInfo.STOPPED.equals(state) ? finishedAt(c.getId())
+    Instant last = state == SandboxState.STOPPED ? finishedAt(c.getId())
         : endpoint != null ? agentLastActivity(c.getId(), endpoint) : null;
     return new SandboxInfo(c.getId(), provider, name, c.getImage() == null ? "" : c.getImage(), state, created,
         endpoint, user, last);

@@ -9,12 +9,12 @@ class EngineStateTest {
 
   @Test
   void engineStatesBecomeTheSdksWords() {
-    assertThat(Engine.state("running")).isEqualTo("running");
-    assertThat(Engine.state("exited")).isEqualTo("stopped");
-    assertThat(Engine.state("created")).isEqualTo("stopped");
-    assertThat(Engine.state("stopped")).isEqualTo("stopped");
-    assertThat(Engine.state("paused")).isEqualTo("paused");
-    assertThat(Engine.state(null)).isEqualTo("unknown");
+    assertThat(Engine.state("running").wireName()).isEqualTo("running");
+    assertThat(Engine.state("exited").wireName()).isEqualTo("stopped");
+    assertThat(Engine.state("created").wireName()).isEqualTo("stopped");
+    assertThat(Engine.state("stopped").wireName()).isEqualTo("stopped");
+    assertThat(Engine.state("paused").wireName()).isEqualTo("paused");
+    assertThat(Engine.state(null).wireName()).isEqualTo("unknown");
   }
 
   @Test

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.kubernetes.internal;
 
+import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.SandboxSpec;
 import io.fabric8.kubernetes.api.model.Capabilities;
 import io.fabric8.kubernetes.api.model.CapabilitiesBuilder;
@@ -56,6 +57,9 @@ public final class PodSpecs {
   public static final String CONTAINER = "agent";
 
   static final String WORKSPACE = "/workspace";
+  /** What the Kubernetes provider can do: pods of an image, which end for good when their agent stops. */
+  public static final ProviderCapabilities CAPABILITIES = ProviderCapabilities.builder().resumable(false)
+      .fromImage(true).workspace(WORKSPACE).isolation("pod").build();
   static final String HOME = "/home/sandbox";
   static final String CHECKPOINTS = "/var/lib/sandbox-agent/checkpoints";
   static final String TOKEN_DIR = "/var/run/sandbox-agent";

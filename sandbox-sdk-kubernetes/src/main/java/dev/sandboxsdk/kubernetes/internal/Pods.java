@@ -1,6 +1,7 @@
 package dev.sandboxsdk.kubernetes.internal;
 
 import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxState;
 import dev.sandboxsdk.kubernetes.KubernetesAccess;
 import io.fabric8.kubernetes.api.model.Pod;
 import java.net.URI;
@@ -54,15 +55,15 @@ public final class Pods {
    * agent not ready yet); {@code stopping} (being deleted); {@code exited} (its agent ended: idle
    * timeout or failure; a pod cannot start again).
    */
-  static String state(Pod p) {
+  static SandboxState state(Pod p) {
     if (p.getMetadata().getDeletionTimestamp() != null) {
-      return "stopping";
+      return SandboxState.STOPPING;
     }
     String phase = p.getStatus() == null ? null : p.getStatus().getPhase();
     if ("Succeeded".equals(phase) || "Failed".equals(phase)) {
-      return "exited";
+      return SandboxState.EXITED;
     }
-    return isRunning(p) ? SandboxInfo.RUNNING : "starting";
+    return isRunning(p) ? SandboxState.RUNNING : SandboxState.STARTING;
   }
 
   /** The pod as a {@link SandboxInfo}; its endpoint is the pod's address with {@code POD_IP} access, else null. */
@@ -82,7 +83,7 @@ public final class Pods {
       created = c != null ? c : Instant.EPOCH;
     }
     String name = sandboxName(p);
-    String state = state(p);
+    SandboxState state = state(p);
     URI endpoint = access == KubernetesAccess.POD_IP && isRunning(p)
         ? AgentLink.direct(p.getStatus().getPodIP()).baseUrl() : null;
     String image = p.getSpec() == null || p.getSpec().getContainers().isEmpty() ? ""

@@ -1,6 +1,9 @@
 package dev.sandboxsdk.mcp.internal;
 
 import dev.sandboxsdk.Isolation;
+import dev.sandboxsdk.LocalProvider;
+import dev.sandboxsdk.ProviderCapabilities;
+import dev.sandboxsdk.SandboxProvider;
 import dev.sandboxsdk.SandboxSpec;
 import java.net.InetAddress;
 import java.net.URI;
@@ -10,6 +13,7 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.function.Supplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -75,6 +79,11 @@ public record AdapterConfig(
   /** Where the HTTP token and the remote agent's token may come from; never passed to commands. */
   static final String HTTP_TOKEN_ENV = "SANDBOX_MCP_TOKEN";
   static final String AGENT_TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
+  /**
+   * What the server can do with the one sandbox of a remote agent ({@code --agent-url}): use it.
+   * Someone else runs the agent, so the server neither creates, stops, wakes nor removes it.
+   */
+  static final ProviderCapabilities REMOTE_AGENT = ProviderCapabilities.builder().managed(false).build();
   /** The adapter's own secrets: never passed to sandboxes, whatever --pass-env says. */
   static final List<String> OWN_SECRETS = List.of(HTTP_TOKEN_ENV, AGENT_TOKEN_ENV);
 
@@ -148,6 +157,56 @@ public record AdapterConfig(
   }
 
   /**
+   * What makes the provider of every sandbox: with {@code --provider container} or
+   * {@code kubernetes}, that provider (each one's classes are loaded only when it is made); null
+   * when each sandbox is a local agent or the remote agent. This and {@link #localProviderFactory()}
+   * are the only places that map the command line's choice to a provider.
+   */
+  Supplier<SandboxProviders.Made> providerFactory() {
+    return switch (mode) {
+      case CONTAINER -> () -> ContainerProviders.fromEnvironment(containerSpec.image());
+      case KUBERNETES -> () -> KubernetesProviders.create(kubernetes, containerSpec.image());
+      case LOCAL, REMOTE -> null;
+    };
+  }
+
+  /**
+   * With local sandboxes, what makes the provider of the persistent ones: a {@link LocalProvider} on
+   * {@link #stateDir()} with {@link #localIsolation()}; else null (a provider's sandboxes are all its
+   * own, and a remote agent has no persistent sandboxes).
+   */
+  Supplier<SandboxProvider> localProviderFactory() {
+    if (mode != SandboxMode.LOCAL) {
+      return null;
+    }
+    return () -> {
+      LocalProvider.Builder b = LocalProvider.builder().isolation(localIsolation);
+      if (stateDir != null) {
+        b.stateDirectory(stateDir);
+      }
+      return b.build();
+    };
+  }
+
+  /** How the sandboxes are kept from this machine, for the instructions a client gets when it connects. */
+  String sandboxesDescription() {
+    return switch (mode) {
+      case LOCAL -> "Sandboxes here are local and not isolated from this machine: each is a working directory with its"
+          + " own process group and a minimal environment, but commands run as the host user with the host's files"
+          + " and network.";
+      case CONTAINER -> "Each sandbox here is its own container: commands run as an unprivileged user in /workspace,"
+          + " with limited memory, CPU and processes, a read-only system outside /workspace and /tmp, and "
+          + (containerSpec.network() ? "network access." : "no network.");
+      case KUBERNETES -> "Each sandbox here is its own Kubernetes pod: commands run as an unprivileged user in"
+          + " /workspace, with limited memory and CPU, a read-only system outside /workspace and /tmp, and "
+          + (containerSpec.network() ? "network access." : "no network.") + " A pod cannot be shut down"
+          + " and woken: destroy a sandbox when done.";
+      case REMOTE -> "Sandboxes here live on a remote agent: commands run in its container, isolated as far as that"
+          + " container is.";
+    };
+  }
+
+  /**
    * Whether the passed variables go with every request (local sandboxes, a remote agent, pods)
    * rather than into the sandbox's own environment when it is created (containers). A pod's
    * environment is part of the Pod object, which everyone who may read pods in the namespace sees
@@ -165,9 +224,6 @@ public record AdapterConfig(
       return false;
     }
   }
-
-
-
 
 
   /** A size in bytes, with an optional k, m or g (powers of 1024), between 64m and 1024g. */

@@ -12,9 +12,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
+import java.util.function.BiFunction;
+import java.util.function.Predicate;
 
 /**
  * What a command line said, option by option, before the options are checked against each other:
@@ -85,8 +90,7 @@ final class ConfigDraft {
           + " remote agent instead of creating sandboxes; give one of them");
     }
     SandboxMode mode = agentUrl != null ? SandboxMode.REMOTE
-        : "container".equals(provider) ? SandboxMode.CONTAINER
-        : "kubernetes".equals(provider) ? SandboxMode.KUBERNETES : SandboxMode.LOCAL;
+        : SandboxMode.valueOf((provider != null ? provider : "local").toUpperCase(Locale.ROOT));
     checkProviderOptions(mode);
     Kubernetes kubernetes = mode == SandboxMode.KUBERNETES ? kubernetes() : null;
     Path state = stateDir();
@@ -132,29 +136,37 @@ final class ConfigDraft {
     return httpToken;
   }
 
-  /** Rejects options of other providers than {@code mode}'s. */
+  /**
+   * Which command lines a provider option applies to: the option (or group) was given, the
+   * providers it applies to, and the message for any other.
+   */
+  private record ProviderRule(Predicate<ConfigDraft> given, Set<SandboxMode> appliesTo,
+      BiFunction<ConfigDraft, SandboxMode, String> message) {
+  }
+
+  /** The options that apply to some providers only, checked in this order. */
+  private static final List<ProviderRule> PROVIDER_RULES = List.of(
+      new ProviderRule(d -> !d.imageOnly.isEmpty(), EnumSet.of(SandboxMode.CONTAINER, SandboxMode.KUBERNETES),
+          (d, mode) -> appliesTo(d.imageOnly, "--provider container or kubernetes only")),
+      new ProviderRule(d -> d.pidsLimit, EnumSet.of(SandboxMode.CONTAINER),
+          (d, mode) -> "--pids-limit applies to --provider container only" + (mode == SandboxMode.KUBERNETES
+              ? " (on Kubernetes the kubelet's podPidsLimit sets it for every pod of a node)" : "")),
+      new ProviderRule(d -> !d.kubernetesOnly.isEmpty(), EnumSet.of(SandboxMode.KUBERNETES),
+          (d, mode) -> appliesTo(d.kubernetesOnly, "--provider kubernetes only")),
+      new ProviderRule(d -> d.network != null, EnumSet.complementOf(EnumSet.of(SandboxMode.REMOTE)),
+          (d, mode) -> "--network applies to --provider local, container or kubernetes, not to a remote agent"),
+      new ProviderRule(d -> d.isolation != null, EnumSet.of(SandboxMode.LOCAL),
+          (d, mode) -> "--isolation applies to --provider local only (a container or pod is isolated by its engine)"),
+      new ProviderRule(d -> d.stateDir != null, EnumSet.of(SandboxMode.LOCAL),
+          (d, mode) -> "--state-dir applies to --provider local only (a container or Kubernetes provider's"
+              + " persistent sandboxes live on its engine or cluster)"));
+
+  /** Rejects options of other providers than {@code mode}'s: the first rule of {@link #PROVIDER_RULES} broken. */
   private void checkProviderOptions(SandboxMode mode) {
-    boolean fromImage = mode == SandboxMode.CONTAINER || mode == SandboxMode.KUBERNETES;
-    if (!fromImage && !imageOnly.isEmpty()) {
-      throw new UsageException(appliesTo(imageOnly, "--provider container or kubernetes only"));
-    }
-    if (mode != SandboxMode.CONTAINER && pidsLimit) {
-      throw new UsageException("--pids-limit applies to --provider container only" + (mode == SandboxMode.KUBERNETES
-          ? " (on Kubernetes the kubelet's podPidsLimit sets it for every pod of a node)" : ""));
-    }
-    if (mode != SandboxMode.KUBERNETES && !kubernetesOnly.isEmpty()) {
-      throw new UsageException(appliesTo(kubernetesOnly, "--provider kubernetes only"));
-    }
-    if (mode == SandboxMode.REMOTE && network != null) {
-      throw new UsageException("--network applies to --provider local, container or kubernetes, not to a remote agent");
-    }
-    if (mode != SandboxMode.LOCAL && isolation != null) {
-      throw new UsageException("--isolation applies to --provider local only (a container or pod is isolated by its"
-          + " engine)");
-    }
-    if (mode != SandboxMode.LOCAL && stateDir != null) {
-      throw new UsageException("--state-dir applies to --provider local only (a container or Kubernetes provider's"
-          + " persistent sandboxes live on its engine or cluster)");
+    for (ProviderRule rule : PROVIDER_RULES) {
+      if (rule.given().test(this) && !rule.appliesTo().contains(mode)) {
+        throw new UsageException(rule.message().apply(this, mode));
+      }
     }
   }
 

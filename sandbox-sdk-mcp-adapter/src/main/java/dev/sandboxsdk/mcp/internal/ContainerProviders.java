@@ -1,7 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
 import dev.sandboxsdk.SandboxException;
-import dev.sandboxsdk.SandboxProvider;
 import dev.sandboxsdk.container.ContainerProvider;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -17,19 +16,20 @@ final class ContainerProviders {
   private ContainerProviders() {
   }
 
-  /** The engine that {@code DOCKER_HOST} or a local Docker or Podman socket names; connects lazily. */
-  static SandboxProvider fromEnvironment() {
-    return ContainerProvider.fromEnvironment();
+  /**
+   * The engine that {@code DOCKER_HOST} or a local Docker or Podman socket names; connects lazily.
+   * Its start-up check logs whether the engine answers, with {@code image}.
+   */
+  static SandboxProviders.Made fromEnvironment(String image) {
+    ContainerProvider containers = ContainerProvider.fromEnvironment();
+    return new SandboxProviders.Made(containers, () -> logEngine(containers, image));
   }
 
   /**
    * Logs whether the provider's engine answers, so an operator sees a missing engine in the
    * server's log at start rather than only in the first getSandbox result. Never throws.
    */
-  static void logEngine(SandboxProvider provider, String image) {
-    if (!(provider instanceof ContainerProvider containers)) {
-      return;
-    }
+  static void logEngine(ContainerProvider containers, String image) {
     try {
       log.info("container provider: {} at {}, image {}", containers.ping(), containers.engineHost(), image);
     } catch (SandboxException e) {

@@ -1,7 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
 import dev.sandboxsdk.SandboxException;
-import dev.sandboxsdk.SandboxProvider;
 import dev.sandboxsdk.kubernetes.KubernetesAccess;
 import dev.sandboxsdk.kubernetes.KubernetesProvider;
 import org.slf4j.Logger;
@@ -18,8 +17,11 @@ final class KubernetesProviders {
   private KubernetesProviders() {
   }
 
-  /** The provider of {@code --provider kubernetes} and its options; connects lazily. */
-  static SandboxProvider create(AdapterConfig.Kubernetes k) {
+  /**
+   * The provider of {@code --provider kubernetes} and its options; connects lazily. Its start-up
+   * check logs whether the API server answers, with {@code image}.
+   */
+  static SandboxProviders.Made create(AdapterConfig.Kubernetes k, String image) {
     KubernetesProvider.Builder b = KubernetesProvider.builder()
         .imagePullPolicy(k.imagePullPolicy())
         .access(k.podIp() ? KubernetesAccess.POD_IP : KubernetesAccess.PORT_FORWARD);
@@ -35,7 +37,8 @@ final class KubernetesProviders {
     if (k.serviceAccount() != null) {
       b.serviceAccount(k.serviceAccount());
     }
-    return b.build();
+    KubernetesProvider k8s = b.build();
+    return new SandboxProviders.Made(k8s, () -> logCluster(k8s, image));
   }
 
   /**
@@ -43,10 +46,7 @@ final class KubernetesProviders {
    * unreachable cluster in the server's log at start rather than only in the first getSandbox
    * result. Never throws.
    */
-  static void logCluster(SandboxProvider provider, String image) {
-    if (!(provider instanceof KubernetesProvider k8s)) {
-      return;
-    }
+  static void logCluster(KubernetesProvider k8s, String image) {
     try {
       log.info("kubernetes provider: API server {}, namespace {}, {}, image {}", k8s.ping(), k8s.namespace(),
           k8s.access(), image);

@@ -4,9 +4,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.GitCheckout;
 import dev.sandboxsdk.GitCheckoutOptions;
-import dev.sandboxsdk.Isolation;
-import dev.sandboxsdk.LocalSandbox;
 import dev.sandboxsdk.ProcessInfo;
+import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import java.util.ArrayList;
@@ -63,7 +62,7 @@ final class LifecycleTools implements ToolGroup {
           + "' in " + (System.nanoTime() - t0) / 1_000_000 + " ms");
     }
     SandboxInfo info = sandboxes.status(e);
-    r.set("sandbox", sandboxJson(id, e, info));
+    r.set("sandbox", sandboxJson(id, e, info, null));
     r.put("created", got.created());
     if (cloned != null) {
       r.putObject("repository").put("repoUrl", cloned.repoUrl()).put("branch", cloned.branch())
@@ -74,7 +73,7 @@ final class LifecycleTools implements ToolGroup {
       text.add("Created " + (e.persistent() ? "persistent " : "") + "sandbox '" + id + "'"
           + (cloned != null ? " with " + cloned.repoUrl() + " (branch " + cloned.branch() + ") cloned into "
               + cloned.targetDir() : "") + ".");
-      if (e.persistent() && e.mode() == SandboxMode.KUBERNETES) {
+      if (e.persistent() && !sandboxes.capabilities().resumable()) {
         text.add("Its pod outlives this server (a later server finds it) until destroy removes it or its idle timeout"
             + " ends it; a pod cannot be shut down and woken, and its files and checkpoints last as long as the pod.");
       } else if (e.persistent()) {
@@ -89,7 +88,7 @@ final class LifecycleTools implements ToolGroup {
             + " existing one).");
       }
     }
-    if (info != null && !info.isRunning() && e.mode() == SandboxMode.KUBERNETES) {
+    if (info != null && !info.isRunning() && !sandboxes.capabilities().resumable()) {
       text.add(SandboxLiveness.ended(id).getMessage());
       r.put("note", "The sandbox's pod has ended: destroy it and create a new one.");
     } else if (info != null && !info.isRunning()) {
@@ -130,9 +129,10 @@ final class LifecycleTools implements ToolGroup {
     ObjectNode r = Json.object();
     ArrayNode arr = r.putArray("sandboxes");
     List<Sandboxes.Listed> list = sandboxes.listAll();
+    ProviderCapabilities can = list.stream().allMatch(l -> l.entry() != null) ? null : sandboxes.capabilities();
     int running = 0;
     for (Sandboxes.Listed l : list) {
-      ObjectNode o = sandboxJson(l.id(), l.entry(), l.info());
+      ObjectNode o = sandboxJson(l.id(), l.entry(), l.info(), can);
       if (l.entry() == null) {
         o.put("workspace", l.workspace());
       }
@@ -145,7 +145,7 @@ final class LifecycleTools implements ToolGroup {
     int stopped = list.size() - running;
     String text = list.isEmpty() ? "No sandboxes. getSandbox creates one."
         : list.size() + " sandbox(es): " + running + " running, " + stopped + " stopped"
-            + (stopped == 0 ? "." : sandboxes.mode() == SandboxMode.KUBERNETES
+            + (stopped == 0 ? "." : !sandboxes.capabilities().resumable()
                 ? " (a stopped pod has ended and cannot be woken: destroy it)." : " (wakeSandbox starts a stopped one).");
     return new ToolOutcome(r, text, false);
   }
@@ -153,7 +153,7 @@ final class LifecycleTools implements ToolGroup {
   ToolOutcome shutdownSandbox(ObjectNode args, CallContext ctx) {
     String id = idOf(args);
     Sandboxes.Entry e = persistentEntry(id, "shut down");
-    if (e.mode() == SandboxMode.KUBERNETES) {
+    if (!sandboxes.capabilities().resumable()) {
       try {
         e.managed().shutdown(); // a pod cannot stop and start again: the provider refuses and says why
       } catch (SandboxException ex) {
@@ -180,7 +180,7 @@ final class LifecycleTools implements ToolGroup {
     SandboxInfo info = sandboxes.status(e);
     ctx.log("info", "shut down sandbox '" + id + "'");
     ObjectNode r = Json.object();
-    r.set("sandbox", sandboxJson(id, e, info));
+    r.set("sandbox", sandboxJson(id, e, info, null));
     r.put("wasRunning", wasRunning).put("stoppedProcesses", processes);
     String text = (wasRunning ? "Sandbox '" + id + "' is shut down" + (processes > 0 ? " (" + processes
         + " running process(es) ended)" : "") : "Sandbox '" + id + "' was stopped already")
@@ -198,7 +198,7 @@ final class LifecycleTools implements ToolGroup {
       try {
         e.managed().wake();
       } catch (SandboxException ex) {
-        if (e.mode() == SandboxMode.KUBERNETES) {
+        if (!sandboxes.capabilities().resumable()) {
           throw new ToolException(SandboxLiveness.ended(id).getMessage() + " (The provider says: " + ex.getMessage() + ".)");
         }
         throw ex;
@@ -211,7 +211,7 @@ final class LifecycleTools implements ToolGroup {
       ctx.log("info", "woke sandbox '" + id + "' in " + ms + " ms");
     }
     ObjectNode r = Json.object();
-    r.set("sandbox", sandboxJson(id, e, info));
+    r.set("sandbox", sandboxJson(id, e, info, null));
     r.put("wasRunning", wasRunning).put("durationMs", ms);
     String text = wasRunning ? "Sandbox '" + id + "' is running already."
         : "Sandbox '" + id + "' is running again with its files and checkpoints; processes that ran before it"
@@ -222,16 +222,17 @@ final class LifecycleTools implements ToolGroup {
   /** The persistent sandbox {@code id}, running or not; for shutdown and wake, which only persistent ones have. */
   private Sandboxes.Entry persistentEntry(String id, String verb) {
     Sandboxes.Entry e = sandboxes.find(id, false); // a default sandbox made only to refuse would be a waste
-    if (e.mode() == SandboxMode.KUBERNETES && !e.persistent()) {
+    if (e.persistent()) {
+      return e;
+    }
+    ProviderCapabilities can = sandboxes.capabilities();
+    if (can.managed() && !can.resumable()) { // a pod: no sandbox of the provider can shut down and wake
       throw notOnKubernetes(id, verb, null);
     }
-    if (!e.persistent()) {
-      throw new ToolException("Sandbox '" + id + "' is not persistent, so it cannot be " + verb + ": only sandboxes"
-          + " created with getSandbox {\"sandboxId\": \"...\", \"persistent\": true} keep their files while stopped."
-          + (e.mode() == SandboxMode.REMOTE ? " This server drives a remote agent, which it does not start or stop."
-              : " destroy removes this one; its files can be kept only by copying them out first."));
-    }
-    return e;
+    throw new ToolException("Sandbox '" + id + "' is not persistent, so it cannot be " + verb + ": only sandboxes"
+        + " created with getSandbox {\"sandboxId\": \"...\", \"persistent\": true} keep their files while stopped."
+        + (!can.managed() ? " This server drives a remote agent, which it does not start or stop."
+            : " destroy removes this one; its files can be kept only by copying them out first."));
   }
 
   /**
@@ -270,7 +271,7 @@ final class LifecycleTools implements ToolGroup {
           + " killAllProcesses, or cancel the calls), or call destroy with force: true to kill everything.");
     }
     int killed = 0;
-    if (sb.mode() != SandboxMode.REMOTE) { // a local agent with its workspace, or a container with its volume
+    if (sandboxes.capabilities().managed()) { // a local agent with its workspace, or a container with its volume
       killed = processes.size();
       sb.sandbox().destroy();
     } else {
@@ -292,16 +293,12 @@ final class LifecycleTools implements ToolGroup {
 
   /**
    * A sandbox record: from the entry this server holds and, for a persistent sandbox, what its
-   * provider says now ({@code info}; null when unknown). Either may be missing, not both.
+   * provider says now ({@code info}; null when unknown). Either may be missing, not both; without the
+   * entry, {@code can} (the server's capabilities) says where its workspace is and how it is isolated.
    */
-  static ObjectNode sandboxJson(String id, Sandboxes.Entry e, SandboxInfo info) {
+  static ObjectNode sandboxJson(String id, Sandboxes.Entry e, SandboxInfo info, ProviderCapabilities can) {
     ObjectNode o = Json.object().put("sandboxId", id);
-    SandboxMode mode = e != null ? e.mode() : switch (String.valueOf(info.provider())) {
-      case "container" -> SandboxMode.CONTAINER;
-      case "kubernetes" -> SandboxMode.KUBERNETES;
-      default -> SandboxMode.LOCAL;
-    };
-    o.put("mode", mode.wireName());
+    o.put("mode", e != null ? e.mode().wireName() : info.provider()); // a provider's name is its mode's
     boolean persistent = e == null || e.persistent();
     o.put("persistent", persistent);
     String status = info != null ? (info.isRunning() ? "running" : "stopped") : e.persistent() ? "unknown" : "running";
@@ -314,26 +311,11 @@ final class LifecycleTools implements ToolGroup {
     o.put("idleTimeoutSeconds", e == null || e.idleTimeout() == null ? null : e.idleTimeout().toSeconds());
     o.put("createdAt", (e != null ? e.createdAt() : info.createdAt()).toString());
     o.put("lastActivityAt", info != null && info.lastActivityAt() != null ? info.lastActivityAt().toString() : null);
-    boolean fromProvider = Sandboxes.fromProvider(mode);
-    o.put("workspace", e != null ? e.workspace() : fromProvider ? Sandboxes.CONTAINER_WORKSPACE : null);
-    o.put("providerId", e != null ? e.providerId() : fromProvider ? info.id() : null);
-    return o.put("isolation", isolation(e, mode));
-  }
-
-  /** What keeps the sandbox's commands from this machine, as listSandboxes reports it; null when unknown. */
-  private static String isolation(Sandboxes.Entry e, SandboxMode mode) {
-    switch (mode) {
-      case LOCAL:
-        if (e == null || !(e.sandbox() instanceof LocalSandbox l)) {
-          return null;
-        }
-        return l.isolation() != Isolation.NONE ? "bwrap" : "none";
-      case CONTAINER:
-        return "container";
-      case KUBERNETES:
-        return "pod";
-      default:
-        return null;
+    if (e != null) {
+      return o.put("workspace", e.workspace()).put("providerId", e.providerId()).put("isolation", e.isolation());
     }
+    boolean fromImage = can.fromImage(); // a container's or pod's id is the engine's; a local one's is its name
+    return o.put("workspace", can.workspace()).put("providerId", fromImage ? info.id() : null)
+        .put("isolation", can.isolation());
   }
 }

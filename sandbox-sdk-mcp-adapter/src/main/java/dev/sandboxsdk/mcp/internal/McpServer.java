@@ -171,20 +171,7 @@ public final class McpServer implements AutoCloseable {
         .put("name", "sandbox-sdk-mcp-adapter")
         .put("title", "Sandbox SDK")
         .put("version", version());
-    String where = switch (config.mode()) {
-      case LOCAL -> "Sandboxes here are local and not isolated from this machine: each is a working directory with its"
-          + " own process group and a minimal environment, but commands run as the host user with the host's files"
-          + " and network.";
-      case CONTAINER -> "Each sandbox here is its own container: commands run as an unprivileged user in /workspace,"
-          + " with limited memory, CPU and processes, a read-only system outside /workspace and /tmp, and "
-          + (config.containerSpec().network() ? "network access." : "no network.");
-      case KUBERNETES -> "Each sandbox here is its own Kubernetes pod: commands run as an unprivileged user in"
-          + " /workspace, with limited memory and CPU, a read-only system outside /workspace and /tmp, and "
-          + (config.containerSpec().network() ? "network access." : "no network.") + " A pod cannot be shut down"
-          + " and woken: destroy a sandbox when done.";
-      case REMOTE -> "Sandboxes here live on a remote agent: commands run in its container, isolated as far as that"
-          + " container is.";
-    };
+    String where = config.sandboxesDescription();
     result.put("instructions", "Run commands and code in sandboxes. " + where + " exec runs a command and waits;"
         + " runCode runs a snippet; startProcess starts a background process whose output you read with"
         + " getProcessLogs or streamProcessLogs. Tools act on the sandbox \"default\" unless you pass sandboxId;"

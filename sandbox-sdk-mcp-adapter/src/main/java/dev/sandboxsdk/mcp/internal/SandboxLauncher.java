@@ -1,7 +1,9 @@
 package dev.sandboxsdk.mcp.internal;
 
+import dev.sandboxsdk.Isolation;
 import dev.sandboxsdk.LocalSandbox;
 import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
@@ -52,17 +54,15 @@ final class SandboxLauncher {
     if (config.agentUrl() != null) {
       Sandbox s = Sandbox.connect(config.agentUrl(), config.agentToken());
       log.info("sandbox {}: connected to remote agent {}", id, config.agentUrl());
-      return new Entry(id, s, SandboxMode.REMOTE, true, null, Instant.now(), null, -1, null,
-          new AtomicBoolean(), new AtomicLong(t0), false);
+      return new Entry(id, s, config.mode(), true, null, Instant.now(), null, -1, null,
+          new AtomicBoolean(), new AtomicLong(t0), false, AdapterConfig.REMOTE_AGENT.isolation());
     }
     boolean keepAlive = how.keepAlive() != null && how.keepAlive();
     Duration idle = how.idleTimeoutSeconds() != null ? Duration.ofSeconds(how.idleTimeoutSeconds()) : Sandboxes.DEFAULT_IDLE;
     try {
       if (how.persistent()) {
         SandboxProvider provider = providers.persistentProvider();
-        SandboxSpec.Builder spec = (config.mode() == SandboxMode.CONTAINER
-            ? config.containerSpec().toBuilder().env(config.passEnv())
-            : config.mode() == SandboxMode.KUBERNETES ? config.containerSpec().toBuilder() // passEnv: per call
+        SandboxSpec.Builder spec = (provider.capabilities().fromImage() ? imageSpec()
             : SandboxSpec.builder().network(config.localNetwork()))
             .name(id)
             .label(Sandboxes.ID_LABEL, id)
@@ -73,24 +73,31 @@ final class SandboxLauncher {
       }
       if (providers.hasFactory()) {
         SandboxProvider provider = providers.provider();
-        SandboxSpec.Builder spec = config.containerSpec().toBuilder()
+        SandboxSpec.Builder spec = imageSpec()
             .label(Sandboxes.ID_LABEL, id)
             .label(Sandboxes.SERVER_LABEL, Long.toString(ProcessHandle.current().pid()));
-        if (!config.passEnvPerCall()) { // in the container's own environment, so every command gets them
-          spec.env(config.passEnv());
-        }
         ManagedSandbox s = create(id, provider.name(), provider, spec, keepAlive, idle, t0);
-        return new Entry(id, s, config.mode(), keepAlive, keepAlive ? null : idle, Instant.now(),
-            Sandboxes.CONTAINER_WORKSPACE, -1, s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false);
+        ProviderCapabilities can = provider.capabilities();
+        return new Entry(id, s, config.mode(), keepAlive, keepAlive ? null : idle, Instant.now(), can.workspace(), -1,
+            s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false, can.isolation());
       }
       LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
           .isolation(config.localIsolation()).network(config.localNetwork()).start();
       log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
           (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
-      return localEntry(id, s, keepAlive, idle);
+      return localEntry(id, s, config.mode(), keepAlive, idle);
     } catch (SandboxException e) {
       throw new ToolException("Could not start sandbox '" + id + "': " + e.getMessage());
     }
+  }
+
+  /**
+   * The configured image spec: the passed variables go in the sandbox's own environment, so that
+   * every command gets them, unless they go with each call ({@link AdapterConfig#passEnvPerCall()}).
+   */
+  private SandboxSpec.Builder imageSpec() {
+    SandboxSpec.Builder spec = config.containerSpec().toBuilder();
+    return config.passEnvPerCall() ? spec : spec.env(config.passEnv());
   }
 
   /**
@@ -99,11 +106,12 @@ final class SandboxLauncher {
    * and the checks before every call read a flag instead of /proc. The handle is taken once, at
    * the start, so a reused pid is never taken for the agent.
    */
-  private static Entry localEntry(String id, LocalSandbox s, boolean keepAlive, Duration idle) {
+  private static Entry localEntry(String id, LocalSandbox s, SandboxMode mode, boolean keepAlive, Duration idle) {
     ProcessHandle agent = ProcessHandle.of(s.agentPid()).orElse(null);
     AtomicBoolean dead = new AtomicBoolean(agent == null);
-    Entry e = new Entry(id, s, SandboxMode.LOCAL, keepAlive, keepAlive ? null : idle, Instant.now(),
-        s.workspace().toString(), s.agentPid(), null, dead, new AtomicLong(System.nanoTime()), false);
+    Entry e = new Entry(id, s, mode, keepAlive, keepAlive ? null : idle, Instant.now(),
+        s.workspace().toString(), s.agentPid(), null, dead, new AtomicLong(System.nanoTime()), false,
+        s.isolation() != Isolation.NONE ? "bwrap" : "none");
     if (agent != null) {
       agent.onExit().thenRun(() -> dead.set(true));
     }
@@ -112,11 +120,11 @@ final class SandboxLauncher {
 
   /** An entry for a persistent sandbox's handle. */
   Entry entry(String id, ManagedSandbox handle, Boolean keepAlive, Duration idle) {
-    SandboxMode mode = config.mode();
     SandboxInfo info = handle.info();
-    return new Entry(id, handle, mode, keepAlive, idle, info.createdAt(), providers.workspaceOf(handle.id()), -1,
-        Sandboxes.fromProvider(mode) ? handle.id() : null, new AtomicBoolean(),
-        new AtomicLong(info.isRunning() ? System.nanoTime() : System.nanoTime() - 2 * Sandboxes.SEEN_FOR.toNanos()), true);
+    return new Entry(id, handle, config.mode(), keepAlive, idle, info.createdAt(), providers.workspaceOf(handle.id()),
+        -1, providers.hasFactory() ? handle.id() : null, new AtomicBoolean(),
+        new AtomicLong(info.isRunning() ? System.nanoTime() : System.nanoTime() - 2 * Sandboxes.SEEN_FOR.toNanos()), true,
+        providers.capabilities().isolation());
   }
 
   /**
@@ -127,7 +135,7 @@ final class SandboxLauncher {
    */
   void dispose(Entry e) {
     try {
-      if (e.persistent() && e.mode() == SandboxMode.KUBERNETES) {
+      if (e.persistent() && !providers.capabilities().resumable()) {
         e.sandbox().close(); // a named pod's handle: releases the port-forward, leaves the pod
         log.info("sandbox {}: left running for the next server (a pod cannot shut down); its idle timeout ends it",
             e.id());
@@ -138,7 +146,7 @@ final class SandboxLauncher {
         } finally {
           e.sandbox().close();
         }
-      } else if (Sandboxes.fromProvider(e.mode())) {
+      } else if (e.fromProvider()) {
         e.sandbox().destroy();
       } else {
         e.sandbox().close();

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
+import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.mcp.internal.Sandboxes.Entry;
@@ -40,21 +41,10 @@ final class SandboxLiveness {
       if (e.persistent()) {
         continue; // stopped ones stay (listSandboxes shows them, wakeSandbox starts them); destroy removes them
       }
-      switch (e.mode()) {
-        case LOCAL -> {
-          if (e.dead().get()) {
-            stopped.add(e);
-          }
-        }
-        case CONTAINER, KUBERNETES -> {
-          if (e.dead().get()) {
-            stopped.add(e);
-          } else if (checkAll || now - e.seenAt().get() > Sandboxes.SEEN_FOR.toNanos()) {
-            toCheck.add(e);
-          }
-        }
-        case REMOTE -> {
-        }
+      if (e.dead().get()) { // a local agent that exited (a remote agent's entry is never marked dead)
+        stopped.add(e);
+      } else if (e.fromProvider() && (checkAll || now - e.seenAt().get() > Sandboxes.SEEN_FOR.toNanos())) {
+        toCheck.add(e);
       }
     }
     if (!toCheck.isEmpty()) {
@@ -65,12 +55,12 @@ final class SandboxLiveness {
         continue; // another call found it first
       }
       log.info("sandbox {}: {} has stopped (idle timeout, or killed); forgetting it", e.id(),
-          e.mode() == SandboxMode.LOCAL ? "its agent" : "its " + providers.provider().name() + " " + e.providerId());
+          e.fromProvider() ? "its " + providers.provider().name() + " " + e.providerId() : "its agent");
       try {
-        if (e.mode() == SandboxMode.LOCAL) {
-          e.sandbox().close();
-        } else {
+        if (e.fromProvider()) {
           e.sandbox().destroy(); // removes the stopped container and its workspace volume, or the ended pod
+        } else {
+          e.sandbox().close();
         }
       } catch (RuntimeException ex) {
         log.debug("closing stopped sandbox {}: {}", e.id(), ex.toString());
@@ -82,7 +72,7 @@ final class SandboxLiveness {
    * Throws the error a call on a stopped persistent sandbox gets, which says to wake it. Asks the
    * provider only when the sandbox has not answered for {@link Sandboxes#SEEN_FOR}.
    */
-  static void requireRunning(Entry e) {
+  static void requireRunning(Entry e, SandboxProviders providers) {
     if (!e.persistent() || System.nanoTime() - e.seenAt().get() <= Sandboxes.SEEN_FOR.toNanos()) {
       return;
     }
@@ -93,14 +83,17 @@ final class SandboxLiveness {
       throw new ToolException("Cannot tell whether sandbox '" + e.id() + "' runs: " + ex.getMessage());
     }
     if (!info.isRunning()) {
-      throw stopped(e);
+      throw stopped(e, providers.capabilities());
     }
     e.seenAt().set(System.nanoTime());
   }
 
-  /** The error for a call on stopped sandbox {@code e}: what to call next. */
-  static ToolException stopped(Entry e) {
-    return e.mode() == SandboxMode.KUBERNETES ? ended(e.id()) : stopped(e.id());
+  /**
+   * The error for a call on stopped sandbox {@code e} of a provider that {@code can} do so much:
+   * what to call next (wake it, or where a stopped sandbox has ended, destroy it).
+   */
+  static ToolException stopped(Entry e, ProviderCapabilities can) {
+    return can.resumable() ? stopped(e.id()) : ended(e.id());
   }
 
   /**

@@ -1,10 +1,12 @@
 package dev.sandboxsdk.mcp.internal;
 
-import dev.sandboxsdk.LocalProvider;
+import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxProvider;
+import dev.sandboxsdk.SandboxState;
 import dev.sandboxsdk.mcp.internal.Sandboxes.Entry;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -17,48 +19,56 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The providers behind a server's sandboxes, each made on first use: the container or Kubernetes
- * provider of the configuration, and locally the {@link LocalProvider} of persistent sandboxes.
- * Answers what they hold (persistent sandboxes by MCP id, which sandboxes still run). Thread-safe.
+ * provider of the configuration, and locally the provider of persistent sandboxes; and what they
+ * can do ({@link #capabilities()}), from which the server decides instead of from which provider it
+ * has. Answers what they hold (persistent sandboxes by MCP id, which sandboxes still run). Thread-safe.
  */
 final class SandboxProviders {
-  /** The Kubernetes provider's state of a pod that is being deleted. */
-  private static final String STOPPING = "stopping";
   /** Logs as {@link Sandboxes}, as before the split: operators filter the log by its name. */
   private static final Logger log = LoggerFactory.getLogger(Sandboxes.class);
 
+  /**
+   * A provider as the configuration makes it, and its start-up check.
+   *
+   * @param logCheck logs whether the provider's engine or cluster answers; never throws
+   */
+  record Made(SandboxProvider provider, Runnable logCheck) {
+    /** A provider without a start-up check (tests pass a fake). */
+    static Made of(SandboxProvider provider) {
+      return new Made(provider, () -> { });
+    }
+  }
+
   private final AdapterConfig config;
   /** Makes the provider on first use: its engine client (docker-java) takes a third of a second to load. */
-  private final Supplier<SandboxProvider> providerFactory;
-  private volatile SandboxProvider provider;
-  /** With {@link SandboxMode#LOCAL}: the provider of persistent sandboxes, made on first use. */
+  private final Supplier<Made> providerFactory;
+  private volatile Made provider;
+  /** Without a provider of every sandbox: what makes the provider of persistent ones; null for a remote agent. */
+  private final Supplier<SandboxProvider> localFactory;
   private volatile SandboxProvider localProvider;
   private final Object providerCheck = new Object();
 
-  SandboxProviders(AdapterConfig config, Supplier<SandboxProvider> providerFactory) {
-    if (Sandboxes.fromProvider(config.mode()) != (providerFactory != null)) {
+  SandboxProviders(AdapterConfig config, Supplier<Made> providerFactory) {
+    if ((config.containerSpec() != null) != (providerFactory != null)) {
       throw new IllegalArgumentException("a provider is needed exactly with --provider container or kubernetes");
     }
     this.config = config;
     this.providerFactory = providerFactory;
+    this.localFactory = providerFactory == null ? config.localProviderFactory() : null;
   }
 
-  /** What makes the provider of {@code config}; each provider's classes are loaded only in its branch. */
-  static Supplier<SandboxProvider> factory(AdapterConfig config) {
-    return switch (config.mode()) {
-      case CONTAINER -> ContainerProviders::fromEnvironment;
-      case KUBERNETES -> () -> KubernetesProviders.create(config.kubernetes());
-      default -> null;
-    };
-  }
-
-  /** Whether the configuration makes sandboxes with a provider (containers, pods). */
+  /** Whether the configuration makes every sandbox with a provider (containers, pods). */
   boolean hasFactory() {
     return providerFactory != null;
   }
 
-  /** The provider, made on first use; only with {@link SandboxMode#CONTAINER} or {@link SandboxMode#KUBERNETES}. */
+  /** The provider of every sandbox, made on first use; only when {@link #hasFactory()}. */
   SandboxProvider provider() {
-    SandboxProvider p = provider;
+    return made().provider();
+  }
+
+  private Made made() {
+    Made p = provider;
     if (p == null) {
       synchronized (this) {
         p = provider;
@@ -79,14 +89,14 @@ final class SandboxProviders {
   }
 
   /**
-   * The provider of persistent (named) sandboxes: the container or Kubernetes provider, or locally a
-   * {@link LocalProvider} on the state directory; null for a remote agent.
+   * The provider of persistent (named) sandboxes: the provider of every sandbox, or locally the
+   * configuration's local provider; null for a remote agent.
    */
   SandboxProvider persistentProvider() {
-    if (Sandboxes.fromProvider(config.mode())) {
+    if (providerFactory != null) {
       return provider();
     }
-    if (config.mode() != SandboxMode.LOCAL) {
+    if (localFactory == null) {
       return null;
     }
     SandboxProvider p = localProvider;
@@ -94,16 +104,22 @@ final class SandboxProviders {
       synchronized (this) {
         p = localProvider;
         if (p == null) {
-          LocalProvider.Builder b = LocalProvider.builder().isolation(config.localIsolation());
-          if (config.stateDir() != null) {
-            b.stateDirectory(config.stateDir());
-          }
-          p = b.build();
+          p = localFactory.get();
           localProvider = p;
         }
       }
     }
     return p;
+  }
+
+  /**
+   * What the server's sandboxes can do: the capabilities of {@link #persistentProvider()}, or of a
+   * remote agent ({@link AdapterConfig#REMOTE_AGENT}), which the server neither starts nor stops.
+   * Makes the provider if it is not made yet.
+   */
+  ProviderCapabilities capabilities() {
+    SandboxProvider p = persistentProvider();
+    return p != null ? p.capabilities() : AdapterConfig.REMOTE_AGENT;
   }
 
   /**
@@ -122,9 +138,10 @@ final class SandboxProviders {
     if (p == null) {
       return out;
     }
+    boolean stoppingEnds = !p.capabilities().resumable();
     try {
       for (SandboxInfo i : p.list()) {
-        if (config.mode() == SandboxMode.KUBERNETES && STOPPING.equals(i.state())) {
+        if (stoppingEnds && i.state() == SandboxState.STOPPING) {
           continue; // a pod being deleted (destroy returns before a slow kubelet has removed it): gone for good
         }
         String id = persistentId(i);
@@ -149,11 +166,7 @@ final class SandboxProviders {
     }
     Thread t = new Thread(() -> {
       try {
-        if (config.mode() == SandboxMode.KUBERNETES) {
-          KubernetesProviders.logCluster(provider(), config.containerSpec().image());
-        } else {
-          ContainerProviders.logEngine(provider(), config.containerSpec().image());
-        }
+        made().logCheck().run();
       } catch (RuntimeException e) {
         log.warn("{} provider: {}", config.mode().wireName(), e.getMessage());
       }
@@ -192,17 +205,24 @@ final class SandboxProviders {
     }
   }
 
-  /** Where persistent sandbox {@code id}'s commands start: a directory of the state directory, or /workspace. */
+  /**
+   * Where persistent sandbox {@code id}'s commands start: the provider's one workspace
+   * (/workspace), or the sandbox's directory on this machine (a local one's in the state directory).
+   */
   String workspaceOf(String id) {
-    return Sandboxes.fromProvider(config.mode()) ? Sandboxes.CONTAINER_WORKSPACE
-        : persistentProvider() instanceof LocalProvider l ? l.workspace(id).toString() : null;
+    SandboxProvider p = persistentProvider();
+    if (p == null) {
+      return null;
+    }
+    String shared = p.capabilities().workspace();
+    return shared != null ? shared : p.hostWorkspace(id).map(Path::toString).orElse(null);
   }
 
   /** Releases the providers that were made. */
   void close() {
-    SandboxProvider p = provider;
+    Made p = provider;
     if (p != null) {
-      p.close();
+      p.provider().close();
     }
     SandboxProvider l = localProvider;
     if (l != null) {

@@ -2,6 +2,7 @@ package dev.sandboxsdk.mcp.internal;
 
 import dev.sandboxsdk.LocalSandbox;
 import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxInfo;
@@ -41,8 +42,6 @@ public final class Sandboxes implements AutoCloseable {
    * marks it for a check.
    */
   static final Duration SEEN_FOR = Duration.ofSeconds(5);
-  /** Where the container and Kubernetes providers' commands start (the image's workspace volume). */
-  static final String CONTAINER_WORKSPACE = "/workspace";
   /** Labels on every provider sandbox: the MCP sandbox id, and the server process that made it. */
   static final String ID_LABEL = "mcp.sandbox-id";
   static final String SERVER_LABEL = "mcp.server-pid";
@@ -55,20 +54,36 @@ public final class Sandboxes implements AutoCloseable {
   /**
    * One sandbox and how it was made.
    *
+   * @param mode where the server's sandboxes run, as the configuration says; for the sandbox records
+   *     only: what the server does with a sandbox follows from {@link Sandboxes#capabilities()} and the
+   *     other components
    * @param workspace the directory commands start in, when known (null for a remote agent)
-   * @param agentPid the local agent's process id; -1 unless {@link SandboxMode#LOCAL}
-   * @param providerId the provider's id of the sandbox (a container id, a pod name); null unless
-   *     {@link SandboxMode#CONTAINER} or {@link SandboxMode#KUBERNETES}
+   * @param agentPid the process id of a local agent that is this JVM's child; -1 for any other sandbox
+   *     (a provider's, a persistent one, the remote agent)
+   * @param providerId the engine's id of a sandbox the provider of every sandbox made (a container id, a
+   *     pod name); null for local sandboxes and the remote agent
    * @param dead set once the sandbox is known to be gone; it is then forgotten. For a local sandbox
    *     the agent's exit sets it (see {@link SandboxLauncher#localEntry}), so that no call reads /proc
    * @param seenAt {@link System#nanoTime()} when a call last reached it or its provider last listed it running
    * @param persistent a named sandbox of the provider (getSandbox {@code persistent: true}, or one an
    *     earlier server left): it outlives this server, and is stopped rather than forgotten when idle
    * @param keepAlive null when not known (a persistent sandbox this server did not create)
+   * @param isolation what keeps its commands from this machine, as listSandboxes reports it ({@code bwrap},
+   *     {@code none}, {@code container}, {@code pod}); null when unknown
    */
   public record Entry(String id, Sandbox sandbox, SandboxMode mode, Boolean keepAlive, Duration idleTimeout,
       Instant createdAt, String workspace, long agentPid, String providerId, AtomicBoolean dead,
-      AtomicLong seenAt, boolean persistent) {
+      AtomicLong seenAt, boolean persistent, String isolation) {
+
+    /** Whether the provider of every sandbox made it (a container, a pod): its listing says whether it runs. */
+    boolean fromProvider() {
+      return providerId != null;
+    }
+
+    /** Whether its agent is this JVM's child (a local sandbox): the agent's exit marks it dead. */
+    boolean childAgent() {
+      return agentPid >= 0;
+    }
 
     /** The provider's handle of a persistent sandbox. */
     ManagedSandbox managed() {
@@ -106,32 +121,30 @@ public final class Sandboxes implements AutoCloseable {
   private volatile boolean closed;
 
   public Sandboxes(AdapterConfig config) {
-    this(config, SandboxProviders.factory(config));
+    this(config, config.providerFactory());
   }
 
   /**
-   * With {@code provider} making the sandboxes of a {@link SandboxMode#CONTAINER} or
-   * {@link SandboxMode#KUBERNETES} configuration (tests pass a fake).
+   * With {@code provider} making the sandboxes of a configuration with {@code --provider container} or
+   * {@code kubernetes} (tests pass a fake).
    */
   Sandboxes(AdapterConfig config, SandboxProvider provider) {
-    this(config, provider == null ? null : () -> provider);
+    this(config, provider == null ? null : () -> SandboxProviders.Made.of(provider));
   }
 
-  private Sandboxes(AdapterConfig config, Supplier<SandboxProvider> providerFactory) {
+  private Sandboxes(AdapterConfig config, Supplier<SandboxProviders.Made> providerFactory) {
     this.providers = new SandboxProviders(config, providerFactory);
     this.config = config;
     this.launcher = new SandboxLauncher(config, providers);
     this.liveness = new SandboxLiveness(providers);
   }
 
-  /** Where this server's sandboxes run. */
-  public SandboxMode mode() {
-    return config.mode();
-  }
-
-  /** Whether sandboxes of {@code mode} are made by a provider from the configured spec (containers, pods). */
-  static boolean fromProvider(SandboxMode mode) {
-    return mode == SandboxMode.CONTAINER || mode == SandboxMode.KUBERNETES;
+  /**
+   * What this server's sandboxes can do: its provider's capabilities, or a remote agent's (which
+   * the server neither starts nor stops). Makes the provider if it is not made yet.
+   */
+  public ProviderCapabilities capabilities() {
+    return providers.capabilities();
   }
 
   /**
@@ -174,11 +187,8 @@ public final class Sandboxes implements AutoCloseable {
     long now = System.nanoTime();
     for (Entry e : started()) {
       boolean unseen = now - e.seenAt().get() > SEEN_FOR.toNanos();
-      boolean due = e.dead().get() || switch (e.mode()) {
-        case LOCAL -> e.persistent() && unseen; // requireRunning asks its LocalProvider
-        case CONTAINER, KUBERNETES -> unseen;
-        case REMOTE -> false;
-      };
+      // a persistent sandbox: requireRunning asks its provider; a provider's: expire lists the provider
+      boolean due = e.dead().get() || unseen && (e.persistent() || e.fromProvider());
       if (due) {
         return false;
       }
@@ -213,9 +223,9 @@ public final class Sandboxes implements AutoCloseable {
     }
     if (e.persistent()) {
       e.seenAt().set(System.nanoTime() - 2 * SEEN_FOR.toNanos()); // the next call asks the provider first
-    } else if (e.mode() == SandboxMode.LOCAL && cause instanceof IllegalStateException) {
+    } else if (e.childAgent() && cause instanceof IllegalStateException) {
       e.dead().set(true);
-    } else if (fromProvider(e.mode())
+    } else if (e.fromProvider()
         && (cause instanceof IllegalStateException || cause instanceof SandboxConnectionException)) {
       e.seenAt().set(System.nanoTime() - 2 * SEEN_FOR.toNanos());
     }
@@ -268,8 +278,8 @@ public final class Sandboxes implements AutoCloseable {
 
   /** The persistent sandbox {@code id} of the provider as an entry of this server, or null if there is none. */
   private Entry adopt(String id) {
-    if (config.mode() == SandboxMode.REMOTE || closed) {
-      return null;
+    if (closed || !capabilities().managed()) {
+      return null; // a remote agent has no persistent sandboxes
     }
     SandboxInfo info = providers.persistentInProvider().get(id);
     if (info == null) {
@@ -287,7 +297,7 @@ public final class Sandboxes implements AutoCloseable {
       return await(id, existing);
     }
     log.info("sandbox {}: found persistent {} sandbox {} ({})", id, providers.persistentProvider().name(), info.id(),
-        info.state());
+        info.state().wireName());
     return e;
   }
   /**
@@ -300,7 +310,7 @@ public final class Sandboxes implements AutoCloseable {
       return null;
     }
     try {
-      return e.managed().info().isRunning() ? null : SandboxLiveness.stopped(e);
+      return e.managed().info().isRunning() ? null : SandboxLiveness.stopped(e, capabilities());
     } catch (RuntimeException ex) {
       return null;
     }
@@ -310,7 +320,7 @@ public final class Sandboxes implements AutoCloseable {
    * provider only when the sandbox has not answered for {@link #SEEN_FOR}.
    */
   public void requireRunning(Entry e) {
-    SandboxLiveness.requireRunning(e);
+    SandboxLiveness.requireRunning(e, providers);
   }
 
   /** What the provider says about persistent sandbox {@code e} now; null for other sandboxes or when it cannot say. */
@@ -350,7 +360,7 @@ public final class Sandboxes implements AutoCloseable {
           + " a sandboxId. Give the persistent sandbox an id of its own, e.g. getSandbox {\"sandboxId\": \"proj\","
           + " \"persistent\": true}.");
     }
-    if (how.persistent() && config.mode() == SandboxMode.REMOTE) {
+    if (how.persistent() && !capabilities().managed()) {
       throw new ToolException("This server drives one remote sandbox agent (--agent-url); it cannot create"
           + " persistent sandboxes. Leave persistent out.");
     }

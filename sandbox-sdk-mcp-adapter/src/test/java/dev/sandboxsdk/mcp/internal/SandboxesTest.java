@@ -5,12 +5,14 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.sandboxsdk.ForwardingSandbox;
 import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxProvider;
 import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.SandboxState;
 import java.net.URI;
 import java.time.Duration;
 import java.time.Instant;
@@ -86,7 +88,7 @@ class SandboxesTest {
       sandboxes.getOrCreate("b", null, null);
       assertThat(sandboxes.list()).hasSize(2);
 
-      provider.state.put("c1", "exited"); // its agent stopped after the idle timeout
+      provider.state.put("c1", SandboxState.EXITED); // its agent stopped after the idle timeout
       List<Sandboxes.Entry> left = sandboxes.list();
 
       assertThat(left).extracting(Sandboxes.Entry::id).containsExactly("b");
@@ -106,7 +108,7 @@ class SandboxesTest {
       assertThat(provider.lists.get()).as("just created: no engine call per tool call").isEqualTo(listed);
 
       sandboxes.failed("a", new SandboxConnectionException("connection refused", null));
-      provider.state.put("c1", "exited");
+      provider.state.put("c1", SandboxState.EXITED);
       sandboxes.begin(null);
       sandboxes.end(null);
 
@@ -155,18 +157,18 @@ class SandboxesTest {
     assertThat(e.persistent()).isTrue();
     assertThat(provider.specs.get(1).name()).isNull();
 
-    provider.state.put("c1", SandboxInfo.STOPPED); // idle: its agent stopped, the container stays
+    provider.state.put("c1", SandboxState.STOPPED); // idle: its agent stopped, the container stays
     sandboxes.failed("proj", new SandboxException("stopped", null));
     assertThat(sandboxes.list()).extracting(Sandboxes.Entry::id).as("not forgotten").contains("proj");
     assertThat(provider.sandboxes.get(0).destroyed).isFalse();
     assertThatThrownBy(() -> sandboxes.require("proj")).isInstanceOf(ToolException.class)
         .hasMessageStartingWith("sandbox 'proj' is stopped: call wakeSandbox {\"sandboxId\":\"proj\"}");
-    assertThat(sandboxes.listAll()).extracting(l -> l.id() + " " + (l.info() == null ? "-" : l.info().state()))
+    assertThat(sandboxes.listAll()).extracting(l -> l.id() + " " + (l.info() == null ? "-" : l.info().state().wireName()))
         .containsExactly("proj stopped", "plain -");
 
     sandboxes.close();
     assertThat(provider.sandboxes.get(0).destroyed).as("a persistent sandbox is kept").isFalse();
-    assertThat(provider.state).containsEntry("c1", SandboxInfo.STOPPED);
+    assertThat(provider.state).containsEntry("c1", SandboxState.STOPPED);
     assertThat(provider.sandboxes.get(1).destroyed).isTrue();
   }
 
@@ -201,6 +203,7 @@ class SandboxesTest {
   void onKubernetesSecretsStayOutOfThePodSpecAndAPersistentPodIsLeftRunningWhenTheServerCloses() {
     AdapterConfig pods = AdapterConfig.parse(new String[] {"--provider", "kubernetes", "--image", "my-agent",
         "--memory", "256m", "--pass-env", "API_KEY"}, Map.of("API_KEY", "sk-very-secret"));
+    provider.capabilities = FakeProvider.PODS;
     Sandboxes sandboxes = new Sandboxes(pods, provider);
     Sandboxes.Entry web = sandboxes.getOrCreate("web", null, 30).entry();
     Sandboxes.Entry proj = sandboxes.getOrCreate("proj", new Sandboxes.Settings(null, null, true)).entry();
@@ -218,18 +221,18 @@ class SandboxesTest {
     assertThat(proj.persistent()).isTrue();
     assertThat(proj.providerId()).isEqualTo("c2");
 
-    provider.state.put("c2", "exited"); // its idle timeout ended the agent: a pod does not start again
+    provider.state.put("c2", SandboxState.EXITED); // its idle timeout ended the agent: a pod does not start again
     sandboxes.failed("proj", new SandboxException("gone", null));
     assertThatThrownBy(() -> sandboxes.require("proj")).isInstanceOf(ToolException.class)
         .hasMessageStartingWith("sandbox 'proj' has ended (its idle timeout, or its pod was stopped) and cannot be"
             + " woken")
         .hasMessageContaining("destroy {\"sandboxId\":\"proj\"}");
-    provider.state.put("c2", SandboxInfo.RUNNING);
+    provider.state.put("c2", SandboxState.RUNNING);
 
     sandboxes.close();
     assertThat(provider.sandboxes.get(0).destroyed).as("an unnamed pod is deleted").isTrue();
     assertThat(provider.sandboxes.get(1).destroyed).as("a persistent pod stays for the next server").isFalse();
-    assertThat(provider.state).as("and is not shut down, which a pod cannot").containsEntry("c2", SandboxInfo.RUNNING);
+    assertThat(provider.state).as("and is not shut down, which a pod cannot").containsEntry("c2", SandboxState.RUNNING);
     assertThat(provider.sandboxes.get(1).closed).as("its handle is released").isTrue();
     assertThat(provider.closed).isTrue();
   }
@@ -257,16 +260,26 @@ class SandboxesTest {
   private static final class FakeProvider implements SandboxProvider {
     final List<SandboxSpec> specs = new CopyOnWriteArrayList<>();
     final List<FakeSandbox> sandboxes = new CopyOnWriteArrayList<>();
-    final Map<String, String> state = new java.util.concurrent.ConcurrentHashMap<>();
+    final Map<String, SandboxState> state = new java.util.concurrent.ConcurrentHashMap<>();
     final Map<String, Map<String, String>> labels = new java.util.concurrent.ConcurrentHashMap<>();
     final AtomicInteger lists = new AtomicInteger();
     volatile RuntimeException failCreate;
     volatile RuntimeException failList;
     volatile boolean closed;
+    /** What the container provider can do; {@link #PODS} for the Kubernetes provider's. */
+    volatile ProviderCapabilities capabilities = ProviderCapabilities.builder().resumable(true).fromImage(true)
+        .workspace("/workspace").isolation("container").build();
+    static final ProviderCapabilities PODS = ProviderCapabilities.builder().resumable(false).fromImage(true)
+        .workspace("/workspace").isolation("pod").build();
 
     @Override
     public String name() {
       return "container";
+    }
+
+    @Override
+    public ProviderCapabilities capabilities() {
+      return capabilities;
     }
 
     @Override
@@ -277,7 +290,7 @@ class SandboxesTest {
       specs.add(spec);
       FakeSandbox s = new FakeSandbox("c" + (sandboxes.size() + 1), this);
       sandboxes.add(s);
-      state.put(s.id(), "running");
+      state.put(s.id(), SandboxState.RUNNING);
       labels.put(s.id(), spec.labels());
       return s;
     }
@@ -341,12 +354,12 @@ class SandboxesTest {
 
     @Override
     public void shutdown() {
-      provider.state.put(id, SandboxInfo.STOPPED);
+      provider.state.put(id, SandboxState.STOPPED);
     }
 
     @Override
     public void wake() {
-      provider.state.put(id, SandboxInfo.RUNNING);
+      provider.state.put(id, SandboxState.RUNNING);
     }
 
     @Override
