@@ -193,8 +193,7 @@ class ContainerSandboxIT {
   void theProviderSeamCreatesTheSameSandboxFromASpec() {
     SandboxSpec spec = SandboxSpec.builder().image(ContainerEngine.IMAGE).memoryBytes(256L << 20).build();
     try (ContainerProvider p = ContainerProvider.fromEnvironment(); ManagedSandbox s = p.create(spec)) {
-      assertThat(s.exec("echo $((6 * 7))").stdout()).isEqualTo("42
-");
+      assertThat(s.exec("echo $((6 * 7))").stdout()).isEqualTo("42\n");
       assertThat(s.info().state().wireName()).isEqualTo("running");
       assertThat(p.ping()).isNotBlank();
     }
