@@ -56,6 +56,7 @@ final class EventStreams {
     http.calls.add(call);
     abort.onAbort(call::cancel);
     Response response = null;
+    SseCursor<T> cursor = null;
     watch.beforeRead();
     try {
       response = call.execute();
@@ -75,13 +76,18 @@ final class EventStreams {
         http.untrack(self[0]);
         http.activity.end();
       });
-      return http.track(self[0]);
+      cursor = self[0];
+      return http.track(cursor);
     } catch (IOException | RuntimeException e) {
-      watch.close();
-      http.calls.remove(call);
-      http.activity.end();
-      if (response != null) {
-        response.close();
+      if (cursor != null) {
+        cursor.close(); // its close action releases the call and the activity, once
+      } else {
+        watch.close();
+        http.calls.remove(call);
+        http.activity.end();
+        if (response != null) {
+          response.close();
+        }
       }
       if (e instanceof IOException && watch.expired() && !http.isClosed()) {
         throw new SandboxTimeoutException(what + ": the agent did not answer within "
