@@ -25,6 +25,11 @@ final class Responses {
     send(exchange, 200, stamped(answer, true));
   }
 
+  /** Sends a success answer whose record carries its own {@code success}: the record's fields, then a {@code timestamp}. */
+  static void okTimestamped(HttpExchange exchange, Object answer) throws IOException {
+    send(exchange, 200, stamped(answer, false));
+  }
+
   /** Sends a success body; adds {@code success: true} unless set and a {@code timestamp}. */
   static void ok(HttpExchange exchange, ObjectNode body) throws IOException {
     send(exchange, 200, stamp(body));
