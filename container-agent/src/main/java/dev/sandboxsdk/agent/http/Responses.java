@@ -1,7 +1,6 @@
 package dev.sandboxsdk.agent.http;
 
 import com.fasterxml.jackson.core.JsonProcessingException;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.http.AgentMessages.ErrorBody;
@@ -28,20 +27,6 @@ final class Responses {
   /** Sends a success answer whose record carries its own {@code success}: the record's fields, then a {@code timestamp}. */
   static void okTimestamped(HttpExchange exchange, Object answer) throws IOException {
     send(exchange, 200, stamped(answer, false));
-  }
-
-  /** Sends a success body; adds {@code success: true} unless set and a {@code timestamp}. */
-  static void ok(HttpExchange exchange, ObjectNode body) throws IOException {
-    send(exchange, 200, stamp(body));
-  }
-
-  /** Completes a success body: {@code success: true} unless already set, and a {@code timestamp}. */
-  static ObjectNode stamp(ObjectNode body) {
-    if (!body.has("success")) {
-      body.put("success", true);
-    }
-    body.put("timestamp", Instant.now().toString());
-    return body;
   }
 
   /**
@@ -71,10 +56,6 @@ final class Responses {
   /** The protocol's error object; written whole (its {@code success} comes first). */
   static byte[] errorBody(AgentException e) throws JsonProcessingException {
     return Json.MAPPER.writeValueAsBytes(ErrorBody.of(e));
-  }
-
-  static void send(HttpExchange exchange, int status, ObjectNode body) throws IOException {
-    send(exchange, status, Json.MAPPER.writeValueAsBytes(body));
   }
 
   /** Sends {@code json} as it is. */
