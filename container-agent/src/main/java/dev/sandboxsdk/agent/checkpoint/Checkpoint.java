@@ -6,7 +6,7 @@ import java.time.Instant;
 
 /** A checkpoint as its metadata file records it. */
 public record Checkpoint(String id, String name, long sizeBytes, Instant createdAt) {
-  /** The fields the wire protocol and the metadata file share. */
+  /** The fields of its metadata file (the wire answer is {@code CheckpointMessages.CheckpointInfo}, the same fields). */
   public ObjectNode toJson() {
     ObjectNode n = JsonNodeFactory.instance.objectNode();
     n.put("id", id);

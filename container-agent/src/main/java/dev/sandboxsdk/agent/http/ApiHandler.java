@@ -5,7 +5,6 @@ import static dev.sandboxsdk.agent.http.Replies.noRoomForThread;
 import static dev.sandboxsdk.agent.http.Replies.notFound;
 import static dev.sandboxsdk.agent.http.Replies.respondError;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
 import dev.sandboxsdk.agent.AgentConfig;
@@ -182,9 +181,7 @@ public final class ApiHandler implements HttpHandler {
       }
       allow(method, "GET");
       Query.none(exchange);
-      ObjectNode body = Json.object();
-      body.put("status", "healthy");
-      Responses.ok(exchange, body);
+      Responses.ok(exchange, new AgentMessages.Ping("healthy"));
       return;
     }
     String rawPath = exchange.getRequestURI().getRawPath();
@@ -286,35 +283,10 @@ public final class ApiHandler implements HttpHandler {
   /** GET /api/version: the agent, its protocol and the limits a client calibrates against. */
   private void version(HttpExchange exchange) throws IOException {
     Query.none(exchange);
-    ObjectNode body = Json.object();
-    body.put("version", version);
-    body.put("protocol", PROTOCOL_VERSION);
-    body.put("bootId", bootId);
-    body.put("lastActivityAt", lastActivityAt().toString());
-    // Limits a client calibrates against, e.g. how long a stream may stay silent before it
-    // is dead (two keep-alive intervals), or how far back a reader can resume.
-    ObjectNode limits = body.putObject("limits");
-    limits.put("keepAliveMs", config.keepAliveMs());
-    limits.put("graceMs", config.graceMs());
-    limits.put("maxProcesses", config.effectiveMaxProcesses());
-    limits.put("maxBodyBytes", config.maxBodyBytes());
-    limits.put("logWindowBytes", config.logWindowBytes());
-    exec.describeOutput(body, limits);
-    limits.put("idleTimeoutMs", config.idleTimeoutMs());
-    if (commandUser != null) {
-      ObjectNode user = body.putObject("commandUser");
-      if (commandUser.name() != null) {
-        user.put("name", commandUser.name());
-      }
-      user.put("uid", commandUser.uid());
-      user.put("gid", commandUser.gid());
-      user.put("home", commandUser.home());
-    }
-    ObjectNode isolation = body.putObject("isolation");
-    isolation.put("mode", isolationMode);
-    isolation.put("network", network);
-    body.put("spawn", processes.spawn());
-    Responses.ok(exchange, body);
+    AgentMessages.CommandUser user = commandUser == null ? null
+        : new AgentMessages.CommandUser(commandUser.name(), commandUser.uid(), commandUser.gid(), commandUser.home());
+    Responses.ok(exchange, new AgentMessages.Version(version, PROTOCOL_VERSION, bootId, lastActivityAt().toString(),
+        exec.limits(), exec.output(), user, new AgentMessages.Isolation(isolationMode, network), processes.spawn()));
   }
 
   /** Releases what the routes hold beyond their requests (the proxy's timeout thread); the server has stopped. */

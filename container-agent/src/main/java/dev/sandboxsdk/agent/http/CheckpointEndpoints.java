@@ -1,13 +1,13 @@
 package dev.sandboxsdk.agent.http;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.checkpoint.Checkpoint;
 import dev.sandboxsdk.agent.checkpoint.CheckpointStore;
 import dev.sandboxsdk.agent.process.ProcessManager;
 import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Set;
 
 /**
@@ -38,20 +38,18 @@ final class CheckpointEndpoints {
     Query.none(exchange);
     Json body = Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()).allowOnly(Set.of("name"));
     Checkpoint c = store.create(body.string("name"));
-    ObjectNode answer = Json.object();
-    answer.set("checkpoint", c.toJson());
-    Responses.send(exchange, 201, Responses.stamp(answer));
+    Responses.send(exchange, 201, Responses.stamped(new CheckpointMessages.OneCheckpoint(
+        CheckpointMessages.CheckpointInfo.of(c)), true));
   }
 
   /** GET /api/checkpoints: every checkpoint, oldest first. */
   void list(HttpExchange exchange) throws IOException {
     Query.none(exchange);
-    ObjectNode answer = Json.object();
-    ArrayNode items = answer.putArray("checkpoints");
+    List<CheckpointMessages.CheckpointInfo> items = new ArrayList<>();
     for (Checkpoint c : store.list()) {
-      items.add(c.toJson());
+      items.add(CheckpointMessages.CheckpointInfo.of(c));
     }
-    Responses.ok(exchange, answer);
+    Responses.ok(exchange, new CheckpointMessages.CheckpointList(items));
   }
 
   /** POST /api/checkpoints/{id}/restore {"force": false}. */
@@ -61,18 +59,14 @@ final class CheckpointEndpoints {
     Boolean forceField = body.bool("force");
     boolean force = forceField != null && forceField;
     CheckpointStore.Restored r = store.restore(id, force);
-    ObjectNode answer = Json.object();
-    answer.set("checkpoint", r.checkpoint().toJson());
-    answer.put("killedProcesses", r.killedProcesses());
-    Responses.ok(exchange, answer);
+    Responses.ok(exchange, new CheckpointMessages.Restored(CheckpointMessages.CheckpointInfo.of(r.checkpoint()),
+        r.killedProcesses()));
   }
 
   /** DELETE /api/checkpoints/{id}. */
   void delete(HttpExchange exchange, String id) throws IOException {
     Query.none(exchange);
-    ObjectNode answer = Json.object();
-    answer.set("checkpoint", store.delete(id).toJson());
-    Responses.ok(exchange, answer);
+    Responses.ok(exchange, new CheckpointMessages.OneCheckpoint(CheckpointMessages.CheckpointInfo.of(store.delete(id))));
   }
 
   /** Deletes the temporary checkpoint directory; a given one stays with its checkpoints. */

@@ -1,6 +1,5 @@
 package dev.sandboxsdk.agent.http;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
@@ -30,17 +29,16 @@ final class ExecEndpoints {
     this.config = processes.config();
   }
 
-  /**
-   * The output limits of GET /api/version, and the live figures of the output budget: bytes
-   * buffered now (exec results and background windows) and evicted so far.
-   */
-  void describeOutput(ObjectNode body, ObjectNode limits) {
-    limits.put("defaultMaxOutputBytes", config.effectiveDefaultMaxOutputBytes());
-    limits.put("maxOutputBytes", config.maxOutputBytesLimit());
-    limits.put("outputBudgetBytes", processes.outputBudget().limit());
-    ObjectNode output = body.putObject("output");
-    output.put("bufferedBytes", processes.outputBudget().used());
-    output.put("evictedBytes", processes.outputBudget().evictedBytes());
+  /** The limits of GET /api/version. */
+  AgentMessages.Limits limits() {
+    return new AgentMessages.Limits(config.keepAliveMs(), config.graceMs(), config.effectiveMaxProcesses(),
+        config.maxBodyBytes(), config.logWindowBytes(), config.effectiveDefaultMaxOutputBytes(),
+        config.maxOutputBytesLimit(), processes.outputBudget().limit(), config.idleTimeoutMs());
+  }
+
+  /** The live figures of the output budget: bytes buffered now (exec results and background windows) and evicted so far. */
+  AgentMessages.Output output() {
+    return new AgentMessages.Output(processes.outputBudget().used(), processes.outputBudget().evictedBytes());
   }
 
   /** Registers the exec routes: buffered, streamed, and killing a running exec by its id. */
@@ -119,8 +117,8 @@ final class ExecEndpoints {
       frame = new ByteBuf(FRAME_BYTES);
     } catch (RuntimeException | OutOfMemoryError e) {
       log.error("cannot build the result of {}", p.id(), e);
-      body.write(Json.MAPPER.writeValueAsBytes(Responses.errorBody(new AgentException(ErrorCode.INTERNAL_ERROR,
-          "internal error: " + e.getClass().getSimpleName() + " while writing the result"))));
+      body.write(Responses.errorBody(new AgentException(ErrorCode.INTERNAL_ERROR,
+          "internal error: " + e.getClass().getSimpleName() + " while writing the result")));
       body.close();
       return;
     }
@@ -150,29 +148,13 @@ final class ExecEndpoints {
       ManagedProcess.Snapshot s = p.snapshot();
       this.head = ("{\"success\":" + (s.exitCode() == 0) + ",\"exitCode\":" + s.exitCode() + ",\"stdout\":")
           .getBytes(StandardCharsets.US_ASCII);
-      ObjectNode rest = Json.object();
-      rest.put("command", s.command());
-      rest.put("duration", s.durationMs());
-      rest.put("timedOut", s.timedOut());
       boolean truncated = stdout.truncated() || stderr.truncated();
-      rest.put("truncated", truncated);
-      // What was written in all, so a client that asked for a small maxOutputBytes knows how much it lost.
-      rest.put("stdoutBytes", stdout.written());
-      rest.put("stderrBytes", stderr.written());
-      if (truncated) {
-        // Why: the request's own cap, or the agent's memory budget (then less than maxOutputBytes was kept).
-        rest.put("truncatedReason", stdout.budgetExhausted() || stderr.budgetExhausted() ? "outputBudget" : "maxOutputBytes");
-      }
-      if (s.signal() != null) {
-        rest.put("signal", s.signal().name());
-      }
-      rest.put("pid", s.pid());
-      if (encoding == ExecSpec.Encoding.BASE64) {
-        rest.put("encoding", "base64");
-      }
-      Responses.stamp(rest);
-      rest.remove("success"); // stamp's default; the real one is in the head
-      byte[] json = Json.MAPPER.writeValueAsBytes(rest);
+      String truncatedReason = !truncated ? null
+          : stdout.budgetExhausted() || stderr.budgetExhausted() ? "outputBudget" : "maxOutputBytes";
+      ExecMessages.ResultTail rest = new ExecMessages.ResultTail(s.command(), s.durationMs(), s.timedOut(), truncated,
+          stdout.written(), stderr.written(), truncatedReason, s.signal() == null ? null : s.signal().name(), s.pid(),
+          encoding == ExecSpec.Encoding.BASE64 ? "base64" : null);
+      byte[] json = Responses.stamped(rest, false);
       json[0] = ','; // {"command":...} continues the object the head opened
       this.tail = json;
     }
@@ -245,10 +227,7 @@ final class ExecEndpoints {
    */
   void kill(HttpExchange exchange, String id) throws IOException {
     processes.killExec(id);
-    ObjectNode body = Json.object();
-    body.put("processId", id);
-    body.put("signal", "SIGTERM");
-    Responses.ok(exchange, body);
+    Responses.ok(exchange, new ExecMessages.Killed(id, "SIGTERM"));
   }
 
   void executeStream(HttpExchange exchange) throws IOException {
@@ -257,12 +236,7 @@ final class ExecEndpoints {
     SseWriter sse;
     try {
       sse = SseWriter.open(exchange);
-      ObjectNode start = Json.object();
-      start.put("type", "start");
-      start.put("command", p.command());
-      start.put("pid", p.pid());
-      start.put("processId", p.id());
-      sse.send(start);
+      sse.send(new ExecMessages.StartEvent(p.command(), p.pid(), p.id()));
     } catch (IOException e) {
       processes.killForDisconnect(p);
       p.startPumps(null, null);
@@ -309,15 +283,8 @@ final class ExecEndpoints {
       out.flush();
       err.flush();
       ManagedProcess.Snapshot s = p.snapshot();
-      ObjectNode complete = Json.object();
-      complete.put("type", "complete");
-      complete.put("exitCode", s.exitCode());
-      complete.put("timedOut", s.timedOut());
-      if (s.signal() != null) {
-        complete.put("signal", s.signal().name());
-      }
-      complete.put("duration", s.durationMs());
-      sse.send(complete);
+      sse.send(new ExecMessages.CompleteEvent(s.exitCode(), s.timedOut(), s.signal() == null ? null : s.signal().name(),
+          s.durationMs()));
     } catch (IOException e) {
       log.debug("client of {} left before complete: {}", p.id(), e.toString());
     }

@@ -1,7 +1,5 @@
 package dev.sandboxsdk.agent.http;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
@@ -23,7 +21,10 @@ import java.nio.file.attribute.BasicFileAttributes;
 import java.nio.file.attribute.PosixFileAttributes;
 import java.nio.file.attribute.PosixFilePermission;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.time.Instant;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -115,14 +116,9 @@ final class FileEndpoints {
         String mime = FileTypes.mimeType(a.name(), bytes, bytes.length);
         boolean text = encoding == null ? FileTypes.isTextMime(mime) && FileTypes.validUtf8(bytes)
             : encoding.equals("utf-8");
-        ObjectNode out = answer(raw);
-        out.put("content", text ? new String(bytes, StandardCharsets.UTF_8) : Base64.getEncoder().encodeToString(bytes));
-        Responses.stamp(out);
-        out.put("encoding", text ? "utf-8" : "base64");
-        out.put("isBinary", !text);
-        out.put("mimeType", mime);
-        out.put("size", bytes.length);
-        Responses.send(exchange, 200, out);
+        String content = text ? new String(bytes, StandardCharsets.UTF_8) : Base64.getEncoder().encodeToString(bytes);
+        Responses.send(exchange, 200, Json.MAPPER.writeValueAsBytes(new FileMessages.Read(true, raw, content,
+            Instant.now().toString(), text ? "utf-8" : "base64", !text, mime, bytes.length)));
       } finally {
         budget.release(charge);
       }
@@ -159,7 +155,7 @@ final class FileEndpoints {
       bytes = content.getBytes(StandardCharsets.UTF_8);
     }
     files.write(raw, bytes);
-    Responses.ok(exchange, answer(raw));
+    Responses.okTimestamped(exchange, new FileMessages.PathAnswer(raw));
   }
 
   void delete(HttpExchange exchange) throws IOException {
@@ -167,7 +163,7 @@ final class FileEndpoints {
     String raw = body.string("path");
     boolean recursive = Boolean.TRUE.equals(body.bool("recursive"));
     files.delete(raw, recursive);
-    Responses.ok(exchange, answer(raw));
+    Responses.okTimestamped(exchange, new FileMessages.PathAnswer(raw));
   }
 
   void rename(HttpExchange exchange) throws IOException {
@@ -183,9 +179,7 @@ final class FileEndpoints {
     String raw = body.string("path");
     boolean recursive = Boolean.TRUE.equals(body.bool("recursive"));
     files.mkdir(raw, recursive);
-    ObjectNode out = answer(raw);
-    out.put("recursive", recursive);
-    Responses.ok(exchange, out);
+    Responses.okTimestamped(exchange, new FileMessages.Mkdir(raw, recursive));
   }
 
   void listFiles(HttpExchange exchange) throws IOException {
@@ -199,7 +193,7 @@ final class FileEndpoints {
       recursive = Boolean.TRUE.equals(options.bool("recursive"));
       hidden = Boolean.TRUE.equals(options.bool("includeHidden"));
     }
-    ArrayNode files = Json.MAPPER.createArrayNode();
+    List<FileMessages.FileInfo> files = new ArrayList<>();
     boolean truncated;
     try (Anchor dir = workspace.resolve("path", raw, true, false)) {
       if (dir.name() != null) { // the walk ended at something that is not a directory (or nothing)
@@ -220,22 +214,14 @@ final class FileEndpoints {
         throw PathErrors.failure(e, "path", raw);
       }
     }
-    ObjectNode out = answer(raw);
-    out.set("files", files);
-    out.put("count", files.size());
-    if (truncated) {
-      out.put("truncated", true);
-    }
-    Responses.ok(exchange, out);
+    Responses.okTimestamped(exchange, new FileMessages.Listed(raw, files, truncated));
   }
 
   void exists(HttpExchange exchange) throws IOException {
     Json body = readBody(exchange, Set.of("path", "sessionId"));
     String raw = body.string("path");
     boolean exists = files.exists(raw);
-    ObjectNode out = answer(raw);
-    out.put("exists", exists);
-    Responses.ok(exchange, out);
+    Responses.okTimestamped(exchange, new FileMessages.Exists(raw, exists));
   }
 
   // ---- our routes ----
@@ -244,26 +230,21 @@ final class FileEndpoints {
   void stat(HttpExchange exchange) throws IOException {
     Json body = readBody(exchange, Set.of("path", "sessionId"));
     String raw = body.string("path");
-    ObjectNode out = answer(raw);
+    FileMessages.Stat answer;
     try (Anchor a = workspace.resolve("path", raw, false, false)) {
       PosixFileAttributes attrs = WorkspaceFiles.posix(a, "path", raw);
-      out.put("absolutePath", a.logical().toString());
-      out.put("type", type(attrs));
-      out.put("size", attrs.size());
       try {
         int mode = (Integer) Files.getAttribute(a.path(), "unix:mode", a.linkOptions());
-        out.put("mode", String.format(Locale.ROOT, "%04o", mode & 07777));
-        out.put("modifiedAt", attrs.lastModifiedTime().toInstant().toString());
-        out.put("uid", Integer.toUnsignedLong((Integer) Files.getAttribute(a.path(), "unix:uid", a.linkOptions())));
-        out.put("gid", Integer.toUnsignedLong((Integer) Files.getAttribute(a.path(), "unix:gid", a.linkOptions())));
-        if (attrs.isSymbolicLink()) {
-          out.put("symlinkTarget", Files.readSymbolicLink(a.path()).toString());
-        }
+        answer = new FileMessages.Stat(true, raw, a.logical().toString(), type(attrs), attrs.size(),
+            String.format(Locale.ROOT, "%04o", mode & 07777), attrs.lastModifiedTime().toInstant().toString(),
+            Integer.toUnsignedLong((Integer) Files.getAttribute(a.path(), "unix:uid", a.linkOptions())),
+            Integer.toUnsignedLong((Integer) Files.getAttribute(a.path(), "unix:gid", a.linkOptions())),
+            attrs.isSymbolicLink() ? Files.readSymbolicLink(a.path()).toString() : null);
       } catch (IOException e) {
         throw PathErrors.failure(e, "path", raw);
       }
     }
-    Responses.ok(exchange, out);
+    Responses.okTimestamped(exchange, answer);
   }
 
   // ---- helpers ----
@@ -294,10 +275,7 @@ final class FileEndpoints {
     String fromRaw = body.string(fromField);
     String toRaw = body.string(toField);
     files.move(fromField, fromRaw, toField, toRaw);
-    ObjectNode out = answer(null);
-    out.put("path", fromRaw);
-    out.put("newPath", toRaw);
-    Responses.ok(exchange, out);
+    Responses.okTimestamped(exchange, new FileMessages.Moved(fromRaw, toRaw));
   }
 
   private static AgentException tooLargeForJson(String raw, long size, long limit) {
@@ -306,35 +284,16 @@ final class FileEndpoints {
         + " or GET /api/files/raw?path=...", Map.of("path", PathErrors.shorten(raw), "size", size, "limit", limit));
   }
 
-  private static ObjectNode fileInfo(Path base, Tree.Entry e) {
+  private static FileMessages.FileInfo fileInfo(Path base, Tree.Entry e) {
     PosixFileAttributes a = e.attributes();
-    ObjectNode info = Json.object();
-    info.put("name", e.name());
-    info.put("absolutePath", base.resolve(e.relativePath()).toString());
-    info.put("relativePath", e.relativePath());
-    info.put("type", type(a));
-    info.put("size", a.size());
-    info.put("modifiedAt", a.lastModifiedTime().toInstant().toString());
     Set<PosixFilePermission> perms = a.permissions();
-    info.put("mode", PosixFilePermissions.toString(perms));
-    ObjectNode own = info.putObject("permissions");
-    own.put("readable", perms.contains(PosixFilePermission.OWNER_READ));
-    own.put("writable", perms.contains(PosixFilePermission.OWNER_WRITE));
-    own.put("executable", perms.contains(PosixFilePermission.OWNER_EXECUTE));
-    return info;
+    return new FileMessages.FileInfo(e.name(), base.resolve(e.relativePath()).toString(), e.relativePath(), type(a),
+        a.size(), a.lastModifiedTime().toInstant().toString(), PosixFilePermissions.toString(perms),
+        new FileMessages.Permissions(perms.contains(PosixFilePermission.OWNER_READ),
+            perms.contains(PosixFilePermission.OWNER_WRITE), perms.contains(PosixFilePermission.OWNER_EXECUTE)));
   }
 
   private static String type(BasicFileAttributes a) {
     return a.isSymbolicLink() ? "symlink" : a.isDirectory() ? "directory" : a.isRegularFile() ? "file" : "other";
-  }
-
-  /** A successful answer's body: {@code success}, and the caller's {@code path} unless null. */
-  static ObjectNode answer(String path) {
-    ObjectNode out = Json.object();
-    out.put("success", true);
-    if (path != null) {
-      out.put("path", path);
-    }
-    return out;
   }
 }

@@ -2,9 +2,7 @@ package dev.sandboxsdk.agent.http;
 
 import static dev.sandboxsdk.agent.fs.WorkspaceFiles.openForReading;
 import static dev.sandboxsdk.agent.fs.WorkspaceFiles.refuseDirectory;
-import static dev.sandboxsdk.agent.http.FileEndpoints.answer;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.fs.Anchor;
@@ -74,30 +72,22 @@ final class FileTransfers {
       boolean binary = !(FileTypes.isTextMime(mime) && FileTypes.validUtf8Prefix(buf.array(), sample, sample == size));
       SseWriter sse = SseWriter.open(exchange);
       try {
-        ObjectNode meta = Json.object();
-        meta.put("type", "metadata");
-        meta.put("mimeType", mime);
-        meta.put("size", size);
-        meta.put("isBinary", binary);
-        meta.put("encoding", binary ? "base64" : "utf-8");
-        sse.send(meta);
+        sse.send(new FileMessages.MetadataEvent(mime, size, binary, binary ? "base64" : "utf-8"));
         Utf8Sanitizer utf8 = new Utf8Sanitizer();
         ByteBuf text = new ByteBuf(STREAM_CHUNK + 8);
         long offset = 0;
         while (buf.position() > 0) {
           int n = buf.position();
           boolean last = buf.hasRemaining(); // a short fill means the end of the file was reached
-          ObjectNode chunk = Json.object();
-          chunk.put("type", "chunk");
+          String data;
           if (binary) {
-            chunk.put("data", Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(buf.array(), n)));
+            data = Base64.getEncoder().encodeToString(java.util.Arrays.copyOf(buf.array(), n));
           } else {
             text.clear();
             utf8.sanitize(buf.array(), 0, n, false, text);
-            chunk.put("data", new String(text.array(), 0, text.size(), StandardCharsets.UTF_8));
+            data = new String(text.array(), 0, text.size(), StandardCharsets.UTF_8);
           }
-          chunk.put("offset", offset);
-          sse.send(chunk);
+          sse.send(new FileMessages.ChunkEvent(data, offset));
           offset += n;
           buf.clear();
           if (last) {
@@ -113,16 +103,9 @@ final class FileTransfers {
         if (!binary && utf8.pending() > 0) {
           text.clear();
           utf8.sanitize(new byte[0], 0, 0, true, text);
-          ObjectNode tail = Json.object();
-          tail.put("type", "chunk");
-          tail.put("data", new String(text.array(), 0, text.size(), StandardCharsets.UTF_8));
-          tail.put("offset", offset);
-          sse.send(tail);
+          sse.send(new FileMessages.ChunkEvent(new String(text.array(), 0, text.size(), StandardCharsets.UTF_8), offset));
         }
-        ObjectNode complete = Json.object();
-        complete.put("type", "complete");
-        complete.put("bytesRead", offset);
-        sse.send(complete);
+        sse.send(new FileMessages.CompleteEvent(offset));
       } catch (RuntimeException e) {
         sse.sendInternalError(e);
         throw e;
@@ -187,9 +170,7 @@ final class FileTransfers {
       }
       written = upload(exchange, a, raw, previousMode);
     }
-    ObjectNode out = answer(raw);
-    out.put("size", written);
-    Responses.ok(exchange, out);
+    Responses.okTimestamped(exchange, new FileMessages.Uploaded(raw, written));
   }
 
   private long upload(HttpExchange exchange, Anchor a, String raw, Integer previousMode) throws IOException {
@@ -246,11 +227,6 @@ final class FileTransfers {
   }
 
   private static void sendError(SseWriter sse, AgentException e) throws IOException {
-    ObjectNode error = Json.object();
-    error.put("type", "error");
-    error.put("error", e.getMessage()); // Cloudflare's field
-    error.put("code", e.code().name());
-    error.put("message", e.getMessage());
-    sse.send(error);
+    sse.send(new FileMessages.ErrorEvent(e.code().name(), e.getMessage()));
   }
 }

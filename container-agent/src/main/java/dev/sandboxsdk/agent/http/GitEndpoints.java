@@ -1,6 +1,5 @@
 package dev.sandboxsdk.agent.http;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
@@ -155,11 +154,7 @@ final class GitEndpoints {
       throw failure;
     }
     log.info("git clone of {} into {} done in {} ms", source.redacted(), PathErrors.shorten(targetRaw), ms);
-    ObjectNode answer = Json.object();
-    answer.put("repoUrl", source.redacted());
-    answer.put("branch", currentBranch(target, branch));
-    answer.put("targetDir", target.toString());
-    Responses.ok(exchange, answer);
+    Responses.ok(exchange, new GitMessages.CheckedOut(source.redacted(), currentBranch(target, branch), target.toString()));
   }
 
   /** Validates {@code repoUrl} and takes the credentials out of an http(s) URL. */

@@ -1,6 +1,5 @@
 package dev.sandboxsdk.agent.http;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
@@ -104,18 +103,15 @@ final class PortEndpoints {
       log.debug("port-watch client of port {} went away: {}", w.port(), e.toString());
     } catch (AgentException e) {
       // A check could not be started (e.g. TOO_MANY_PROCESSES on an isolated agent): say why.
-      ObjectNode error = event("error", w.port());
-      error.put("error", e.getMessage());
-      error.put("code", e.code().name());
+      PortMessages.ErrorEvent error = new PortMessages.ErrorEvent(w.port(), e.getMessage(), e.code().name());
       try {
         sse.send(error);
       } catch (IOException ignored) {
         // the client is gone as well
       }
     } catch (RuntimeException e) {
-      ObjectNode error = event("error", w.port());
-      error.put("error", "the agent failed while watching: " + e.getClass().getSimpleName());
-      error.put("code", "INTERNAL_ERROR");
+      PortMessages.ErrorEvent error = new PortMessages.ErrorEvent(w.port(),
+          "the agent failed while watching: " + e.getClass().getSimpleName(), "INTERNAL_ERROR");
       try {
         sse.send(error);
       } catch (IOException ignored) {
@@ -170,7 +166,7 @@ final class PortEndpoints {
   }
 
   private void run(Watch w, SseWriter sse) throws IOException, InterruptedException {
-    sse.send(event("watching", w.port()));
+    sse.send(new PortMessages.WatchingEvent(w.port()));
     long start = System.nanoTime();
     long keepAliveNanos = TimeUnit.MILLISECONDS.toNanos(config.keepAliveMs());
     String lastReason = null;
@@ -189,11 +185,7 @@ final class PortEndpoints {
       long checkStart = System.nanoTime();
       Check c = check(w, checkMs);
       if (c.ready()) {
-        ObjectNode ready = event("ready", w.port());
-        if (c.statusCode() != null) {
-          ready.put("statusCode", c.statusCode());
-        }
-        sse.send(ready);
+        sse.send(new PortMessages.ReadyEvent(w.port(), c.statusCode()));
         return;
       }
       // A check the watch's own deadline cut short says nothing new about the port: the timeout
@@ -231,33 +223,15 @@ final class PortEndpoints {
     }
   }
 
-  private static ObjectNode exited(Watch w) {
+  private static PortMessages.ExitedEvent exited(Watch w) {
     ManagedProcess.Snapshot s = w.process().snapshot();
-    ObjectNode e = event("process_exited", w.port());
-    if (s.exitCode() != null) {
-      e.put("exitCode", s.exitCode());
-    }
-    e.put("processId", s.id());
-    e.put("status", s.status().wireName());
-    if (s.signal() != null) {
-      e.put("signal", s.signal().name());
-    }
-    return e;
+    return new PortMessages.ExitedEvent(w.port(), s.exitCode(), s.id(), s.status().wireName(),
+        s.signal() == null ? null : s.signal().name());
   }
 
-  private static ObjectNode timedOut(Watch w, String lastReason) {
-    ObjectNode e = event("error", w.port());
-    e.put("error", "port " + w.port() + " was not ready within " + w.timeoutMs() + " ms"
-        + (lastReason == null ? "" : " (last check: " + lastReason + ")"));
-    e.put("code", "TIMEOUT");
-    return e;
-  }
-
-  private static ObjectNode event(String type, int port) {
-    ObjectNode e = Json.object();
-    e.put("type", type);
-    e.put("port", port);
-    return e;
+  private static PortMessages.ErrorEvent timedOut(Watch w, String lastReason) {
+    return new PortMessages.ErrorEvent(w.port(), "port " + w.port() + " was not ready within " + w.timeoutMs() + " ms"
+        + (lastReason == null ? "" : " (last check: " + lastReason + ")"), "TIMEOUT");
   }
 
   /** One check, where the sandbox's servers are. */

@@ -1,7 +1,5 @@
 package dev.sandboxsdk.agent.http;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
@@ -16,7 +14,9 @@ import dev.sandboxsdk.agent.text.ByteBuf;
 import dev.sandboxsdk.agent.text.Utf8Sanitizer;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.Base64;
+import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -60,16 +60,9 @@ final class ProcessEndpoints {
     Query.none(exchange);
     ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.START, config);
     ManagedProcess p = processes.startBackground(spec);
-    ObjectNode body = Json.object();
-    body.put("processId", p.id());
-    body.put("pid", p.pid());
-    body.put("command", p.command());
     ManagedProcess.Snapshot started = p.snapshot();
-    body.put("status", started.status().wireName());
-    if (started.ptyCols() != null) {
-      body.set("pty", Json.object().put("cols", started.ptyCols()).put("rows", started.ptyRows()));
-    }
-    Responses.ok(exchange, body);
+    Responses.ok(exchange, new ProcessMessages.Started(p.id(), p.pid(), p.command(), started.status().wireName(),
+        ProcessMessages.Pty.of(started.ptyCols(), started.ptyRows())));
   }
 
   /** POST /api/process/{id}/resize {@code {"cols":..,"rows":..}}: TIOCSWINSZ on the terminal, SIGWINCH to its program. */
@@ -91,11 +84,7 @@ final class ProcessEndpoints {
       throw new AgentException(ErrorCode.INTERNAL_ERROR, "cannot resize the terminal of process '" + id + "': "
           + e.getMessage(), Map.of("processId", id));
     }
-    ObjectNode response = Json.object();
-    response.put("processId", p.id());
-    response.put("cols", size[0]);
-    response.put("rows", size[1]);
-    Responses.ok(exchange, response);
+    Responses.ok(exchange, new ProcessMessages.Resized(p.id(), size[0], size[1]));
   }
 
   void list(HttpExchange exchange) throws IOException {
@@ -110,20 +99,16 @@ final class ProcessEndpoints {
             + "'; use starting, running, completed, failed, killed or error");
       }
     }
-    ArrayNode list = Json.MAPPER.createArrayNode();
+    List<ProcessMessages.ProcessInfo> list = new ArrayList<>();
     for (ManagedProcess.Snapshot s : processes.list(filter)) {
-      list.add(Responses.processInfo(s));
+      list.add(ProcessMessages.ProcessInfo.of(s));
     }
-    ObjectNode body = Json.object();
-    body.set("processes", list);
-    Responses.ok(exchange, body);
+    Responses.ok(exchange, new ProcessMessages.ProcessList(list));
   }
 
   void get(HttpExchange exchange, String id) throws IOException {
     Query.none(exchange);
-    ObjectNode body = Json.object();
-    body.set("process", Responses.processInfo(processes.require(id).snapshot()));
-    Responses.ok(exchange, body);
+    Responses.ok(exchange, new ProcessMessages.OneProcess(ProcessMessages.ProcessInfo.of(processes.require(id).snapshot())));
   }
 
   void kill(HttpExchange exchange, String id) throws IOException {
@@ -132,25 +117,17 @@ final class ProcessEndpoints {
     long graceMs = q.integer("graceMs", 0, MAX_GRACE_MS, config.graceMs());
     ManagedProcess p = processes.require(id);
     processes.kill(p, signal, Math.max(1, graceMs));
-    ObjectNode body = Json.object();
-    body.put("processId", p.id());
-    body.put("signal", signal.name());
-    body.put("status", p.snapshot().status().wireName());
-    Responses.ok(exchange, body);
+    Responses.ok(exchange, new ProcessMessages.Killed(p.id(), signal.name(), p.snapshot().status().wireName()));
   }
 
   void killAll(HttpExchange exchange) throws IOException {
     Query.none(exchange);
-    ObjectNode body = Json.object();
-    body.put("cleanedCount", processes.killAll());
-    Responses.ok(exchange, body);
+    Responses.ok(exchange, new ProcessMessages.Cleaned(processes.killAll()));
   }
 
   void cleanup(HttpExchange exchange) throws IOException {
     Query.none(exchange);
-    ObjectNode body = Json.object();
-    body.put("cleanedCount", processes.cleanupCompleted());
-    Responses.ok(exchange, body);
+    Responses.ok(exchange, new ProcessMessages.Cleaned(processes.cleanupCompleted()));
   }
 
   void logs(HttpExchange exchange, String id) throws IOException {
@@ -159,19 +136,20 @@ final class ProcessEndpoints {
     ExecSpec.Encoding encoding = encoding(q, p);
     long since = q.integer("since", 0, Long.MAX_VALUE, 0);
     int maxBytes = (int) q.integer("maxBytes", 1, Integer.MAX_VALUE - 8, Integer.MAX_VALUE - 8);
-    ObjectNode body = Json.object();
-    body.put("processId", p.id());
+    String[] text = new String[2];
+    long[] offset = new long[2];
+    long[] next = new long[2];
     boolean truncated = false;
     boolean complete = true;
     for (StreamName stream : StreamName.values()) {
       String name = stream.name().toLowerCase(Locale.ROOT);
+      int i = stream.ordinal();
       long from = checkedOffset(q, name + "Since", since, p, stream);
       LogChunk chunk = p.readLog(stream, from, maxBytes);
       byte[] data = chunk.data();
       int usable = data.length;
-      String text;
       if (encoding == ExecSpec.Encoding.BASE64) {
-        text = Base64.getEncoder().encodeToString(data);
+        text[i] = Base64.getEncoder().encodeToString(data);
       } else {
         // Hold back a code point cut by the end of what was read, unless the stream is over.
         boolean endOfStream = chunk.eof() && chunk.start() + data.length == chunk.end();
@@ -179,21 +157,18 @@ final class ProcessEndpoints {
         ByteBuf valid = new ByteBuf(data.length + 16);
         sanitizer.sanitize(data, 0, data.length, endOfStream, valid);
         usable = data.length - sanitizer.pending();
-        text = valid.toString();
+        text[i] = valid.toString();
       }
-      body.put(name, text);
-      body.put(name + "Offset", chunk.start());
-      body.put(name + "NextOffset", chunk.start() + usable);
+      offset[i] = chunk.start();
+      next[i] = chunk.start() + usable;
       truncated |= chunk.droppedBytes() > 0;
       complete &= chunk.eof() && chunk.start() + usable == chunk.end();
     }
-    body.put("truncated", truncated);
-    body.put("complete", complete);
-    body.put("status", p.snapshot().status().wireName());
-    if (encoding == ExecSpec.Encoding.BASE64) {
-      body.put("encoding", "base64");
-    }
-    Responses.ok(exchange, body);
+    int out = StreamName.STDOUT.ordinal();
+    int err = StreamName.STDERR.ordinal();
+    Responses.ok(exchange, new ProcessMessages.Logs(p.id(), text[out], offset[out], next[out], text[err], offset[err],
+        next[err], truncated, complete, p.snapshot().status().wireName(),
+        encoding == ExecSpec.Encoding.BASE64 ? "base64" : null));
   }
 
   /** The {@code encoding} query parameter, or the one the process was started with. */
@@ -229,13 +204,7 @@ final class ProcessEndpoints {
 
     SseWriter sse = SseWriter.open(exchange);
     try {
-      ObjectNode info = Json.object();
-      info.put("type", "process_info");
-      info.put("processId", p.id());
-      info.put("pid", p.pid());
-      info.put("command", p.command());
-      info.put("status", p.snapshot().status().wireName());
-      sse.send(info);
+      sse.send(new ProcessMessages.InfoEvent(p.id(), p.pid(), p.command(), p.snapshot().status().wireName()));
       OutputEvents out = new OutputEvents("stdout", p.id(), encoding, stdoutFrom);
       OutputEvents err = new OutputEvents("stderr", p.id(), encoding, stderrFrom);
       ByteBuf frame = new ByteBuf(96 * 1024);
@@ -262,18 +231,9 @@ final class ProcessEndpoints {
         sse.send(frame);
       }
       ManagedProcess.Snapshot s = p.snapshot();
-      ObjectNode exit = Json.object();
-      exit.put("type", "exit");
-      exit.put("processId", p.id());
-      exit.put("exitCode", s.exitCode());
-      exit.put("status", s.status().wireName());
-      exit.put("timedOut", s.timedOut());
-      if (s.signal() != null) {
-        exit.put("signal", s.signal().name());
-      }
-      exit.put("data", s.status().wireName() + " with exit code " + s.exitCode()
-          + (s.signal() != null ? " (" + s.signal().name() + ")" : ""));
-      sse.send(exit);
+      String signal = s.signal() == null ? null : s.signal().name();
+      sse.send(new ProcessMessages.ExitEvent(p.id(), s.exitCode(), s.status().wireName(), s.timedOut(), signal,
+          s.status().wireName() + " with exit code " + s.exitCode() + (signal != null ? " (" + signal + ")" : "")));
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     } catch (IOException e) {
@@ -291,13 +251,7 @@ final class ProcessEndpoints {
       throws IOException {
     boolean sent = false;
     if (chunk.droppedBytes() > 0) {
-      ObjectNode truncated = Json.object();
-      truncated.put("type", "truncated");
-      truncated.put("processId", processId);
-      truncated.put("stream", stream);
-      truncated.put("droppedBytes", chunk.droppedBytes());
-      truncated.put("offset", chunk.start());
-      sse.send(truncated);
+      sse.send(new ProcessMessages.TruncatedEvent(processId, stream, chunk.droppedBytes(), chunk.start()));
       events.jumpTo(chunk.start());
       sent = true;
     }
@@ -332,11 +286,7 @@ final class ProcessEndpoints {
     } catch (IOException e) {
       throw notRunning(id, "it closed its stdin (" + e.getMessage() + ")");
     }
-    ObjectNode response = Json.object();
-    response.put("processId", p.id());
-    response.put("bytesWritten", written);
-    response.put("eof", eof);
-    Responses.ok(exchange, response);
+    Responses.ok(exchange, new ProcessMessages.StdinWritten(p.id(), written, eof));
   }
 
   /** The body of POST /api/process/{id}/stdin, decoded: the bytes to write and whether to close stdin after them. */

@@ -1,7 +1,5 @@
 package dev.sandboxsdk.agent.http;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
@@ -110,19 +108,16 @@ final class ProxyEndpoints {
     body.string("sessionId"); // accepted for Cloudflare's clients; there are no sessions here
     ExposedPorts.Exposure e = exposed.expose(p, name);
     log.info("exposed port {}{}", p, name == null ? "" : " (" + name + ")");
-    ObjectNode answer = Json.object();
-    describe(answer, e, exchange);
-    Responses.ok(exchange, answer);
+    Responses.ok(exchange, describe(e, exchange));
   }
 
   void list(HttpExchange exchange) throws IOException {
     Query.none(exchange);
-    ObjectNode answer = Json.object();
-    ArrayNode ports = answer.putArray("ports");
+    List<PortMessages.Exposure> ports = new ArrayList<>();
     for (ExposedPorts.Exposure e : exposed.list()) {
-      describe(ports.addObject(), e, exchange);
+      ports.add(describe(e, exchange));
     }
-    Responses.ok(exchange, answer);
+    Responses.ok(exchange, new PortMessages.ExposureList(ports));
   }
 
   void unexpose(HttpExchange exchange, String portText) throws IOException {
@@ -130,19 +125,11 @@ final class ProxyEndpoints {
     int port = validPort(parsePort(portText));
     exposed.unexpose(port);
     log.info("unexposed port {}", port);
-    ObjectNode answer = Json.object();
-    answer.put("port", port);
-    Responses.ok(exchange, answer);
+    Responses.ok(exchange, new PortMessages.Unexposed(port));
   }
 
-  private void describe(ObjectNode node, ExposedPorts.Exposure e, HttpExchange exchange) {
-    node.put("port", e.port());
-    node.put("url", previewUrl(exchange, e));
-    node.put("status", "active");
-    if (e.name() != null) {
-      node.put("name", e.name());
-    }
-    node.put("exposedAt", e.exposedAt().toString());
+  private PortMessages.Exposure describe(ExposedPorts.Exposure e, HttpExchange exchange) {
+    return new PortMessages.Exposure(e.port(), previewUrl(exchange, e), "active", e.name(), e.exposedAt().toString());
   }
 
   /** The URL a browser opens: the address the client used to reach the agent, the port's path, the token. */

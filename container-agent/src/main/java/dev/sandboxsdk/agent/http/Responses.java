@@ -1,89 +1,73 @@
 package dev.sandboxsdk.agent.http;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.core.JsonProcessingException;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.AgentException;
-import dev.sandboxsdk.agent.process.ManagedProcess;
+import dev.sandboxsdk.agent.http.AgentMessages.ErrorBody;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 
-/** Writes JSON responses and the protocol's views of agent state. */
+/**
+ * Writes JSON responses. Answers are wire records (the {@code *Messages} classes); the envelope
+ * fields every answer ends with ({@code success}, {@code timestamp}) are added here, after the
+ * record's own fields, so no record has to carry them.
+ */
 final class Responses {
   static final String JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 
   private Responses() {}
 
-  /** Sends a success body; adds {@code success: true} unless set and a {@code timestamp}. */
-  static void ok(HttpExchange exchange, ObjectNode body) throws IOException {
-    send(exchange, 200, stamp(body));
+  /** Sends a success answer: the record's fields, then {@code success: true} and a {@code timestamp}. */
+  static void ok(HttpExchange exchange, Object answer) throws IOException {
+    send(exchange, 200, stamped(answer, true));
   }
 
-  /** Completes a success body: {@code success: true} unless already set, and a {@code timestamp}. */
-  static ObjectNode stamp(ObjectNode body) {
-    if (!body.has("success")) {
-      body.put("success", true);
+  /** Sends a success answer whose record carries its own {@code success}: the record's fields, then a {@code timestamp}. */
+  static void okTimestamped(HttpExchange exchange, Object answer) throws IOException {
+    send(exchange, 200, stamped(answer, false));
+  }
+
+  /**
+   * The JSON of {@code record} with {@code "success":true} (if asked) and {@code "timestamp"}
+   * appended as its last fields. Splicing the bytes keeps the record free of envelope fields and
+   * costs one copy, not a tree.
+   */
+  static byte[] stamped(Object record, boolean success) throws JsonProcessingException {
+    byte[] json = Json.MAPPER.writeValueAsBytes(record);
+    byte[] tail = ((success ? "\"success\":true," : "") + "\"timestamp\":\"" + Instant.now() + "\"}")
+        .getBytes(StandardCharsets.US_ASCII);
+    int keep = json.length - 1; // without the closing brace
+    boolean empty = keep == 1; // "{}"
+    byte[] out = new byte[keep + (empty ? 0 : 1) + tail.length];
+    System.arraycopy(json, 0, out, 0, keep);
+    if (!empty) {
+      out[keep] = ',';
     }
-    body.put("timestamp", Instant.now().toString());
-    return body;
+    System.arraycopy(tail, 0, out, out.length - tail.length, tail.length);
+    return out;
   }
 
   static void error(HttpExchange exchange, AgentException e) throws IOException {
     send(exchange, e.code().httpStatus(), errorBody(e));
   }
 
-  static ObjectNode errorBody(AgentException e) {
-    ObjectNode body = Json.object();
-    body.put("success", false);
-    body.put("code", e.code().name());
-    body.put("message", e.getMessage());
-    body.set("context", Json.MAPPER.valueToTree(e.context()));
-    body.put("httpStatus", e.code().httpStatus());
-    body.put("timestamp", Instant.now().toString());
-    return body;
+  /** The protocol's error object; written whole (its {@code success} comes first). */
+  static byte[] errorBody(AgentException e) throws JsonProcessingException {
+    return Json.MAPPER.writeValueAsBytes(ErrorBody.of(e));
   }
 
-  static void send(HttpExchange exchange, int status, ObjectNode body) throws IOException {
-    byte[] bytes = Json.MAPPER.writeValueAsBytes(body);
+  /** Sends {@code json} as it is. */
+  static void send(HttpExchange exchange, int status, byte[] json) throws IOException {
     exchange.getResponseHeaders().set("Content-Type", JSON_CONTENT_TYPE);
     if (exchange.getRequestMethod().equals("HEAD")) {
       exchange.sendResponseHeaders(status, -1); // a HEAD response has no body
       return;
     }
-    exchange.sendResponseHeaders(status, bytes.length);
+    exchange.sendResponseHeaders(status, json.length);
     try (OutputStream out = exchange.getResponseBody()) {
-      out.write(bytes);
+      out.write(json);
     }
-  }
-
-  /** The protocol's ProcessInfo object. */
-  static ObjectNode processInfo(ManagedProcess.Snapshot s) {
-    ObjectNode info = Json.object();
-    info.put("id", s.id());
-    info.put("pid", s.pid());
-    info.put("command", s.command());
-    if (s.argv() != null) {
-      info.set("argv", Json.MAPPER.valueToTree(s.argv()));
-    }
-    info.put("status", s.status().wireName());
-    info.put("startTime", s.startTime().toString());
-    if (s.endTime() != null) {
-      info.put("endTime", s.endTime().toString());
-    }
-    if (s.exitCode() != null) {
-      info.put("exitCode", s.exitCode());
-    }
-    if (s.signal() != null) {
-      info.put("signal", s.signal().name());
-    }
-    if (s.status().isTerminal()) {
-      info.put("timedOut", s.timedOut());
-    }
-    info.put("stdoutBytes", s.stdoutBytes());
-    info.put("stderrBytes", s.stderrBytes());
-    if (s.ptyCols() != null) {
-      info.set("pty", Json.object().put("cols", s.ptyCols()).put("rows", s.ptyRows()));
-    }
-    return info;
   }
 }

@@ -67,6 +67,13 @@ final class SseWriter {
     send(buf);
   }
 
+  /** Sends one event, a wire record; adds its {@code timestamp} after the record's fields. */
+  void send(Object event) throws IOException {
+    ByteBuf buf = new ByteBuf(256);
+    buf.append(Responses.stamped(event, false));
+    send(buf);
+  }
+
   /** How long until a keep-alive is due, so waits end when one must be written. */
   long nanosUntilKeepAlive(long idleNanos) {
     return Math.max(1_000_000, lastWriteNanos + idleNanos - System.nanoTime());
@@ -74,14 +81,12 @@ final class SseWriter {
 
   /** Reports, best effort, that the agent itself failed while relaying a stream; details stay in its log. */
   void sendInternalError(RuntimeException cause) {
-    ObjectNode error = Json.object();
-    error.put("type", "error");
+    AgentMessages.ErrorEvent error;
     if (cause instanceof dev.sandboxsdk.agent.AgentException known) { // e.g. no thread to read the output
-      error.put("code", known.code().name());
-      error.put("message", known.getMessage());
+      error = new AgentMessages.ErrorEvent(known.code().name(), known.getMessage());
     } else {
-      error.put("code", dev.sandboxsdk.agent.ErrorCode.INTERNAL_ERROR.name());
-      error.put("message", "the agent failed while streaming: " + cause.getClass().getSimpleName());
+      error = new AgentMessages.ErrorEvent(dev.sandboxsdk.agent.ErrorCode.INTERNAL_ERROR.name(),
+          "the agent failed while streaming: " + cause.getClass().getSimpleName());
     }
     try {
       send(error);
