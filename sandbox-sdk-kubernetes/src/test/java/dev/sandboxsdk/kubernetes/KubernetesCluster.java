@@ -8,7 +8,7 @@ import org.junit.jupiter.api.extension.ExtensionContext;
 
 /**
  * Runs a test class only when a cluster is named: {@code -Dsandbox.kubeconfig=FILE} (the script
- * {@code sandbox-sdk-kubernetes/it/run.sh} starts a real one-node cluster, loads the agent image
+ * {@code sandbox-sdk-kubernetes/e2e/cluster/run.sh} starts a real one-node cluster, loads the agent image
  * into it and passes its kubeconfig). Without one the class is skipped with one line on stderr, so
  * {@code ./mvnw verify} passes on a machine without Kubernetes; with one that does not answer, the
  * run fails. The image ({@code -Dsandbox.k8s.image}) must be on the node: pods use
@@ -33,7 +33,7 @@ public final class KubernetesCluster implements ExecutionCondition {
         if (!announced) {
           announced = true;
           System.err.println("[kubernetes tests skipped] no cluster named (-Dsandbox.kubeconfig=FILE;"
-              + " sandbox-sdk-kubernetes/it/run.sh starts one and runs them)");
+              + " sandbox-sdk-kubernetes/e2e/cluster/run.sh starts one and runs them)");
         }
       }
       return ConditionEvaluationResult.disabled("no -Dsandbox.kubeconfig");

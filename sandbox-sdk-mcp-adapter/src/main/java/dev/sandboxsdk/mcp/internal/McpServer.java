@@ -28,7 +28,7 @@ public final class McpServer implements AutoCloseable {
    * Serves the official conformance suite's fixture tool {@code test_reconnection} (never listed in
    * tools/list): its call closes its connection early, as a server polling its clients does, and
    * answers on the resumed stream. Only with {@code -Dsandbox.mcp.conformanceFixtures=true}, which
-   * node/run-conformance.sh sets.
+   * e2e/node-client/run-conformance.sh sets.
    */
   static final String CONFORMANCE_FIXTURES = "sandbox.mcp.conformanceFixtures";
 
