@@ -2,6 +2,7 @@ package dev.sandboxsdk;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.contract.LoadRun;
 import dev.sandboxsdk.contract.ProcStats;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -13,11 +14,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -97,43 +95,20 @@ class LoadSoakIT {
   @Test
   @Order(2)
   void thirtyTwoClientsDoingMixedWorkSeeNoErrorAndLeaveNothingBehind() throws Exception {
-    AtomicLong ops = new AtomicLong();
-    AtomicLong peakRss = new AtomicLong();
-    ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(SECONDS);
-    CountDownLatch done = new CountDownLatch(CLIENTS);
-    long t0 = System.nanoTime();
-    for (int c = 0; c < CLIENTS; c++) {
-      int client = c;
-      Thread worker = new Thread(() -> {
-        try {
-          for (int i = 0; System.nanoTime() < until; i++) {
-            try {
-              operation(client, i);
-              ops.incrementAndGet();
-            } catch (Throwable e) {
-              errors.add("client " + client + " op " + (client + i) % 5 + ": " + e);
-            }
-          }
-        } finally {
-          done.countDown();
-        }
-      }, "load-" + c);
-      worker.start();
-    }
-    while (!done.await(1, TimeUnit.SECONDS)) {
-      peakRss.accumulateAndGet(ProcStats.rssKib(agent), Math::max);
-    }
-    double seconds = (System.nanoTime() - t0) / 1e9;
+    LoadRun load = LoadRun.run("load", CLIENTS, SECONDS, 5, agent, (client, i) -> {
+      operation(client, i);
+      return 1;
+    });
     Snapshot loaded = Snapshot.take();
     Snapshot after = settle(loaded);
     System.out.printf("[soak] mixed: %d clients, %.1f s, %d ops (%.0f ops/s), %d errors; peak RSS %d MiB;"
             + " right after: %s; settled: %s%n",
-        CLIENTS, seconds, ops.get(), ops.get() / seconds, errors.size(), peakRss.get() / 1024, loaded, after);
+        CLIENTS, load.seconds(), load.units(), load.units() / load.seconds(), load.errors().size(),
+        load.peakRssKib() / 1024, loaded, after);
 
-    assertThat(errors).as("errors").isEmpty();
-    assertThat(ops.get()).isGreaterThan(CLIENTS);
-    assertBackAtBaseline(after, Math.max(peakRss.get(), loaded.rssKib));
+    assertThat(load.errors()).as("errors").isEmpty();
+    assertThat(load.units()).isGreaterThan(CLIENTS);
+    assertBackAtBaseline(after, Math.max(load.peakRssKib(), loaded.rssKib));
   }
 
   @Test

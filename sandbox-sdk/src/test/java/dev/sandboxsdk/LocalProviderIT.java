@@ -3,6 +3,7 @@ package dev.sandboxsdk;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sandboxsdk.contract.CreatedSandboxes;
 import dev.sandboxsdk.contract.ItGitRemote;
 import dev.sandboxsdk.contract.ItLifecycleMain;
 import java.io.BufferedReader;
@@ -32,7 +33,7 @@ class LocalProviderIT {
   @TempDir
   Path tmp;
 
-  private final List<ManagedSandbox> created = new ArrayList<>();
+  private final CreatedSandboxes created = new CreatedSandboxes();
   private LocalProvider provider;
 
   private LocalProvider provider() {
@@ -43,20 +44,12 @@ class LocalProviderIT {
   }
 
   private ManagedSandbox create(SandboxSpec spec) {
-    ManagedSandbox s = provider().create(spec);
-    created.add(s);
-    return s;
+    return created.add(provider().create(spec));
   }
 
   @AfterEach
   void destroyAll() {
-    created.forEach(s -> {
-      try {
-        s.destroy();
-      } catch (SandboxException e) {
-        // destroyed by the test already
-      }
-    });
+    created.destroyAll();
   }
 
   @Test

@@ -11,6 +11,7 @@ import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.contract.CreatedSandboxes;
 import dev.sandboxsdk.contract.ItGitRemote;
 import dev.sandboxsdk.contract.ItLifecycleMain;
 import java.nio.charset.StandardCharsets;
@@ -45,25 +46,17 @@ class ContainerLifecycleIT {
   Path tmp;
 
   private final String run = HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextInt());
-  private final List<ManagedSandbox> created = new ArrayList<>();
+  private final CreatedSandboxes created = new CreatedSandboxes();
   private final ContainerProvider provider = ContainerProvider.fromEnvironment();
 
   @AfterEach
   void destroyAll() {
-    created.forEach(s -> {
-      try {
-        s.destroy();
-      } catch (SandboxException e) {
-        // destroyed by the test already
-      }
-    });
+    created.destroyAll();
     provider.close();
   }
 
   private ManagedSandbox create(SandboxSpec.Builder spec) {
-    ManagedSandbox s = provider.create(spec.image(ContainerEngine.IMAGE).build());
-    created.add(s);
-    return s;
+    return created.add(provider.create(spec.image(ContainerEngine.IMAGE).build()));
   }
 
   @Test

@@ -1,9 +1,8 @@
 package dev.sandboxsdk.container;
 
-import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.contract.SandboxContract;
 import dev.sandboxsdk.contract.SandboxTarget;
-import java.net.URI;
+import dev.sandboxsdk.contract.SandboxTarget.OwnAgent;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
@@ -17,34 +16,11 @@ class ContainerSandboxContractIT extends SandboxContract {
   @Override
   protected SandboxTarget startTarget() {
     ContainerSandbox sandbox = start();
-    return new SandboxTarget() {
-      @Override
-      public Sandbox sandbox() {
-        return sandbox;
-      }
-
-      @Override
-      public URI baseUrl() {
-        return sandbox.baseUrl();
-      }
-
-      @Override
-      public String workspace() {
-        return "/workspace";
-      }
-
-      /** A second container of its own: these tests close or destroy their client. */
-      @Override
-      public OwnAgent startOwnAgent() {
-        ContainerSandbox own = start();
-        return OwnAgent.connect(own.baseUrl(), ContainerEngine.tokenOf(own.id()), "/workspace", own::destroy);
-      }
-
-      @Override
-      public void close() {
-        sandbox.destroy();
-      }
-    };
+    // startOwnAgent: a second container of its own, as these tests close or destroy their client
+    return SandboxTarget.of(sandbox, sandbox.baseUrl(), "/workspace", () -> {
+      ContainerSandbox own = start();
+      return OwnAgent.connect(own.baseUrl(), ContainerEngine.tokenOf(own.id()), "/workspace", own::destroy);
+    }, sandbox::destroy);
   }
 
   private static ContainerSandbox start() {

@@ -8,7 +8,6 @@ import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.contract.Attacks;
 import dev.sandboxsdk.SandboxSpec;
 import java.time.Duration;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -27,6 +26,7 @@ class KubernetesAttackIT {
   private static KubernetesProvider provider;
   private static KubernetesSandbox sandbox;
   private static String token;
+  private static Attacks attacks;
   private static dev.sandboxsdk.kubernetes.internal.ClusterAdmin admin;
 
   @BeforeAll
@@ -35,6 +35,7 @@ class KubernetesAttackIT {
     admin = new dev.sandboxsdk.kubernetes.internal.ClusterAdmin(KubernetesCluster.KUBECONFIG, KubernetesCluster.NAMESPACE);
     sandbox = provider.create(SandboxSpec.builder().image(KubernetesCluster.IMAGE).memoryBytes(256L << 20).build());
     token = sandbox.token();
+    attacks = new Attacks(sandbox, token);
   }
 
   @AfterAll
@@ -53,25 +54,9 @@ class KubernetesAttackIT {
     }
   }
 
-  private static ExecResult sh(String command) {
-    return Attacks.sh(sandbox, token, command);
-  }
-
-  private static ExecResult run(String command, ExecOptions options) {
-    return Attacks.run(sandbox, token, command, options);
-  }
-
-  private static String agentPid() {
-    return Attacks.agentPid(sandbox, token);
-  }
-
-  private static void assertAgentServes() {
-    assertThat(sh("echo still serving").stdout()).isEqualTo("still serving\n");
-  }
-
   @Test
   void theTokenFileIsUnreadableToCommands() {
-    ExecResult r = sh("cat /var/run/sandbox-agent/token");
+    ExecResult r = attacks.sh("cat /var/run/sandbox-agent/token");
 
     assertThat(r.exitCode()).isNotZero();
     assertThat(r.stderr()).contains("Permission denied");
@@ -80,10 +65,10 @@ class KubernetesAttackIT {
 
   @Test
   void theAgentsEnvironmentCommandLineAndMemoryHoldNoTokenForCommands() {
-    String pid = agentPid();
-    ExecResult env = sh("cat /proc/" + pid + "/environ /proc/1/environ");
-    ExecResult cmdline = sh("tr '\\0' ' ' < /proc/" + pid + "/cmdline");
-    ExecResult mem = sh("head -c 1 /proc/" + pid + "/mem");
+    String pid = attacks.agentPid();
+    ExecResult env = attacks.sh("cat /proc/" + pid + "/environ /proc/1/environ");
+    ExecResult cmdline = attacks.sh("tr '\\0' ' ' < /proc/" + pid + "/cmdline");
+    ExecResult mem = attacks.sh("head -c 1 /proc/" + pid + "/mem");
 
     assertThat(env.exitCode()).isNotZero();
     assertThat(env.stderr()).contains("Permission denied");
@@ -94,15 +79,12 @@ class KubernetesAttackIT {
 
   @Test
   void noFileACommandCanReadHoldsTheToken() {
-    ExecResult r = run("grep -rlsF -e \"$T\" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; echo done",
-        ExecOptions.builder().env(Map.of("T", token)).timeout(Duration.ofSeconds(60)).build());
-
-    assertThat(r.stdout()).isEqualTo("done\n");
+    attacks.assertNoFileACommandCanReadHoldsTheToken();
   }
 
   @Test
   void commandsGetNoCredentialsOrAddressesOfTheCluster() {
-    ExecResult r = sh("ls /var/run/secrets/kubernetes.io/serviceaccount 2>&1; env | grep -c '^KUBERNETES_' ;"
+    ExecResult r = attacks.sh("ls /var/run/secrets/kubernetes.io/serviceaccount 2>&1; env | grep -c '^KUBERNETES_' ;"
         + " grep -c KUBERNETES /proc/self/environ; true");
 
     assertThat(r.stdout()).contains("No such file or directory");
@@ -111,7 +93,7 @@ class KubernetesAttackIT {
 
   @Test
   void commandsRunAsAnUnprivilegedUserWithoutAnyCapability() {
-    ExecResult r = sh("id -u; grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status");
+    ExecResult r = attacks.sh("id -u; grep -E '^(Cap(Inh|Prm|Eff|Bnd|Amb)|NoNewPrivs|Seccomp):' /proc/self/status");
 
     assertThat(r.stdout()).startsWith("1000\n");
     assertThat(r.stdout()).contains("CapInh:\t0000000000000000", "CapPrm:\t0000000000000000",
@@ -121,19 +103,13 @@ class KubernetesAttackIT {
 
   @Test
   void theRootFileSystemIsReadOnlyWhileWorkspaceTmpAndHomeAreWritable() {
-    for (String path : new String[] {"/usr/pwned", "/etc/pwned", "/pwned", "/opt/sandbox-agent/pwned"}) {
-      ExecResult r = sh("echo x > " + path);
-      assertThat(r.exitCode()).as(path).isNotZero();
-      assertThat(r.stderr()).as(path).containsAnyOf("Read-only file system", "Permission denied");
-    }
-    assertThat(sh("echo w > /workspace/ok && echo t > /tmp/ok && echo h > ~/ok && cat /workspace/ok /tmp/ok ~/ok").stdout())
-        .isEqualTo("w\nt\nh\n");
+    attacks.assertTheRootFileSystemIsReadOnlyWhileWorkspaceTmpAndHomeAreWritable();
   }
 
   @Test
   void theCheckpointsAreOutOfTheCommandsReach() {
     sandbox.checkpoints().create("attack");
-    ExecResult r = sh("ls /var/lib/sandbox-agent/checkpoints");
+    ExecResult r = attacks.sh("ls /var/lib/sandbox-agent/checkpoints");
 
     assertThat(r.exitCode()).isNotZero();
     assertThat(r.stderr()).contains("Permission denied");
@@ -142,10 +118,10 @@ class KubernetesAttackIT {
   @Test
   void withTheNetworkOffNoConnectionLeavesThePod() throws Exception {
     try (Attacks.Listener host = new Attacks.Listener()) {
-      ExecResult r = sh(tryConnect(sandbox, host.port()));
+      ExecResult r = attacks.sh(tryConnect(sandbox, host.port()));
       assertThat(r.stdout()).doesNotContain("connected");
       assertThat(host.accepted()).as("connections the node received").isZero();
-      assertThat(sh("timeout 3 bash -c 'echo > /dev/tcp/10.0.0.1/443' 2>&1 && echo api-reachable; true").stdout())
+      assertThat(attacks.sh("timeout 3 bash -c 'echo > /dev/tcp/10.0.0.1/443' 2>&1 && echo api-reachable; true").stdout())
           .as("the API server's service address").doesNotContain("api-reachable");
     }
     // The same attempt from a pod with the network on reaches the node: the check above can fail.
@@ -173,12 +149,8 @@ class KubernetesAttackIT {
 
   @Test
   void aMemoryHogIsKilledAndTheAgentKeepsServing() {
-    ExecResult r = run("a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done",
-        ExecOptions.builder().timeout(Duration.ofSeconds(60)).build());
-
-    assertThat(r.exitCode()).as("killed, not finished: " + r).isEqualTo(137);
-    assertThat(r.timedOut()).isFalse();
-    assertAgentServes();
+    attacks.assertAMemoryHogIsKilled();
+    attacks.assertAgentServes();
   }
 
   @Test
@@ -188,9 +160,9 @@ class KubernetesAttackIT {
     // and the kernel's OOM killer would pick the largest process, the agent (docs/kubernetes.md).
     try (KubernetesSandbox roomy = provider.create(SandboxSpec.builder().image(KubernetesCluster.IMAGE)
         .memoryBytes(1L << 30).build())) {
-      String t = roomy.token();
+      Attacks inRoomy = new Attacks(roomy, roomy.token());
       try {
-        ExecResult r = Attacks.run(roomy, t, "bomb() { bomb | bomb & }; bomb; sleep 5",
+        ExecResult r = inRoomy.run("bomb() { bomb | bomb & }; bomb; sleep 5",
             ExecOptions.builder().timeout(Duration.ofSeconds(8)).build());
         assertThat(r.stderr()).as("forks refused").contains("fork");
       } catch (SandboxException e) {
@@ -202,8 +174,8 @@ class KubernetesAttackIT {
       }
       // Kill-all returns once the killed shells are reaped (their pids count until then): the
       // agent serves at the first try.
-      assertThat(Attacks.sh(roomy, t, "echo still serving").stdout()).isEqualTo("still serving\n");
-      assertThat(Integer.parseInt(Attacks.sh(roomy, t, "ps -e --no-headers | wc -l").stdout().strip()))
+      assertThat(inRoomy.sh("echo still serving").stdout()).isEqualTo("still serving\n");
+      assertThat(Integer.parseInt(inRoomy.sh("ps -e --no-headers | wc -l").stdout().strip()))
           .as("processes left").isLessThan(20);
       // A bomb that keeps the limit full (it takes every slot that frees within 10 ms), past the
       // 5 s after which the agent's idle request threads go: kill-all still gets a thread.
@@ -211,17 +183,12 @@ class KubernetesAttackIT {
           + " elsif ($p == 0) { sleep 600; exit } }'");
       Thread.sleep(7000);
       roomy.killAllProcesses();
-      assertThat(Attacks.sh(roomy, t, "echo still serving").stdout()).isEqualTo("still serving\n");
+      assertThat(inRoomy.sh("echo still serving").stdout()).isEqualTo("still serving\n");
     }
   }
 
   @Test
   void killingTheAgentFromACommandFails() {
-    String pid = agentPid();
-    ExecResult r = sh("kill -9 " + pid + "; kill -9 1; kill -STOP " + pid);
-
-    assertThat(r.exitCode()).isNotZero();
-    assertThat(r.stderr()).contains("Operation not permitted");
-    assertAgentServes();
+    attacks.assertKillingTheAgentFromACommandFails();
   }
 }

@@ -1,10 +1,9 @@
 package dev.sandboxsdk.kubernetes;
 
-import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.contract.SandboxContract;
 import dev.sandboxsdk.contract.SandboxTarget;
-import java.net.URI;
+import dev.sandboxsdk.contract.SandboxTarget.OwnAgent;
 import org.junit.jupiter.api.extension.ExtendWith;
 
 /**
@@ -19,38 +18,17 @@ class KubernetesSandboxContractIT extends SandboxContract {
   protected SandboxTarget startTarget() {
     KubernetesProvider provider = KubernetesCluster.provider().build();
     KubernetesSandbox sandbox = start(provider);
-    return new SandboxTarget() {
-      @Override
-      public Sandbox sandbox() {
-        return sandbox;
+    // startOwnAgent: a second pod of its own, as these tests close or destroy their client
+    return SandboxTarget.of(sandbox, sandbox.baseUrl(), "/workspace", () -> {
+      KubernetesSandbox own = start(provider);
+      return OwnAgent.connect(own.baseUrl(), own.token(), "/workspace", own::destroy);
+    }, () -> {
+      try {
+        sandbox.destroy();
+      } finally {
+        provider.close();
       }
-
-      @Override
-      public URI baseUrl() {
-        return sandbox.baseUrl();
-      }
-
-      @Override
-      public String workspace() {
-        return "/workspace";
-      }
-
-      /** A second pod of its own: these tests close or destroy their client. */
-      @Override
-      public OwnAgent startOwnAgent() {
-        KubernetesSandbox own = start(provider);
-        return OwnAgent.connect(own.baseUrl(), own.token(), "/workspace", own::destroy);
-      }
-
-      @Override
-      public void close() {
-        try {
-          sandbox.destroy();
-        } finally {
-          provider.close();
-        }
-      }
-    };
+    });
   }
 
   private static KubernetesSandbox start(KubernetesProvider provider) {

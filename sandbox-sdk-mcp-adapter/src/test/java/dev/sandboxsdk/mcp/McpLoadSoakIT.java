@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sandboxsdk.contract.LoadRun;
 import dev.sandboxsdk.contract.ProcStats;
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
@@ -18,11 +19,8 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
@@ -118,48 +116,23 @@ class McpLoadSoakIT {
     Snapshot idle = settle(null);
     System.out.printf("[soak] mcp server pid %d (-Xmx256m, G1); idle: %s%n", server.pid(), idle);
 
-    AtomicLong calls = new AtomicLong();
-    AtomicLong peakRss = new AtomicLong();
-    ConcurrentLinkedQueue<String> errors = new ConcurrentLinkedQueue<>();
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(SECONDS);
-    CountDownLatch done = new CountDownLatch(CLIENTS);
-    long t0 = System.nanoTime();
-    for (int c = 0; c < CLIENTS; c++) {
-      int client = c;
-      Thread worker = new Thread(() -> {
-        try {
-          for (int i = 0; System.nanoTime() < until; i++) {
-            try {
-              calls.addAndGet(operation(client, i));
-            } catch (Throwable e) {
-              errors.add("client " + client + " op " + (client + i) % 4 + ": " + e);
-            }
-          }
-        } finally {
-          done.countDown();
-        }
-      }, "mcp-load-" + c);
-      worker.start();
-    }
-    while (!done.await(1, TimeUnit.SECONDS)) {
-      peakRss.accumulateAndGet(ProcStats.rssKib(server.pid()), Math::max);
-    }
-    double seconds = (System.nanoTime() - t0) / 1e9;
+    LoadRun load = LoadRun.run("mcp-load", CLIENTS, SECONDS, 4, server.pid(), McpLoadSoakIT::operation);
     Snapshot loaded = Snapshot.take();
     Snapshot after = settle(idle);
     System.out.printf("[soak] mcp: %d clients, %.1f s, %d tools/call (%.0f calls/s), %d errors; peak RSS %d MiB;"
             + " right after: %s; settled: %s%n",
-        CLIENTS, seconds, calls.get(), calls.get() / seconds, errors.size(), peakRss.get() / 1024, loaded, after);
+        CLIENTS, load.seconds(), load.units(), load.units() / load.seconds(), load.errors().size(),
+        load.peakRssKib() / 1024, loaded, after);
 
-    assertThat(errors).as("errors (%d)", errors.size()).isEmpty();
-    assertThat(calls.get()).isGreaterThanOrEqualTo(CLIENTS);
+    assertThat(load.errors()).as("errors (%d)", load.errors().size()).isEmpty();
+    assertThat(load.units()).isGreaterThanOrEqualTo(CLIENTS);
     assertThat(after.descendants).as("the server's descendants (idle: %s); the server's log (its agents' warnings"
             + " included):%n%s", idle.descendants, logTail())
         .isEqualTo(idle.descendants);
     assertThat(after.fds).as("server fds (idle %d)", idle.fds).isLessThanOrEqualTo(idle.fds + FD_TOLERANCE);
     assertThat(after.threads).as("server threads (idle %d)", idle.threads)
         .isLessThanOrEqualTo(idle.threads + THREAD_TOLERANCE);
-    assertThat(Math.max(peakRss.get(), loaded.rssKib)).as("server peak RSS in KiB (bound: 256 MiB heap + 256 MiB)")
+    assertThat(Math.max(load.peakRssKib(), loaded.rssKib)).as("server peak RSS in KiB (bound: 256 MiB heap + 256 MiB)")
         .isLessThan(RSS_BOUND_KIB);
     JsonNode running = call("listProcesses", "{\"status\":\"running\"}");
     assertThat(running.path("structuredContent").path("processes").size()).as("running processes: %s", running)

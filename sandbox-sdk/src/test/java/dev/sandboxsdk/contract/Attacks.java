@@ -12,23 +12,32 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
 import java.time.Duration;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * What the providers' attack suites (ContainerAttackIT, KubernetesAttackIT) share: running an
- * attack as a command and printing what it got for the docs' tables, the agent's pid as commands
- * see it, and a listener on the host that counts the connections that reached it.
+ * What the providers' attack suites (ContainerAttackIT, KubernetesAttackIT) share: attacks run as
+ * commands in one sandbox, printed for the docs' tables with its token masked, the attacks whose
+ * outcome is the same for every provider, and a listener on the host that counts the connections
+ * that reached it.
  */
 public final class Attacks {
-  private Attacks() {}
+  private final Sandbox sandbox;
+  private final String token;
 
-  /** Runs an attack with a 30 s timeout; see {@link #run(Sandbox, String, String, ExecOptions)}. */
-  public static ExecResult sh(Sandbox sandbox, String token, String command) {
-    return run(sandbox, token, command, ExecOptions.builder().timeout(Duration.ofSeconds(30)).build());
+  /** Attacks on {@code sandbox}, whose agent's token is {@code token} (masked in what is printed, looked for in what commands get). */
+  public Attacks(Sandbox sandbox, String token) {
+    this.sandbox = sandbox;
+    this.token = token;
+  }
+
+  /** Runs an attack with a 30 s timeout; see {@link #run(String, ExecOptions)}. */
+  public ExecResult sh(String command) {
+    return run(command, ExecOptions.builder().timeout(Duration.ofSeconds(30)).build());
   }
 
   /** Runs an attack and prints what it got (with the token masked), for the attack tables in the docs. */
-  public static ExecResult run(Sandbox sandbox, String token, String command, ExecOptions options) {
+  public ExecResult run(String command, ExecOptions options) {
     ExecResult r = sandbox.exec(Command.shell(command), options);
     System.out.printf("ATTACK %s%n  -> exit %d%s, stdout %s, stderr %s%n", command.replace(token, "<token>"), r.exitCode(),
         r.timedOut() ? " (timed out)" : "", firstLine(r.stdout()), firstLine(r.stderr()));
@@ -41,10 +50,54 @@ public final class Attacks {
   }
 
   /** The pid of the agent's JVM, as commands see it. */
-  public static String agentPid(Sandbox sandbox, String token) {
-    String pid = sh(sandbox, token, "pgrep -x java").stdout().strip();
+  public String agentPid() {
+    String pid = sh("pgrep -x java").stdout().strip();
     assertThat(pid).as("the agent's pid").matches("\\d+");
     return pid;
+  }
+
+  /** Asserts that the agent still runs commands. */
+  public void assertAgentServes() {
+    assertThat(sh("echo still serving").stdout()).isEqualTo("still serving\n");
+  }
+
+  /** Asserts that no file a command can read, outside /proc, /sys and /dev, holds the token. */
+  public void assertNoFileACommandCanReadHoldsTheToken() {
+    // The token reaches this command only through its own request's environment, for grep.
+    ExecResult r = run("grep -rlsF -e \"$T\" / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; echo done",
+        ExecOptions.builder().env(Map.of("T", token)).timeout(Duration.ofSeconds(60)).build());
+
+    assertThat(r.stdout()).isEqualTo("done\n");
+  }
+
+  /** Asserts that commands cannot write to the root file system, but can to the workspace, /tmp and their home. */
+  public void assertTheRootFileSystemIsReadOnlyWhileWorkspaceTmpAndHomeAreWritable() {
+    for (String path : new String[] {"/usr/pwned", "/etc/pwned", "/pwned", "/opt/sandbox-agent/pwned"}) {
+      ExecResult r = sh("echo x > " + path);
+      assertThat(r.exitCode()).as(path).isNotZero();
+      assertThat(r.stderr()).as(path).containsAnyOf("Read-only file system", "Permission denied");
+    }
+    assertThat(sh("echo w > /workspace/ok && echo t > /tmp/ok && echo h > ~/ok && cat /workspace/ok /tmp/ok ~/ok").stdout())
+        .isEqualTo("w\nt\nh\n");
+  }
+
+  /** Asserts that a command doubling a string until memory runs out is killed (137), not timed out. */
+  public void assertAMemoryHogIsKilled() {
+    ExecResult r = run("a=xxxxxxxxxxxxxxxx; while :; do a=$a$a; done",
+        ExecOptions.builder().timeout(Duration.ofSeconds(60)).build());
+
+    assertThat(r.exitCode()).as("killed, not finished: " + r).isEqualTo(137);
+    assertThat(r.timedOut()).isFalse();
+  }
+
+  /** Asserts that a command can neither kill nor stop the agent (nor pid 1), and that the agent serves afterwards. */
+  public void assertKillingTheAgentFromACommandFails() {
+    String pid = agentPid();
+    ExecResult r = sh("kill -9 " + pid + "; kill -9 1; kill -STOP " + pid);
+
+    assertThat(r.exitCode()).isNotZero();
+    assertThat(r.stderr()).contains("Operation not permitted");
+    assertAgentServes();
   }
 
   /** A TCP listener on every address of this host, counting the connections it accepts. */

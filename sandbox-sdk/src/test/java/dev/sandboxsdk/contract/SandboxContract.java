@@ -97,14 +97,11 @@ import org.junit.jupiter.api.Timeout;
  *   protected SandboxTarget startTarget() {
  *     AgentContainer c = AgentContainer.start(agentArguments());  // your container; you know its token
  *     Sandbox sandbox = Sandbox.connect(c.baseUrl(), c.token());   // or your own Sandbox implementation
- *     return new SandboxTarget() {
- *       public Sandbox sandbox() { return sandbox; }
- *       public URI baseUrl() { return c.baseUrl(); }
- *       public String workspace() { return "/workspace"; }         // as commands in the container see it
- *       public OwnAgent startOwnAgent() { return OwnAgent.connect(c.baseUrl(), c.token(), "/workspace", () -> { }); }
- *       public void close() { sandbox.close(); c.stop(); }
- *       // probe() defaults to an ExecProbe: pids and files are looked at through sandbox.exec(...)
- *     };
+ *     // "/workspace": as commands in the container see it; pids and files are looked at through sandbox.exec(...)
+ *     return SandboxTarget.of(sandbox, c.baseUrl(), "/workspace",
+ *         () -> OwnAgent.connect(c.baseUrl(), c.token(), "/workspace", () -> { }),
+ *         () -> { sandbox.close(); c.stop(); });
+ *     // or implement SandboxTarget yourself, e.g. to look from the host with a probe() of your own
  *   }
  * }
  * }</pre>

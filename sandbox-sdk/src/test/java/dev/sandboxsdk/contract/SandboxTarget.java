@@ -3,6 +3,7 @@ package dev.sandboxsdk.contract;
 import dev.sandboxsdk.Sandbox;
 import java.net.URI;
 import java.util.Objects;
+import java.util.concurrent.Callable;
 
 /**
  * What a provider hands {@link SandboxContract}: a running sandbox, where its workspace is, and a
@@ -45,6 +46,55 @@ public interface SandboxTarget extends AutoCloseable {
   /** Stops the sandbox and everything it started. */
   @Override
   void close() throws Exception;
+
+  /**
+   * A target for a sandbox that runs elsewhere (a container, a pod), looked into through itself
+   * (the default {@link #probe()}).
+   *
+   * @param baseUrl the base URL of its agent as this JVM reaches it
+   * @param workspace the workspace as its commands see it
+   * @param ownAgents starts an agent for one test, usually a second sandbox like this one
+   * @param stop what {@link #close()} does: destroy the sandbox and release what it needed
+   */
+  static SandboxTarget of(Sandbox sandbox, URI baseUrl, String workspace, Callable<OwnAgent> ownAgents,
+      AutoCloseable stop) {
+    Objects.requireNonNull(sandbox, "sandbox == null");
+    Objects.requireNonNull(baseUrl, "baseUrl == null");
+    Objects.requireNonNull(workspace, "workspace == null");
+    Objects.requireNonNull(ownAgents, "ownAgents == null");
+    Objects.requireNonNull(stop, "stop == null");
+    return new SandboxTarget() {
+      @Override
+      public Sandbox sandbox() {
+        return sandbox;
+      }
+
+      @Override
+      public URI baseUrl() {
+        return baseUrl;
+      }
+
+      @Override
+      public String workspace() {
+        return workspace;
+      }
+
+      @Override
+      public OwnAgent startOwnAgent() throws Exception {
+        return ownAgents.call();
+      }
+
+      @Override
+      public void close() throws Exception {
+        stop.close();
+      }
+
+      @Override
+      public String toString() {
+        return "SandboxTarget{" + sandbox + "}";
+      }
+    };
+  }
 
   /** An agent a test connects its own clients to; see {@link SandboxTarget#startOwnAgent()}. */
   interface OwnAgent extends AutoCloseable {
