@@ -27,15 +27,15 @@ final class CheckpointTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("createCheckpoint", ToolHandler.blocking(this::createCheckpoint));
-    tools.put("listCheckpoints", ToolHandler.blocking(this::listCheckpoints));
-    tools.put("restoreCheckpoint", ToolHandler.blocking(this::restoreCheckpoint));
-    tools.put("deleteCheckpoint", ToolHandler.blocking(this::deleteCheckpoint));
+    tools.put("createCheckpoint", ToolHandler.blocking(CheckpointArgs.Create.class, this::createCheckpoint));
+    tools.put("listCheckpoints", ToolHandler.blocking(CheckpointArgs.Listing.class, this::listCheckpoints));
+    tools.put("restoreCheckpoint", ToolHandler.blocking(CheckpointArgs.Restore.class, this::restoreCheckpoint));
+    tools.put("deleteCheckpoint", ToolHandler.blocking(CheckpointArgs.Delete.class, this::deleteCheckpoint));
   }
 
-  ToolOutcome createCheckpoint(ObjectNode args, CallContext ctx) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String name = args.get("name").asText();
+  ToolOutcome createCheckpoint(CheckpointArgs.Create args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String name = args.name();
     long t0 = System.nanoTime();
     Checkpoint c;
     try {
@@ -55,8 +55,8 @@ final class CheckpointTools implements ToolGroup {
         + "\"} brings these files back.", false);
   }
 
-  ToolOutcome listCheckpoints(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+  ToolOutcome listCheckpoints(CheckpointArgs.Listing args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
     List<Checkpoint> all = sb.sandbox().checkpoints().list();
     ObjectNode r = Json.object();
     ArrayNode arr = r.putArray("checkpoints");
@@ -69,10 +69,10 @@ final class CheckpointTools implements ToolGroup {
     return new ToolOutcome(SandboxTools.withSandbox(r, sb), text, false);
   }
 
-  ToolOutcome restoreCheckpoint(ObjectNode args, CallContext ctx) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    Checkpoint c = resolve(sb, args.get("checkpointId").asText());
-    boolean force = args.path("force").asBoolean(false);
+  ToolOutcome restoreCheckpoint(CheckpointArgs.Restore args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    Checkpoint c = resolve(sb, args.checkpointId());
+    boolean force = args.force();
     int running = force ? (int) sb.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning).count() : 0;
     long t0 = System.nanoTime();
     try {
@@ -98,9 +98,9 @@ final class CheckpointTools implements ToolGroup {
         + (running > 0 ? ", and " + running + " running process(es) were killed first" : "") + ".", false);
   }
 
-  ToolOutcome deleteCheckpoint(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    Checkpoint c = resolve(sb, args.get("checkpointId").asText());
+  ToolOutcome deleteCheckpoint(CheckpointArgs.Delete args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    Checkpoint c = resolve(sb, args.checkpointId());
     try {
       sb.sandbox().checkpoints().delete(c.id());
     } catch (SandboxException e) {
