@@ -1,7 +1,5 @@
 package dev.sandboxsdk.mcp.internal;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.Checkpoint;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.SandboxException;
@@ -33,6 +31,27 @@ final class CheckpointTools implements ToolGroup {
     tools.put("deleteCheckpoint", ToolHandler.blocking(CheckpointArgs.Delete.class, this::deleteCheckpoint));
   }
 
+  // ---- results, in the order their fields are written
+
+  /** A checkpoint as the results show it. */
+  record Info(String id, String name, long sizeBytes, String createdAt) {
+    static Info of(Checkpoint c) {
+      return new Info(c.id(), c.name(), c.sizeBytes(), c.createdAt().toString());
+    }
+  }
+
+  record Created(Info checkpoint, long durationMs, String sandboxId) {
+  }
+
+  record Listed(List<Info> checkpoints, int count, String sandboxId) {
+  }
+
+  record Restored(Info checkpoint, boolean restored, int killedProcesses, long durationMs, String sandboxId) {
+  }
+
+  record Deleted(String checkpointId, String name, boolean deleted, String sandboxId) {
+  }
+
   ToolOutcome createCheckpoint(CheckpointArgs.Create args, CallContext ctx) {
     Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
     String name = args.name();
@@ -46,10 +65,7 @@ final class CheckpointTools implements ToolGroup {
     long ms = (System.nanoTime() - t0) / 1_000_000;
     ctx.log("info", "checkpoint '" + name + "' of sandbox '" + sb.id() + "': " + c.sizeBytes() + " bytes in " + ms
         + " ms");
-    ObjectNode r = Json.object();
-    r.set("checkpoint", json(c));
-    r.put("durationMs", ms);
-    return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Checkpoint '" + c.name() + "' (id " + c.id()
+    return new ToolOutcome(SandboxTools.json(new Created(Info.of(c), ms, sb.id())), "Checkpoint '" + c.name() + "' (id " + c.id()
         + ", " + size(c.sizeBytes()) + ") of sandbox '" + sb.id() + "' holds its workspace as it is now."
         + " restoreCheckpoint {\"sandboxId\":\"" + sb.id() + "\",\"checkpointId\":\"" + c.id()
         + "\"} brings these files back.", false);
@@ -58,15 +74,12 @@ final class CheckpointTools implements ToolGroup {
   ToolOutcome listCheckpoints(CheckpointArgs.Listing args) {
     Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
     List<Checkpoint> all = sb.sandbox().checkpoints().list();
-    ObjectNode r = Json.object();
-    ArrayNode arr = r.putArray("checkpoints");
-    all.forEach(c -> arr.add(json(c)));
-    r.put("count", all.size());
     String text = all.isEmpty()
         ? "Sandbox '" + sb.id() + "' has no checkpoints; createCheckpoint makes one."
         : "Sandbox '" + sb.id() + "' has " + all.size() + " checkpoint(s), oldest first: "
             + String.join(", ", all.stream().map(c -> "'" + c.name() + "' (" + c.id() + ")").toList()) + ".";
-    return new ToolOutcome(SandboxTools.withSandbox(r, sb), text, false);
+    Listed r = new Listed(all.stream().map(Info::of).toList(), all.size(), sb.id());
+    return new ToolOutcome(SandboxTools.json(r), text, false);
   }
 
   ToolOutcome restoreCheckpoint(CheckpointArgs.Restore args, CallContext ctx) {
@@ -90,10 +103,8 @@ final class CheckpointTools implements ToolGroup {
     }
     long ms = (System.nanoTime() - t0) / 1_000_000;
     ctx.log("info", "restored checkpoint '" + c.name() + "' of sandbox '" + sb.id() + "' in " + ms + " ms");
-    ObjectNode r = Json.object();
-    r.set("checkpoint", json(c));
-    r.put("restored", true).put("killedProcesses", running).put("durationMs", ms);
-    return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Sandbox '" + sb.id() + "' has its workspace as at"
+    Restored r = new Restored(Info.of(c), true, running, ms, sb.id());
+    return new ToolOutcome(SandboxTools.json(r), "Sandbox '" + sb.id() + "' has its workspace as at"
         + " checkpoint '" + c.name() + "' (" + c.createdAt() + ") again; files made since are gone"
         + (running > 0 ? ", and " + running + " running process(es) were killed first" : "") + ".", false);
   }
@@ -106,8 +117,7 @@ final class CheckpointTools implements ToolGroup {
     } catch (SandboxException e) {
       throw explained(e, sb);
     }
-    ObjectNode r = Json.object().put("checkpointId", c.id()).put("name", c.name()).put("deleted", true);
-    return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Deleted checkpoint '" + c.name() + "' (" + c.id()
+    return new ToolOutcome(SandboxTools.json(new Deleted(c.id(), c.name(), true, sb.id())), "Deleted checkpoint '" + c.name() + "' (" + c.id()
         + ") of sandbox '" + sb.id() + "'.", false);
   }
 
@@ -136,11 +146,6 @@ final class CheckpointTools implements ToolGroup {
             + (all.isEmpty() ? ": it has none (createCheckpoint makes one)."
                 : ". Its checkpoints: " + String.join(", ", all.stream().map(c -> "'" + c.name() + "' (id " + c.id()
                     + ")").toList()) + "; give an id or a name.")));
-  }
-
-  static ObjectNode json(Checkpoint c) {
-    return Json.object().put("id", c.id()).put("name", c.name()).put("sizeBytes", c.sizeBytes())
-        .put("createdAt", c.createdAt().toString());
   }
 
   private static String size(long bytes) {

@@ -364,7 +364,23 @@ final class FileTools implements ToolGroup {
     return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
   }
 
-  // ---- directories, moving, deleting, asking
+  // ---- directories, moving, deleting, asking; their results, in the order their fields are written
+
+  record Made(String path, String sandboxId) {
+  }
+
+  record Deleted(String path, boolean deleted, String sandboxId) {
+  }
+
+  record Moved(String from, String to, String sandboxId) {
+  }
+
+  record Exists(String path, boolean exists, String sandboxId) {
+  }
+
+  record Stat(String path, String absolutePath, String type, long size, String mode, String permissions,
+      String modifiedAt, long uid, long gid, String symlinkTarget, String sandboxId) {
+  }
 
   private ToolOutcome mkdir(FileArgs.Mkdir args) {
     Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
@@ -374,7 +390,7 @@ final class FileTools implements ToolGroup {
     } catch (SandboxException e) {
       throw fileError(e, "mkdir", path, sb);
     }
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("path", path), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Made(path, sb.id())));
   }
 
   private ToolOutcome deleteFile(FileArgs.Delete args) {
@@ -390,7 +406,7 @@ final class FileTools implements ToolGroup {
     } catch (SandboxException e) {
       throw fileError(e, "deleteFile", path, sb);
     }
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("path", path).put("deleted", true), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Deleted(path, true, sb.id())));
   }
 
   private ToolOutcome move(FileArgs.Move args, String tool) {
@@ -406,7 +422,7 @@ final class FileTools implements ToolGroup {
     } catch (SandboxException e) {
       throw fileError(e, tool, from + "' or '" + to, sb);
     }
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("from", from).put("to", to), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Moved(from, to, sb.id())));
   }
 
   private ToolOutcome fileExists(FileArgs.Exists args) {
@@ -418,7 +434,7 @@ final class FileTools implements ToolGroup {
     } catch (SandboxException e) {
       throw fileError(e, "fileExists", path, sb);
     }
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("path", path).put("exists", exists), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Exists(path, exists, sb.id())));
   }
 
   private ToolOutcome statFile(FileArgs.Stat args) {
@@ -430,12 +446,9 @@ final class FileTools implements ToolGroup {
     } catch (SandboxException e) {
       throw fileError(e, "statFile", path, sb);
     }
-    ObjectNode r = Json.object().put("path", path).put("absolutePath", st.absolutePath())
-        .put("type", st.type().name().toLowerCase(Locale.ROOT)).put("size", st.size())
-        .put("mode", st.octalMode()).put("permissions", st.permissions())
-        .put("modifiedAt", st.modifiedAt().toString()).put("uid", st.uid()).put("gid", st.gid());
-    r.put("symlinkTarget", st.symlinkTarget());
-    return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
+    return ToolOutcome.ok(SandboxTools.json(new Stat(path, st.absolutePath(), st.type().name().toLowerCase(Locale.ROOT),
+        st.size(), st.octalMode(), st.permissions(), st.modifiedAt().toString(), st.uid(), st.gid(), st.symlinkTarget(),
+        sb.id())));
   }
 
   // ---- errors

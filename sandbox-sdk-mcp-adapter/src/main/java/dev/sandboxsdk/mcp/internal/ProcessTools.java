@@ -111,14 +111,20 @@ final class ProcessTools implements ToolGroup {
     return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
   }
 
+  record KilledAll(int killed, String sandboxId) {
+  }
+
+  record Cleaned(int removed, String sandboxId) {
+  }
+
   private ToolOutcome killAllProcesses(ProcessArgs.KillAll args) {
     Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("killed", sb.sandbox().killAllProcesses()), sb));
+    return ToolOutcome.ok(SandboxTools.json(new KilledAll(sb.sandbox().killAllProcesses(), sb.id())));
   }
 
   private ToolOutcome cleanupCompletedProcesses(ProcessArgs.Cleanup args) {
     Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("removed", sb.sandbox().cleanupCompletedProcesses()), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Cleaned(sb.sandbox().cleanupCompletedProcesses(), sb.id())));
   }
 
   private ToolOutcome getProcessLogs(ProcessArgs.Logs args) {
