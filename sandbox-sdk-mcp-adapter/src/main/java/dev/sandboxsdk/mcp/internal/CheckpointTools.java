@@ -1,7 +1,5 @@
 package dev.sandboxsdk.mcp.internal;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.Checkpoint;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.SandboxException;
@@ -27,15 +25,36 @@ final class CheckpointTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("createCheckpoint", ToolHandler.blocking(this::createCheckpoint));
-    tools.put("listCheckpoints", ToolHandler.blocking(this::listCheckpoints));
-    tools.put("restoreCheckpoint", ToolHandler.blocking(this::restoreCheckpoint));
-    tools.put("deleteCheckpoint", ToolHandler.blocking(this::deleteCheckpoint));
+    tools.put("createCheckpoint", ToolHandler.blocking(CheckpointArgs.Create.class, this::createCheckpoint));
+    tools.put("listCheckpoints", ToolHandler.blocking(CheckpointArgs.Listing.class, this::listCheckpoints));
+    tools.put("restoreCheckpoint", ToolHandler.blocking(CheckpointArgs.Restore.class, this::restoreCheckpoint));
+    tools.put("deleteCheckpoint", ToolHandler.blocking(CheckpointArgs.Delete.class, this::deleteCheckpoint));
   }
 
-  ToolOutcome createCheckpoint(ObjectNode args, CallContext ctx) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String name = args.get("name").asText();
+  // ---- results, in the order their fields are written
+
+  /** A checkpoint as the results show it. */
+  record Info(String id, String name, long sizeBytes, String createdAt) {
+    static Info of(Checkpoint c) {
+      return new Info(c.id(), c.name(), c.sizeBytes(), c.createdAt().toString());
+    }
+  }
+
+  record Created(Info checkpoint, long durationMs, String sandboxId) {
+  }
+
+  record Listed(List<Info> checkpoints, int count, String sandboxId) {
+  }
+
+  record Restored(Info checkpoint, boolean restored, int killedProcesses, long durationMs, String sandboxId) {
+  }
+
+  record Deleted(String checkpointId, String name, boolean deleted, String sandboxId) {
+  }
+
+  ToolOutcome createCheckpoint(CheckpointArgs.Create args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String name = args.name();
     long t0 = System.nanoTime();
     Checkpoint c;
     try {
@@ -46,33 +65,27 @@ final class CheckpointTools implements ToolGroup {
     long ms = (System.nanoTime() - t0) / 1_000_000;
     ctx.log("info", "checkpoint '" + name + "' of sandbox '" + sb.id() + "': " + c.sizeBytes() + " bytes in " + ms
         + " ms");
-    ObjectNode r = Json.object();
-    r.set("checkpoint", json(c));
-    r.put("durationMs", ms);
-    return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Checkpoint '" + c.name() + "' (id " + c.id()
+    return new ToolOutcome(SandboxTools.json(new Created(Info.of(c), ms, sb.id())), "Checkpoint '" + c.name() + "' (id " + c.id()
         + ", " + size(c.sizeBytes()) + ") of sandbox '" + sb.id() + "' holds its workspace as it is now."
         + " restoreCheckpoint {\"sandboxId\":\"" + sb.id() + "\",\"checkpointId\":\"" + c.id()
         + "\"} brings these files back.", false);
   }
 
-  ToolOutcome listCheckpoints(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
+  ToolOutcome listCheckpoints(CheckpointArgs.Listing args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
     List<Checkpoint> all = sb.sandbox().checkpoints().list();
-    ObjectNode r = Json.object();
-    ArrayNode arr = r.putArray("checkpoints");
-    all.forEach(c -> arr.add(json(c)));
-    r.put("count", all.size());
     String text = all.isEmpty()
         ? "Sandbox '" + sb.id() + "' has no checkpoints; createCheckpoint makes one."
         : "Sandbox '" + sb.id() + "' has " + all.size() + " checkpoint(s), oldest first: "
             + String.join(", ", all.stream().map(c -> "'" + c.name() + "' (" + c.id() + ")").toList()) + ".";
-    return new ToolOutcome(SandboxTools.withSandbox(r, sb), text, false);
+    Listed r = new Listed(all.stream().map(Info::of).toList(), all.size(), sb.id());
+    return new ToolOutcome(SandboxTools.json(r), text, false);
   }
 
-  ToolOutcome restoreCheckpoint(ObjectNode args, CallContext ctx) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    Checkpoint c = resolve(sb, args.get("checkpointId").asText());
-    boolean force = args.path("force").asBoolean(false);
+  ToolOutcome restoreCheckpoint(CheckpointArgs.Restore args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    Checkpoint c = resolve(sb, args.checkpointId());
+    boolean force = args.force();
     int running = force ? (int) sb.sandbox().listProcesses().stream().filter(ProcessInfo::isRunning).count() : 0;
     long t0 = System.nanoTime();
     try {
@@ -90,24 +103,21 @@ final class CheckpointTools implements ToolGroup {
     }
     long ms = (System.nanoTime() - t0) / 1_000_000;
     ctx.log("info", "restored checkpoint '" + c.name() + "' of sandbox '" + sb.id() + "' in " + ms + " ms");
-    ObjectNode r = Json.object();
-    r.set("checkpoint", json(c));
-    r.put("restored", true).put("killedProcesses", running).put("durationMs", ms);
-    return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Sandbox '" + sb.id() + "' has its workspace as at"
+    Restored r = new Restored(Info.of(c), true, running, ms, sb.id());
+    return new ToolOutcome(SandboxTools.json(r), "Sandbox '" + sb.id() + "' has its workspace as at"
         + " checkpoint '" + c.name() + "' (" + c.createdAt() + ") again; files made since are gone"
         + (running > 0 ? ", and " + running + " running process(es) were killed first" : "") + ".", false);
   }
 
-  ToolOutcome deleteCheckpoint(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    Checkpoint c = resolve(sb, args.get("checkpointId").asText());
+  ToolOutcome deleteCheckpoint(CheckpointArgs.Delete args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    Checkpoint c = resolve(sb, args.checkpointId());
     try {
       sb.sandbox().checkpoints().delete(c.id());
     } catch (SandboxException e) {
       throw explained(e, sb);
     }
-    ObjectNode r = Json.object().put("checkpointId", c.id()).put("name", c.name()).put("deleted", true);
-    return new ToolOutcome(SandboxTools.withSandbox(r, sb), "Deleted checkpoint '" + c.name() + "' (" + c.id()
+    return new ToolOutcome(SandboxTools.json(new Deleted(c.id(), c.name(), true, sb.id())), "Deleted checkpoint '" + c.name() + "' (" + c.id()
         + ") of sandbox '" + sb.id() + "'.", false);
   }
 
@@ -136,11 +146,6 @@ final class CheckpointTools implements ToolGroup {
             + (all.isEmpty() ? ": it has none (createCheckpoint makes one)."
                 : ". Its checkpoints: " + String.join(", ", all.stream().map(c -> "'" + c.name() + "' (id " + c.id()
                     + ")").toList()) + "; give an id or a name.")));
-  }
-
-  static ObjectNode json(Checkpoint c) {
-    return Json.object().put("id", c.id()).put("name", c.name()).put("sizeBytes", c.sizeBytes())
-        .put("createdAt", c.createdAt().toString());
   }
 
   private static String size(long bytes) {

@@ -32,15 +32,15 @@ final class ExecTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("exec", this::exec);
-    tools.put("runCode", this::runCode);
+    tools.put("exec", ToolHandler.of(ExecArgs.Exec.class, this::exec));
+    tools.put("runCode", ToolHandler.of(ExecArgs.RunCode.class, this::runCode));
   }
 
-  private CompletableFuture<ToolOutcome> exec(ObjectNode args, CallContext ctx) {
-    Command command = SandboxTools.command(args);
+  private CompletableFuture<ToolOutcome> exec(ExecArgs.Exec args, CallContext ctx) {
+    Command command = SandboxTools.command(args.command(), args.argv());
     ExecOptions.Builder options = execOptions(args);
-    if (args.hasNonNull("stdin")) {
-      options.stdin(args.get("stdin").asText());
+    if (args.stdin() != null) {
+      options.stdin(args.stdin());
     }
     if (!ctx.wantsProgress()) {
       return runPlain(args, command, options, ctx);
@@ -53,10 +53,10 @@ final class ExecTools implements ToolGroup {
    * its event stream (issue 13, target 5). The agent keeps the cap plus room for the longest
    * secret, so a secret across the cut is still redacted, and says how many bytes came in all.
    */
-  private CompletableFuture<ToolOutcome> runPlain(ObjectNode args, Command command, ExecOptions.Builder options,
+  private CompletableFuture<ToolOutcome> runPlain(ExecArgs.Exec args, Command command, ExecOptions.Builder options,
       CallContext ctx) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    int cap = SandboxTools.cap(config, args, "maxOutputBytes");
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    int cap = SandboxTools.cap(config, args.maxOutputBytes());
     int keep = cap + redactor.maxBytes();
     ExecCollector collector = new ExecCollector(sb, cap, ctx, null);
     CompletableFuture<ExecResult> run = sb.sandbox().execAsync(command, options.maxOutputBytes(keep).build());
@@ -73,8 +73,8 @@ final class ExecTools implements ToolGroup {
     return collector.result;
   }
 
-  private CompletableFuture<ToolOutcome> runCode(ObjectNode args, CallContext ctx) {
-    String language = args.get("language").asText();
+  private CompletableFuture<ToolOutcome> runCode(ExecArgs.RunCode args, CallContext ctx) {
+    String language = args.language();
     String interpreter = switch (language) {
       case "python" -> "python3";
       case "javascript", "typescript" -> "node";
@@ -89,24 +89,24 @@ final class ExecTools implements ToolGroup {
     // Probe first so a missing interpreter is told apart from a program that exits with 127.
     String script = "command -v " + interpreter + " >/dev/null 2>&1 || { echo '" + SandboxTools.MISSING_INTERPRETER
         + interpreter + "' >&2; exit 127; }; " + run;
-    ExecOptions options = execOptions(args).stdin(args.get("code").asText()).build();
+    ExecOptions options = execOptions(args).stdin(args.code()).build();
     return runStreamed(args, Command.shell(script), options, ctx, language);
   }
 
-  private ExecOptions.Builder execOptions(ObjectNode args) {
+  private ExecOptions.Builder execOptions(ExecArgs.Run args) {
     ExecOptions.Builder b = ExecOptions.builder()
-        .timeout(SandboxTools.seconds(args, "timeoutSeconds", SandboxTools.DEFAULT_EXEC_TIMEOUT))
-        .env(SandboxTools.environment(config, args));
-    if (args.hasNonNull("cwd")) {
-      b.cwd(args.get("cwd").asText());
+        .timeout(SandboxTools.seconds(args.timeoutSeconds(), SandboxTools.DEFAULT_EXEC_TIMEOUT))
+        .env(SandboxTools.environment(config, args.env()));
+    if (args.cwd() != null) {
+      b.cwd(args.cwd());
     }
     return b;
   }
 
-  private CompletableFuture<ToolOutcome> runStreamed(ObjectNode args, Command command, ExecOptions options,
+  private CompletableFuture<ToolOutcome> runStreamed(ExecArgs.Run args, Command command, ExecOptions options,
       CallContext ctx, String language) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    int cap = SandboxTools.cap(config, args, "maxOutputBytes");
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    int cap = SandboxTools.cap(config, args.maxOutputBytes());
     ExecCollector collector = new ExecCollector(sb, cap, ctx, language);
     sb.sandbox().execStream(command, options).subscribe(collector);
     return collector.result;

@@ -57,26 +57,25 @@ final class FileTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("readFile", ToolHandler.blocking(this::readFile));
-    tools.put("writeFile", ToolHandler.blocking(this::writeFile));
-    tools.put("listFiles", ToolHandler.blocking(this::listFiles));
-    tools.put("mkdir", ToolHandler.blocking(this::mkdir));
-    tools.put("deleteFile", ToolHandler.blocking(this::deleteFile));
-    tools.put("moveFile", ToolHandler.blocking(a -> move(a, "moveFile")));
-    tools.put("renameFile", ToolHandler.blocking(a -> move(a, "renameFile")));
-    tools.put("fileExists", ToolHandler.blocking(this::fileExists));
-    tools.put("statFile", ToolHandler.blocking(this::statFile));
+    tools.put("readFile", ToolHandler.blocking(FileArgs.Read.class, this::readFile));
+    tools.put("writeFile", ToolHandler.blocking(FileArgs.Write.class, this::writeFile));
+    tools.put("listFiles", ToolHandler.blocking(FileArgs.Listing.class, this::listFiles));
+    tools.put("mkdir", ToolHandler.blocking(FileArgs.Mkdir.class, this::mkdir));
+    tools.put("deleteFile", ToolHandler.blocking(FileArgs.Delete.class, this::deleteFile));
+    tools.put("moveFile", ToolHandler.blocking(FileArgs.Move.class, a -> move(a, "moveFile")));
+    tools.put("renameFile", ToolHandler.blocking(FileArgs.Move.class, a -> move(a, "renameFile")));
+    tools.put("fileExists", ToolHandler.blocking(FileArgs.Exists.class, this::fileExists));
+    tools.put("statFile", ToolHandler.blocking(FileArgs.Stat.class, this::statFile));
   }
 
   // ---- readFile
 
-  private ToolOutcome readFile(ObjectNode args, CallContext ctx) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String path = args.get("path").asText();
-    long offset = args.path("offset").asLong(0);
-    int cap = args.hasNonNull("length") ? (int) Math.min(config.maxOutputBytes(), args.get("length").asLong())
-        : config.maxOutputBytes();
-    String encoding = args.path("encoding").asText("auto");
+  private ToolOutcome readFile(FileArgs.Read args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String path = args.path();
+    long offset = args.offset();
+    int cap = SandboxTools.cap(config, args.length());
+    String encoding = args.encoding() != null ? args.encoding() : "auto";
     SandboxFiles files = sb.sandbox().files();
     try {
       FileStat st = files.stat(path);
@@ -279,11 +278,11 @@ final class FileTools implements ToolGroup {
 
   // ---- writeFile
 
-  private ToolOutcome writeFile(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String path = args.get("path").asText();
-    String content = args.get("content").asText();
-    boolean base64 = args.path("encoding").asText("utf-8").equals("base64");
+  private ToolOutcome writeFile(FileArgs.Write args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String path = args.path();
+    String content = args.content();
+    boolean base64 = "base64".equals(args.encoding());
     byte[] data;
     if (base64) {
       String compact = content.replaceAll("\\s+", ""); // models wrap long base64 in lines
@@ -326,12 +325,12 @@ final class FileTools implements ToolGroup {
 
   // ---- listFiles
 
-  private ToolOutcome listFiles(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String path = args.path("path").asText(".");
-    ListOptions options = ListOptions.defaults().withRecursive(args.path("recursive").asBoolean(false))
-        .withIncludeHidden(args.path("includeHidden").asBoolean(false));
-    int max = args.path("maxEntries").asInt(DEFAULT_MAX_ENTRIES);
+  private ToolOutcome listFiles(FileArgs.Listing args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String path = args.path() != null ? args.path() : ".";
+    ListOptions options = ListOptions.defaults().withRecursive(args.recursive())
+        .withIncludeHidden(args.includeHidden());
+    int max = args.maxEntries() != null ? args.maxEntries() : DEFAULT_MAX_ENTRIES;
     List<FileEntry> entries;
     try {
       entries = sb.sandbox().files().list(path, options);
@@ -365,23 +364,39 @@ final class FileTools implements ToolGroup {
     return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
   }
 
-  // ---- directories, moving, deleting, asking
+  // ---- directories, moving, deleting, asking; their results, in the order their fields are written
 
-  private ToolOutcome mkdir(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String path = args.get("path").asText();
+  record Made(String path, String sandboxId) {
+  }
+
+  record Deleted(String path, boolean deleted, String sandboxId) {
+  }
+
+  record Moved(String from, String to, String sandboxId) {
+  }
+
+  record Exists(String path, boolean exists, String sandboxId) {
+  }
+
+  record Stat(String path, String absolutePath, String type, long size, String mode, String permissions,
+      String modifiedAt, long uid, long gid, String symlinkTarget, String sandboxId) {
+  }
+
+  private ToolOutcome mkdir(FileArgs.Mkdir args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String path = args.path();
     try {
       sb.sandbox().files().mkdir(path);
     } catch (SandboxException e) {
       throw fileError(e, "mkdir", path, sb);
     }
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("path", path), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Made(path, sb.id())));
   }
 
-  private ToolOutcome deleteFile(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String path = args.get("path").asText();
-    boolean recursive = args.path("recursive").asBoolean(false);
+  private ToolOutcome deleteFile(FileArgs.Delete args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String path = args.path();
+    boolean recursive = args.recursive();
     try {
       if (recursive) {
         sb.sandbox().files().deleteRecursively(path);
@@ -391,13 +406,13 @@ final class FileTools implements ToolGroup {
     } catch (SandboxException e) {
       throw fileError(e, "deleteFile", path, sb);
     }
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("path", path).put("deleted", true), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Deleted(path, true, sb.id())));
   }
 
-  private ToolOutcome move(ObjectNode args, String tool) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String from = args.get("from").asText();
-    String to = args.get("to").asText();
+  private ToolOutcome move(FileArgs.Move args, String tool) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String from = args.from();
+    String to = args.to();
     try {
       if (tool.equals("renameFile")) {
         sb.sandbox().files().rename(from, to);
@@ -407,36 +422,33 @@ final class FileTools implements ToolGroup {
     } catch (SandboxException e) {
       throw fileError(e, tool, from + "' or '" + to, sb);
     }
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("from", from).put("to", to), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Moved(from, to, sb.id())));
   }
 
-  private ToolOutcome fileExists(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String path = args.get("path").asText();
+  private ToolOutcome fileExists(FileArgs.Exists args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String path = args.path();
     boolean exists;
     try {
       exists = sb.sandbox().files().exists(path);
     } catch (SandboxException e) {
       throw fileError(e, "fileExists", path, sb);
     }
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("path", path).put("exists", exists), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Exists(path, exists, sb.id())));
   }
 
-  private ToolOutcome statFile(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String path = args.get("path").asText();
+  private ToolOutcome statFile(FileArgs.Stat args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String path = args.path();
     FileStat st;
     try {
       st = sb.sandbox().files().stat(path);
     } catch (SandboxException e) {
       throw fileError(e, "statFile", path, sb);
     }
-    ObjectNode r = Json.object().put("path", path).put("absolutePath", st.absolutePath())
-        .put("type", st.type().name().toLowerCase(Locale.ROOT)).put("size", st.size())
-        .put("mode", st.octalMode()).put("permissions", st.permissions())
-        .put("modifiedAt", st.modifiedAt().toString()).put("uid", st.uid()).put("gid", st.gid());
-    r.put("symlinkTarget", st.symlinkTarget());
-    return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
+    return ToolOutcome.ok(SandboxTools.json(new Stat(path, st.absolutePath(), st.type().name().toLowerCase(Locale.ROOT),
+        st.size(), st.octalMode(), st.permissions(), st.modifiedAt().toString(), st.uid(), st.gid(), st.symlinkTarget(),
+        sb.id())));
   }
 
   // ---- errors

@@ -1,6 +1,5 @@
 package dev.sandboxsdk.mcp.internal;
 
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.GitCheckout;
 import dev.sandboxsdk.GitCheckoutOptions;
 import dev.sandboxsdk.SandboxException;
@@ -25,33 +24,37 @@ final class GitTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("gitCheckout", ToolHandler.blocking(this::gitCheckout));
+    tools.put("gitCheckout", ToolHandler.blocking(GitArgs.Checkout.class, this::gitCheckout));
   }
 
-  ToolOutcome gitCheckout(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String url = args.get("repoUrl").asText();
+  /** What gitCheckout returns. */
+  record CheckedOut(String repoUrl, String branch, String targetDir, String sandboxId) {
+  }
+
+  ToolOutcome gitCheckout(GitArgs.Checkout args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String url = args.repoUrl();
     GitCheckoutOptions.Builder options = GitCheckoutOptions.builder()
-        .timeout(SandboxTools.seconds(args, "timeoutSeconds", DEFAULT_TIMEOUT));
-    if (args.hasNonNull("branch")) {
-      options.branch(args.get("branch").asText());
+        .timeout(SandboxTools.seconds(args.timeoutSeconds(), DEFAULT_TIMEOUT));
+    if (args.branch() != null) {
+      options.branch(args.branch());
     }
-    if (args.hasNonNull("depth")) {
-      options.depth(args.get("depth").asInt());
+    if (args.depth() != null) {
+      options.depth(args.depth());
     }
-    if (args.hasNonNull("targetDir")) {
-      options.targetDir(args.get("targetDir").asText());
+    if (args.targetDir() != null) {
+      options.targetDir(args.targetDir());
     }
-    if (args.hasNonNull("passwordEnv")) {
-      String name = args.get("passwordEnv").asText();
+    if (args.passwordEnv() != null) {
+      String name = args.passwordEnv();
       String secret = passEnv.get(name);
       if (secret == null) {
         throw new ToolException("passwordEnv names '" + name + "', which this server was not given: start the server"
             + " with --pass-env " + name + " (the variable set in its environment). Variables it has: "
             + (passEnv.isEmpty() ? "none" : String.join(", ", passEnv.keySet())) + ".");
       }
-      options.credentials(args.path("username").asText("x-access-token"), secret);
-    } else if (args.hasNonNull("username")) {
+      options.credentials(args.username() != null ? args.username() : "x-access-token", secret);
+    } else if (args.username() != null) {
       throw new ToolException("username needs passwordEnv: the name of a variable passed to this server with"
           + " --pass-env that holds the password or token.");
     }
@@ -64,8 +67,7 @@ final class GitTools implements ToolGroup {
       }
       throw e;
     }
-    return ToolOutcome.ok(Json.object().put("repoUrl", co.repoUrl()).put("branch", co.branch())
-        .put("targetDir", co.targetDir()).put("sandboxId", sb.id()));
+    return ToolOutcome.ok(SandboxTools.json(new CheckedOut(co.repoUrl(), co.branch(), co.targetDir(), sb.id())));
   }
 
   static String hint(String code) {

@@ -33,20 +33,20 @@ final class LifecycleTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("getSandbox", ToolHandler.blocking(this::getSandbox));
-    tools.put("listSandboxes", ToolHandler.blocking(this::listSandboxes));
-    tools.put("shutdownSandbox", ToolHandler.blocking(this::shutdownSandbox));
-    tools.put("wakeSandbox", ToolHandler.blocking(this::wakeSandbox));
-    tools.put("destroy", ToolHandler.blocking(this::destroy));
+    tools.put("getSandbox", ToolHandler.blocking(LifecycleArgs.Get.class, this::getSandbox));
+    tools.put("listSandboxes", ToolHandler.blocking(LifecycleArgs.Listing.class, this::listSandboxes));
+    tools.put("shutdownSandbox", ToolHandler.blocking(LifecycleArgs.Shutdown.class, this::shutdownSandbox));
+    tools.put("wakeSandbox", ToolHandler.blocking(LifecycleArgs.Wake.class, this::wakeSandbox));
+    tools.put("destroy", ToolHandler.blocking(LifecycleArgs.Destroy.class, this::destroy));
   }
 
-  ToolOutcome getSandbox(ObjectNode args, CallContext ctx) {
-    String id = idOf(args);
-    Boolean keepAlive = args.hasNonNull("keepAlive") ? args.get("keepAlive").asBoolean() : null;
-    Integer idle = args.hasNonNull("idleTimeoutSeconds") ? args.get("idleTimeoutSeconds").asInt() : null;
-    boolean persistent = args.path("persistent").asBoolean(false);
-    String repository = args.hasNonNull("repository") ? args.get("repository").asText() : null;
-    if (args.hasNonNull("branch") && repository == null) {
+  ToolOutcome getSandbox(LifecycleArgs.Get args, CallContext ctx) {
+    String id = idOf(args.sandboxId());
+    Boolean keepAlive = args.keepAlive();
+    Integer idle = args.idleTimeoutSeconds();
+    boolean persistent = args.persistent();
+    String repository = args.repository();
+    if (args.branch() != null && repository == null) {
       throw new ToolException("branch needs repository: the URL of the git repository to clone into the new sandbox.");
     }
     long t0 = System.nanoTime();
@@ -55,7 +55,7 @@ final class LifecycleTools implements ToolGroup {
     ObjectNode r = Json.object();
     GitCheckout cloned = null;
     if (got.created() && repository != null) {
-      cloned = cloneInto(e, repository, args.hasNonNull("branch") ? args.get("branch").asText() : null);
+      cloned = cloneInto(e, repository, args.branch());
     }
     if (got.created()) {
       ctx.log("info", "created " + (e.persistent() ? "persistent " : "") + e.mode().wireName() + " sandbox '" + id
@@ -125,7 +125,7 @@ final class LifecycleTools implements ToolGroup {
     }
   }
 
-  ToolOutcome listSandboxes(ObjectNode args) {
+  ToolOutcome listSandboxes(LifecycleArgs.Listing args) {
     ObjectNode r = Json.object();
     ArrayNode arr = r.putArray("sandboxes");
     List<Sandboxes.Listed> list = sandboxes.listAll();
@@ -150,8 +150,8 @@ final class LifecycleTools implements ToolGroup {
     return new ToolOutcome(r, text, false);
   }
 
-  ToolOutcome shutdownSandbox(ObjectNode args, CallContext ctx) {
-    String id = idOf(args);
+  ToolOutcome shutdownSandbox(LifecycleArgs.Shutdown args, CallContext ctx) {
+    String id = idOf(args.sandboxId());
     Sandboxes.Entry e = persistentEntry(id, "shut down");
     if (!sandboxes.capabilities().resumable()) {
       try {
@@ -162,7 +162,7 @@ final class LifecycleTools implements ToolGroup {
     }
     SandboxInfo before = sandboxes.status(e);
     int calls = sandboxes.callsInFlight(id) - 1; // not counting this call
-    if (calls > 0 && !args.path("force").asBoolean(false)) {
+    if (calls > 0 && !args.force()) {
       throw new ToolException("Sandbox '" + id + "' is in use: " + calls + " tool call(s) still running there."
           + " Wait for them or cancel them, or call shutdownSandbox with force: true.");
     }
@@ -188,8 +188,8 @@ final class LifecycleTools implements ToolGroup {
     return new ToolOutcome(r, text, false);
   }
 
-  ToolOutcome wakeSandbox(ObjectNode args, CallContext ctx) {
-    String id = idOf(args);
+  ToolOutcome wakeSandbox(LifecycleArgs.Wake args, CallContext ctx) {
+    String id = idOf(args.sandboxId());
     Sandboxes.Entry e = persistentEntry(id, "woken");
     SandboxInfo before = sandboxes.status(e);
     boolean wasRunning = before != null && before.isRunning();
@@ -248,14 +248,14 @@ final class LifecycleTools implements ToolGroup {
         + " --provider container or local.");
   }
 
-  ToolOutcome destroy(ObjectNode args, CallContext ctx) {
-    String id = idOf(args);
+  ToolOutcome destroy(LifecycleArgs.Destroy args, CallContext ctx) {
+    String id = idOf(args.sandboxId());
     if (sandboxes.listAll().stream().noneMatch(l -> l.id().equals(id))) {
       throw new ToolException("There is no sandbox '" + id + "' (listSandboxes shows the existing ones);"
           + " nothing was destroyed.");
     }
     Sandboxes.Entry sb = sandboxes.find(id);
-    boolean force = args.path("force").asBoolean(false);
+    boolean force = args.force();
     SandboxInfo info = sandboxes.status(sb);
     boolean running = info == null || info.isRunning();
     List<ProcessInfo> processes = running
@@ -286,8 +286,7 @@ final class LifecycleTools implements ToolGroup {
         : "") + (killed > 0 ? ", killing " + killed + " process(es)" : "") + ".", false);
   }
 
-  private static String idOf(ObjectNode args) {
-    String id = SandboxTools.sandboxId(args);
+  private static String idOf(String id) {
     return id == null ? Sandboxes.DEFAULT_ID : id;
   }
 

@@ -1,13 +1,12 @@
 package dev.sandboxsdk.mcp.internal;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.ExposedPort;
 import dev.sandboxsdk.PortWaitOptions;
 import dev.sandboxsdk.ProcessExitedException;
 import dev.sandboxsdk.SandboxInvalidRequestException;
 import dev.sandboxsdk.SandboxTimeoutException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -26,27 +25,48 @@ final class PortTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("waitForPort", ToolHandler.blocking(this::waitForPort));
-    tools.put("exposePort", ToolHandler.blocking(this::exposePort));
-    tools.put("unexposePort", ToolHandler.blocking(this::unexposePort));
-    tools.put("listExposedPorts", ToolHandler.blocking(this::listExposedPorts));
+    tools.put("waitForPort", ToolHandler.blocking(PortArgs.WaitFor.class, this::waitForPort));
+    tools.put("exposePort", ToolHandler.blocking(PortArgs.Expose.class, this::exposePort));
+    tools.put("unexposePort", ToolHandler.blocking(PortArgs.Unexpose.class, this::unexposePort));
+    tools.put("listExposedPorts", ToolHandler.blocking(PortArgs.Listing.class, this::listExposedPorts));
   }
 
-  ToolOutcome waitForPort(ObjectNode args, CallContext ctx) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    int port = args.get("port").asInt();
-    boolean tcp = "tcp".equals(args.path("mode").asText("http"));
+  // ---- results, in the order their fields are written
+
+  record Ready(int port, boolean ready, String mode, long waitedMs, String sandboxId) {
+  }
+
+  /** An exposed port as listExposedPorts lists it. */
+  record Port(int port, String url, String name, String exposedAt) {
+    static Port of(ExposedPort e) {
+      return new Port(e.port(), e.url().toString(), e.name(), e.exposedAt() == null ? null : e.exposedAt().toString());
+    }
+  }
+
+  record Exposed(int port, String url, String name, String exposedAt, String sandboxId) {
+  }
+
+  record Unexposed(int port, boolean exposed, String sandboxId) {
+  }
+
+  record Listed(int count, List<Port> ports, String sandboxId) {
+  }
+
+  ToolOutcome waitForPort(PortArgs.WaitFor args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    int port = args.port();
+    boolean tcp = "tcp".equals(args.mode());
     PortWaitOptions.Builder options = PortWaitOptions.builder()
         .mode(tcp ? PortWaitOptions.Mode.TCP : PortWaitOptions.Mode.HTTP)
-        .timeout(SandboxTools.seconds(args, "timeoutSeconds", DEFAULT_WAIT));
+        .timeout(SandboxTools.seconds(args.timeoutSeconds(), DEFAULT_WAIT));
     if (!tcp) {
-      options.path(args.path("path").asText("/"))
-          .status(args.path("statusMin").asInt(200), args.path("statusMax").asInt(399));
-    } else if (args.hasNonNull("path") || args.hasNonNull("statusMin") || args.hasNonNull("statusMax")) {
+      options.path(args.path() != null ? args.path() : "/")
+          .status(args.statusMin() != null ? args.statusMin() : 200, args.statusMax() != null ? args.statusMax() : 399);
+    } else if (args.path() != null || args.statusMin() != null || args.statusMax() != null) {
       throw new ToolException("path, statusMin and statusMax apply to mode \"http\" only.");
     }
     long started = System.nanoTime();
-    String processId = args.hasNonNull("processId") ? args.get("processId").asText() : null;
+    String processId = args.processId();
     try {
       ctx.interruptibly(() -> { // a cancelled wait ends now, not at its timeout
         if (processId != null) {
@@ -63,43 +83,36 @@ final class PortTools implements ToolGroup {
       throw new ToolException(e.getMessage() + ". If the server is still starting, call waitForPort again;"
           + " otherwise check its output with getProcessLogs.");
     }
-    return ToolOutcome.ok(Json.object().put("port", port).put("ready", true).put("mode", tcp ? "tcp" : "http")
-        .put("waitedMs", (System.nanoTime() - started) / 1_000_000).put("sandboxId", sb.id()));
+    return ToolOutcome.ok(SandboxTools.json(new Ready(port, true, tcp ? "tcp" : "http",
+        (System.nanoTime() - started) / 1_000_000, sb.id())));
   }
 
-  ToolOutcome exposePort(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    int port = args.get("port").asInt();
+  ToolOutcome exposePort(PortArgs.Expose args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    int port = args.port();
     ExposedPort e;
     try {
-      e = sb.sandbox().ports().expose(port, args.hasNonNull("name") ? args.get("name").asText() : null);
+      e = sb.sandbox().ports().expose(port, args.name());
     } catch (SandboxInvalidRequestException ex) {
       if ("PORT_ALREADY_EXPOSED".equals(ex.code())) {
         throw new ToolException("Port " + port + " is exposed already: listExposedPorts shows its URL.");
       }
       throw ex;
     }
-    return ToolOutcome.ok(SandboxTools.withSandbox(json(e), sb));
+    Port p = Port.of(e);
+    return ToolOutcome.ok(SandboxTools.json(new Exposed(p.port(), p.url(), p.name(), p.exposedAt(), sb.id())));
   }
 
-  ToolOutcome unexposePort(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    int port = args.get("port").asInt();
+  ToolOutcome unexposePort(PortArgs.Unexpose args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    int port = args.port();
     sb.sandbox().ports().unexpose(port);
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("port", port).put("exposed", false), sb));
+    return ToolOutcome.ok(SandboxTools.json(new Unexposed(port, false, sb.id())));
   }
 
-  ToolOutcome listExposedPorts(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    ArrayNode ports = Json.array();
-    sb.sandbox().ports().exposed().forEach(e -> ports.add(json(e)));
-    ObjectNode r = Json.object().put("count", ports.size());
-    r.set("ports", ports);
-    return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
-  }
-
-  private static ObjectNode json(ExposedPort e) {
-    return Json.object().put("port", e.port()).put("url", e.url().toString()).put("name", e.name())
-        .put("exposedAt", e.exposedAt() == null ? null : e.exposedAt().toString());
+  ToolOutcome listExposedPorts(PortArgs.Listing args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    List<Port> ports = sb.sandbox().ports().exposed().stream().map(Port::of).toList();
+    return ToolOutcome.ok(SandboxTools.json(new Listed(ports.size(), ports, sb.id())));
   }
 }

@@ -43,35 +43,35 @@ final class ProcessTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("startProcess", ToolHandler.blocking(this::startProcess));
-    tools.put("listProcesses", ToolHandler.blocking(this::listProcesses));
-    tools.put("getProcess", ToolHandler.blocking(this::getProcess));
-    tools.put("killProcess", ToolHandler.blocking(this::killProcess));
-    tools.put("killAllProcesses", ToolHandler.blocking(this::killAllProcesses));
-    tools.put("getProcessLogs", ToolHandler.blocking(this::getProcessLogs));
-    tools.put("streamProcessLogs", this::streamProcessLogs);
-    tools.put("cleanupCompletedProcesses", ToolHandler.blocking(this::cleanupCompletedProcesses));
+    tools.put("startProcess", ToolHandler.blocking(ProcessArgs.Start.class, this::startProcess));
+    tools.put("listProcesses", ToolHandler.blocking(ProcessArgs.Listing.class, this::listProcesses));
+    tools.put("getProcess", ToolHandler.blocking(ProcessArgs.Get.class, this::getProcess));
+    tools.put("killProcess", ToolHandler.blocking(ProcessArgs.Kill.class, this::killProcess));
+    tools.put("killAllProcesses", ToolHandler.blocking(ProcessArgs.KillAll.class, this::killAllProcesses));
+    tools.put("getProcessLogs", ToolHandler.blocking(ProcessArgs.Logs.class, this::getProcessLogs));
+    tools.put("streamProcessLogs", ToolHandler.of(ProcessArgs.StreamLogs.class, this::streamProcessLogs));
+    tools.put("cleanupCompletedProcesses", ToolHandler.blocking(ProcessArgs.Cleanup.class, this::cleanupCompletedProcesses));
   }
 
-  private ToolOutcome startProcess(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    ProcessOptions.Builder b = ProcessOptions.builder().env(SandboxTools.environment(config, args));
-    if (args.hasNonNull("processId")) {
-      b.processId(args.get("processId").asText());
+  private ToolOutcome startProcess(ProcessArgs.Start args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    ProcessOptions.Builder b = ProcessOptions.builder().env(SandboxTools.environment(config, args.env()));
+    if (args.processId() != null) {
+      b.processId(args.processId());
     }
-    if (args.hasNonNull("cwd")) {
-      b.cwd(args.get("cwd").asText());
+    if (args.cwd() != null) {
+      b.cwd(args.cwd());
     }
-    if (args.hasNonNull("timeoutSeconds")) {
-      b.timeout(SandboxTools.seconds(args, "timeoutSeconds", null));
+    if (args.timeoutSeconds() != null) {
+      b.timeout(SandboxTools.seconds(args.timeoutSeconds(), null));
     }
-    ProcessInfo info = sb.sandbox().startProcess(SandboxTools.command(args), b.build()).info();
+    ProcessInfo info = sb.sandbox().startProcess(SandboxTools.command(args.command(), args.argv()), b.build()).info();
     return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().set("process", processJson(info)), sb));
   }
 
-  private ToolOutcome listProcesses(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    ProcessStatus status = args.hasNonNull("status") ? ProcessStatus.fromWire(args.get("status").asText()) : null;
+  private ToolOutcome listProcesses(ProcessArgs.Listing args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    ProcessStatus status = args.status() != null ? ProcessStatus.fromWire(args.status()) : null;
     List<ProcessInfo> list = sb.sandbox().listProcesses();
     if (status != null) {
       list = list.stream().filter(p -> p.status() == status).toList();
@@ -83,17 +83,17 @@ final class ProcessTools implements ToolGroup {
     return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
   }
 
-  private ToolOutcome getProcess(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String id = args.get("processId").asText();
+  private ToolOutcome getProcess(ProcessArgs.Get args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String id = args.processId();
     ProcessInfo info = sb.sandbox().getProcess(id).orElseThrow(() -> noProcess(sb, id));
     return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().set("process", processJson(info)), sb));
   }
 
-  private ToolOutcome killProcess(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String id = args.get("processId").asText();
-    Signal signal = args.hasNonNull("signal") ? Signal.valueOf(args.get("signal").asText()) : Signal.SIGTERM;
+  private ToolOutcome killProcess(ProcessArgs.Kill args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String id = args.processId();
+    Signal signal = args.signal() != null ? Signal.valueOf(args.signal()) : Signal.SIGTERM;
     sb.sandbox().killProcess(id, signal);
     ProcessInfo info;
     boolean exited;
@@ -111,22 +111,28 @@ final class ProcessTools implements ToolGroup {
     return ToolOutcome.ok(SandboxTools.withSandbox(r, sb));
   }
 
-  private ToolOutcome killAllProcesses(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("killed", sb.sandbox().killAllProcesses()), sb));
+  record KilledAll(int killed, String sandboxId) {
   }
 
-  private ToolOutcome cleanupCompletedProcesses(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    return ToolOutcome.ok(SandboxTools.withSandbox(Json.object().put("removed", sb.sandbox().cleanupCompletedProcesses()), sb));
+  record Cleaned(int removed, String sandboxId) {
   }
 
-  private ToolOutcome getProcessLogs(ObjectNode args) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String id = args.get("processId").asText();
+  private ToolOutcome killAllProcesses(ProcessArgs.KillAll args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    return ToolOutcome.ok(SandboxTools.json(new KilledAll(sb.sandbox().killAllProcesses(), sb.id())));
+  }
+
+  private ToolOutcome cleanupCompletedProcesses(ProcessArgs.Cleanup args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    return ToolOutcome.ok(SandboxTools.json(new Cleaned(sb.sandbox().cleanupCompletedProcesses(), sb.id())));
+  }
+
+  private ToolOutcome getProcessLogs(ProcessArgs.Logs args) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String id = args.processId();
     int cap = pageCap(args);
-    long so = args.path("stdoutOffset").asLong(0);
-    long se = args.path("stderrOffset").asLong(0);
+    long so = args.stdoutOffset();
+    long se = args.stderrOffset();
     ProcessLogs page = sb.sandbox().getProcessLogs(id, withContext(so, se).withMaxBytes(cap + redactor.maxBytes()));
     CappedText out = new CappedText(cap, redactor, so);
     out.append(page.stdout(), page.stdoutOffset(), page.stdoutNextOffset() - page.stdoutOffset());
@@ -181,17 +187,17 @@ final class ProcessTools implements ToolGroup {
    * The page size for the log tools: the requested or server limit, but never so small that a
    * page could hold neither one character nor one whole secret, which would stop paging.
    */
-  private int pageCap(ObjectNode args) {
-    return Math.min(config.maxOutputBytes(), Math.max(SandboxTools.cap(config, args, "maxBytes"), SandboxTools.MIN_PAGE_BYTES + redactor.maxBytes()));
+  private int pageCap(ProcessArgs.Page args) {
+    return Math.min(config.maxOutputBytes(), Math.max(SandboxTools.cap(config, args.maxBytes()), SandboxTools.MIN_PAGE_BYTES + redactor.maxBytes()));
   }
 
-  private CompletableFuture<ToolOutcome> streamProcessLogs(ObjectNode args, CallContext ctx) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String id = args.get("processId").asText();
+  private CompletableFuture<ToolOutcome> streamProcessLogs(ProcessArgs.StreamLogs args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String id = args.processId();
     int cap = pageCap(args);
-    long so = args.path("stdoutOffset").asLong(0);
-    long se = args.path("stderrOffset").asLong(0);
-    Duration limit = SandboxTools.seconds(args, "timeoutSeconds", SandboxTools.DEFAULT_FOLLOW);
+    long so = args.stdoutOffset();
+    long se = args.stderrOffset();
+    Duration limit = SandboxTools.seconds(args.timeoutSeconds(), SandboxTools.DEFAULT_FOLLOW);
     LogFollower f = new LogFollower(sb, id, cap, so, se, ctx);
     sb.sandbox().streamProcessLogs(id, withContext(so, se)).subscribe(f);
     var timeout = timer.schedule(() -> f.stop(true), limit.toMillis(), TimeUnit.MILLISECONDS);

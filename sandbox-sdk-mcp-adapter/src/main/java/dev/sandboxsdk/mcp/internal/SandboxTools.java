@@ -1,6 +1,5 @@
 package dev.sandboxsdk.mcp.internal;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ProcessNotFoundException;
@@ -10,9 +9,7 @@ import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInvalidRequestException;
 import dev.sandboxsdk.SandboxTimeoutException;
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -88,6 +85,11 @@ public final class SandboxTools implements AutoCloseable {
 
   public Redactor redactor() {
     return redactor;
+  }
+
+  /** Tool {@code name}'s handler, or null (for tests). */
+  ToolHandler handler(String name) {
+    return tools.get(name);
   }
 
   /** The names of the tools implemented here (the catalog must list exactly these). */
@@ -209,33 +211,28 @@ public final class SandboxTools implements AutoCloseable {
     return args.hasNonNull("sandboxId") ? args.get("sandboxId").asText() : null;
   }
 
-  static Command command(ObjectNode args) {
-    boolean hasShell = args.hasNonNull("command");
-    boolean hasArgv = args.hasNonNull("argv");
-    if (hasShell == hasArgv) {
-      throw new ToolException(hasShell
+  /** The command of an exec or startProcess: a shell string or an argv, exactly one of the two. */
+  static Command command(String command, List<String> argv) {
+    if ((command == null) == (argv == null)) {
+      throw new ToolException(command != null
           ? "Give either command (a shell string) or argv (an array), not both."
           : "Give the command to run: command (a shell string such as \"ls -la\") or argv (such as [\"ls\", \"-la\"]).");
     }
-    if (hasShell) {
-      return Command.shell(args.get("command").asText());
-    }
-    List<String> argv = new ArrayList<>();
-    args.get("argv").forEach(a -> argv.add(a.asText()));
-    return Command.of(argv);
+    return command != null ? Command.shell(command) : Command.of(argv);
   }
 
-  /** The passed-through secrets under the call's own variables (which cannot override them). */
-  static Map<String, String> environment(AdapterConfig config, ObjectNode args) {
+  /**
+   * The passed-through secrets under the call's own variables {@code given} (in the call's
+   * order, or null), which cannot override them.
+   */
+  static Map<String, String> environment(AdapterConfig config, Map<String, String> given) {
     Map<String, String> env = new HashMap<>();
-    JsonNode given = args.get("env");
     if (given != null) {
-      for (Iterator<Map.Entry<String, JsonNode>> it = given.fields(); it.hasNext(); ) {
-        Map.Entry<String, JsonNode> f = it.next();
+      for (Map.Entry<String, String> f : given.entrySet()) {
         if (!f.getKey().matches("[A-Za-z_][A-Za-z0-9_]*")) {
           throw new ToolException("env: '" + f.getKey() + "' is not a valid variable name");
         }
-        env.put(f.getKey(), f.getValue().asText());
+        env.put(f.getKey(), f.getValue());
       }
     }
     if (config.passEnvPerCall()) {
@@ -246,18 +243,23 @@ public final class SandboxTools implements AutoCloseable {
     return env;
   }
 
-  /** The output cap a call asks for in {@code field}, at most the server's. */
-  static int cap(AdapterConfig config, ObjectNode args, String field) {
+  /** The output cap a call asks for ({@code asked}, null when absent), at most the server's. */
+  static int cap(AdapterConfig config, Integer asked) {
     int max = config.maxOutputBytes();
-    return args.hasNonNull(field) ? (int) Math.min(max, args.get(field).asLong()) : max;
+    return asked != null ? Math.min(max, asked) : max;
   }
 
-  static Duration seconds(ObjectNode args, String field, Duration fallback) {
-    if (!args.hasNonNull(field)) {
+  /** A time argument in seconds (null when absent) as a duration of at least 1 ms. */
+  static Duration seconds(Double seconds, Duration fallback) {
+    if (seconds == null) {
       return fallback;
     }
-    long millis = Math.max(1, Math.round(args.get(field).asDouble() * 1000));
-    return Duration.ofMillis(millis);
+    return Duration.ofMillis(Math.max(1, Math.round(seconds * 1000)));
+  }
+
+  /** {@code result} as the JSON object of its record: components in declaration order. */
+  static ObjectNode json(Record result) {
+    return Json.MAPPER.valueToTree(result);
   }
 
   static ObjectNode withSandbox(ObjectNode r, Sandboxes.Entry sb) {

@@ -1,6 +1,5 @@
 package dev.sandboxsdk.mcp.internal;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.sandboxsdk.FileEvent;
@@ -8,8 +7,6 @@ import dev.sandboxsdk.FileEventType;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.WatchOptions;
 import java.time.Duration;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -36,33 +33,27 @@ final class WatchTools implements ToolGroup {
 
   @Override
   public void register(Map<String, ToolHandler> tools) {
-    tools.put("watchFiles", this::watchFiles);
+    tools.put("watchFiles", ToolHandler.of(WatchArgs.Watch.class, this::watchFiles));
   }
 
-  private CompletableFuture<ToolOutcome> watchFiles(ObjectNode args, CallContext ctx) {
-    Sandboxes.Entry sb = sandboxes.require(SandboxTools.sandboxId(args));
-    String path = args.path("path").asText(".");
-    WatchOptions options = WatchOptions.defaults().withRecursive(args.path("recursive").asBoolean(true));
-    if (args.hasNonNull("include")) {
-      options = options.withInclude(strings(args.get("include")));
+  private CompletableFuture<ToolOutcome> watchFiles(WatchArgs.Watch args, CallContext ctx) {
+    Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    String path = args.path() != null ? args.path() : ".";
+    WatchOptions options = WatchOptions.defaults().withRecursive(args.recursive() == null || args.recursive());
+    if (args.include() != null) {
+      options = options.withInclude(args.include().toArray(new String[0]));
     }
-    if (args.hasNonNull("exclude")) {
-      options = options.withExclude(strings(args.get("exclude")));
+    if (args.exclude() != null) {
+      options = options.withExclude(args.exclude().toArray(new String[0]));
     }
-    Duration time = SandboxTools.seconds(args, "seconds", DEFAULT_TIME);
-    int max = args.path("maxEvents").asInt(DEFAULT_MAX_EVENTS);
+    Duration time = SandboxTools.seconds(args.seconds(), DEFAULT_TIME);
+    int max = args.maxEvents() != null ? args.maxEvents() : DEFAULT_MAX_EVENTS;
     Collector c = new Collector(sb, path, time, max, ctx);
     sb.sandbox().files().watch(path, options).subscribe(c);
     ctx.onCancel(c::cancel);
     var limit = timer.schedule(() -> c.finish("timeLimit"), time.toMillis(), TimeUnit.MILLISECONDS);
     c.result.whenComplete((r, e) -> limit.cancel(false)); // ended early: the limit must not hold the events
     return c.result;
-  }
-
-  private static String[] strings(JsonNode array) {
-    List<String> out = new ArrayList<>();
-    array.forEach(n -> out.add(n.asText()));
-    return out.toArray(new String[0]);
   }
 
   /** Gathers one watch's events until the time limit, the event cap, or the end of the stream. */

@@ -1,0 +1,35 @@
+package dev.sandboxsdk.mcp.internal;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The arguments of the exec tools, one record per tool, bound by {@link ToolHandler#bind} after
+ * the schema check ({@code tools.json} is what they mirror). An optional argument is null when
+ * absent, or a primitive when the tool's default is Java's ({@code false}, {@code 0}).
+ */
+final class ExecArgs {
+  private ExecArgs() {
+  }
+
+  /** What {@code exec} and {@code runCode} share. */
+  sealed interface Run permits Exec, RunCode {
+    String sandboxId();
+
+    String cwd();
+
+    Map<String, String> env();
+
+    Double timeoutSeconds();
+
+    Integer maxOutputBytes();
+  }
+
+  record Exec(String command, List<String> argv, String sandboxId, String cwd, Map<String, String> env,
+      String stdin, Double timeoutSeconds, Integer maxOutputBytes) implements Run {
+  }
+
+  record RunCode(String code, String language, String sandboxId, String cwd, Map<String, String> env,
+      Double timeoutSeconds, Integer maxOutputBytes) implements Run {
+  }
+}
