@@ -15,7 +15,8 @@ import org.slf4j.LoggerFactory;
  * {@link SandboxBackend}. Calls go to a client of the sandbox's agent while this handle knows it
  * runs; {@link #shutdown()} stops it (the backend keeps its files) and drops the client;
  * {@link #wake()} starts it and connects again; a call while stopped fails with the backend's
- * {@link SandboxBackend#notRunning(String) reason}. A handle that removes its sandbox on
+ * {@link SandboxBackend#notRunning(String) reason}; after {@link #close()} every call but
+ * {@link #info()} and {@link #destroy()} throws {@link IllegalStateException}. A handle that removes its sandbox on
  * {@link #close()} (an unnamed sandbox, from the handle that created it) also removes it when this
  * JVM exits. Providers subclass it to add what their sandboxes have beyond the seam (an address, a
  * pod name). Thread-safe.
@@ -98,7 +99,7 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
   @Override
   protected final Sandbox delegate() {
     if (closed) {
-      throw new SandboxException("this handle on the " + what + " is closed", null);
+      throw new IllegalStateException("this handle on the " + what + " is closed");
     }
     Sandbox c = client;
     if (c == null) {
@@ -116,8 +117,7 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
   public void wake() {
     synchronized (lifecycle) {
       if (closed) {
-        throw new SandboxException("this handle on the " + what + " is closed: get(\"" + id + "\") returns a new one",
-            null);
+        throw new IllegalStateException("this handle on the " + what + " is closed: get(\"" + id + "\") returns a new one");
       }
       Sandbox old = client;
       Sandbox now = backend.wake(id, old);
@@ -164,8 +164,7 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
         return;
       }
       closed = true;
-      c = client;
-      client = null;
+      c = client; // kept: a closed handle still tells where its agent was (see ContainerSandbox#baseUrl)
     }
     try {
       if (c != null) {

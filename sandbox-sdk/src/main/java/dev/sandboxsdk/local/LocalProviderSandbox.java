@@ -1,5 +1,6 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.local;
 
+import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.spi.SandboxHandle;
 
 /**

@@ -1,5 +1,11 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.local;
 
+import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.ProviderCapabilities;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxProvider;
+import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.internal.Checks;
 import dev.sandboxsdk.internal.LocalState;
 import dev.sandboxsdk.spi.SandboxHandle;

@@ -1,5 +1,10 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.local;
 
+import dev.sandboxsdk.ForwardingSandbox;
+import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxState;
 import dev.sandboxsdk.internal.LocalState;
 import dev.sandboxsdk.internal.Workspaces;
 import dev.sandboxsdk.spi.SandboxBackend;
