@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CompletableFuture;

@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
 /**
  * What a {@link SandboxProvider} can do, as data: the differences between providers that code
  * written against the seam must know, so that no caller branches on which provider it has.

@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.internal.Checks;
 import dev.sandboxsdk.internal.RealSandbox;
 import java.net.URI;

@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.file.Path;

@@ -1,7 +1,7 @@
 /**
  * The Sandbox SDK's public API: run commands in a sandbox and manage the processes started there.
  *
- * <p>{@link dev.sandboxsdk.Sandbox} is the entry point ({@link dev.sandboxsdk.LocalSandbox} for the
+ * <p>{@link dev.sandboxsdk.Sandbox} is the entry point ({@link dev.sandboxsdk.local.LocalSandbox} for the
  * embedded default, {@code Sandbox.connect} for an agent that already runs, a
  * {@link dev.sandboxsdk.SandboxProvider} for managed sandboxes); options are immutable builders,
  * results and events are records, and every failure is a {@link dev.sandboxsdk.SandboxException}.

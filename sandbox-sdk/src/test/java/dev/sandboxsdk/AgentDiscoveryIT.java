@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.File;

@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.contract.SandboxProbe;
 import java.io.IOException;
 import java.io.UncheckedIOException;

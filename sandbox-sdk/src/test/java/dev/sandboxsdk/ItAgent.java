@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;

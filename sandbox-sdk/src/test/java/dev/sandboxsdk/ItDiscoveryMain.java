@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
 /**
  * Run by {@link AgentDiscoveryIT} in a child JVM whose class path has the SDK jar but not the
  * agent: starts a local sandbox with no configuration and prints what an exec in it printed,

@@ -1,5 +1,6 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalProvider;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -162,7 +163,7 @@ class LocalProviderIT {
     b.destroy();
     assertThat(Files.exists(tmp.resolve("state/sandboxes/life-b"))).isFalse();
     assertThat(provider().get("life-b")).isEmpty();
-    assertThatThrownBy(() -> b.exec("true")).isInstanceOf(SandboxException.class);
+    assertThatThrownBy(() -> b.exec("true")).isInstanceOf(IllegalStateException.class);
     provider().get("life-a").orElseThrow().destroy();
     assertThat(provider().list()).isEmpty();
     assertThat(Files.exists(dir)).isFalse();

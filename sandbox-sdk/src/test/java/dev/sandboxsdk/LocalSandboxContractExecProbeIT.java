@@ -1,5 +1,7 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
+import dev.sandboxsdk.local.Isolation;
 import dev.sandboxsdk.contract.ExecProbe;
 import dev.sandboxsdk.contract.SandboxContract;
 import dev.sandboxsdk.contract.SandboxTarget;

@@ -1,5 +1,7 @@
 package dev.sandboxsdk;
 
+import dev.sandboxsdk.local.LocalSandbox;
+import dev.sandboxsdk.local.Isolation;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatCode;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;

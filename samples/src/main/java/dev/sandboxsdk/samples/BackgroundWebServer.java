@@ -2,7 +2,7 @@ package dev.sandboxsdk.samples;
 
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecOptions;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.LogMatch;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.ProcessOptions;

@@ -4,7 +4,7 @@ import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.Sandbox;
 import java.time.Duration;
 import java.util.concurrent.CancellationException;

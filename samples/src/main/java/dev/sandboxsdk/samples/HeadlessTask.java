@@ -5,7 +5,7 @@ import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.GitCheckout;
 import dev.sandboxsdk.GitCheckoutOptions;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.OutputListener;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.StdStream;

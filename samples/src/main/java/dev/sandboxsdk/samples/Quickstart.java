@@ -4,7 +4,7 @@ import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.ProcessInfo;
 import dev.sandboxsdk.SandboxProcess;
 import java.time.Duration;

@@ -1,7 +1,7 @@
 package dev.sandboxsdk.samples;
 
 import dev.sandboxsdk.Command;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.LogEvent;
 import dev.sandboxsdk.LogRange;
 import dev.sandboxsdk.ProcessLogs;

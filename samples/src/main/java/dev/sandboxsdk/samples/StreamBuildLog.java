@@ -1,7 +1,7 @@
 package dev.sandboxsdk.samples;
 
 import dev.sandboxsdk.ExecEvent;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 import java.util.concurrent.TimeUnit;

@@ -27,7 +27,7 @@ import java.util.regex.Pattern;
  * {@code sandbox} variable that the block leaves open is closed after it.
  */
 final class DocSnippets {
-  static final List<String> IMPORTS = List.of("dev.sandboxsdk.*", "dev.sandboxsdk.container.*", "dev.sandboxsdk.kubernetes.*",
+  static final List<String> IMPORTS = List.of("dev.sandboxsdk.*", "dev.sandboxsdk.local.*", "dev.sandboxsdk.container.*", "dev.sandboxsdk.kubernetes.*",
       "dev.sandboxsdk.samples.HeadlessTask", "dev.sandboxsdk.samples.webterm.WebTerminal", "java.net.URI",
       "java.nio.file.Path", "java.time.Duration", "java.util.List", "java.util.Optional", "java.util.concurrent.CompletableFuture",
       "java.util.concurrent.Flow", "java.util.concurrent.TimeUnit", "java.util.regex.Pattern",

@@ -6,7 +6,7 @@ import static org.assertj.core.api.Assertions.tuple;
 
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.GitCheckoutOptions;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.SandboxNotFoundException;
 import dev.sandboxsdk.samples.HeadlessTask.FileChange;
 import dev.sandboxsdk.samples.HeadlessTask.Options;

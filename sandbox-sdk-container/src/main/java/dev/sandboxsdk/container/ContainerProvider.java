@@ -2,12 +2,16 @@ package dev.sandboxsdk.container;
 
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.ProviderCapabilities;
+import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxProvider;
 import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.container.internal.Engine;
 import dev.sandboxsdk.container.internal.Launch;
+import dev.sandboxsdk.spi.AgentClient;
+import dev.sandboxsdk.spi.SandboxBackend;
+import dev.sandboxsdk.spi.SandboxHandle;
 import java.net.URI;
 import java.util.List;
 import java.util.Objects;
@@ -51,6 +55,7 @@ public final class ContainerProvider implements SandboxProvider {
   private final String publishAddress;
   private final String connectHost;
   private final boolean ownsEngine;
+  private final SandboxBackend backend = new Backend();
   private volatile boolean closed;
 
   private ContainerProvider(Engine engine, String publishAddress, String connectHost, boolean ownsEngine) {
@@ -126,21 +131,8 @@ public final class ContainerProvider implements SandboxProvider {
     Launch.Started s = Launch.start(engine, spec, publishAddress, connectHost);
     log.info("container sandbox {} ({}) ready at {} in {} ms", s.name(), s.id().substring(0, 12), s.endpoint(),
         (System.nanoTime() - t0) / 1_000_000);
-    ContainerSandbox sandbox = new ContainerSandbox(this, s.id(), spec.name(), s.endpoint(), s.token(),
-        removeOnClose && spec.name() == null, false, handOverProvider);
-    if (spec.gitRepository() != null) {
-      try {
-        sandbox.git().checkout(spec.gitRepository(), spec.gitCheckoutOptions());
-      } catch (RuntimeException e) {
-        try {
-          sandbox.destroy();
-        } catch (RuntimeException suppressed) {
-          e.addSuppressed(suppressed);
-        }
-        throw e;
-      }
-    }
-    return sandbox;
+    return SandboxHandle.prepare(new ContainerSandbox(this, s.id(), spec.name(), s.endpoint(), s.token(), removeOnClose,
+        handOverProvider), spec);
   }
 
   /**
@@ -152,9 +144,9 @@ public final class ContainerProvider implements SandboxProvider {
   @Override
   public Optional<ManagedSandbox> get(String id) {
     Objects.requireNonNull(id, "id == null");
-    return engine.find(id).filter(f -> f.running() && f.hostPort() > 0 || f.name() != null).map(f -> new ContainerSandbox(this, f.id(), f.name(),
-        f.running() && f.hostPort() > 0 ? Launch.endpoint(connectHost, f.hostPort()) : null, f.token(), false, true,
-        false));
+    return engine.find(id).filter(f -> f.running() && f.hostPort() > 0 || f.name() != null).map(f -> new ContainerSandbox(this,
+        f.id(), f.name(), f.running() && f.hostPort() > 0 ? Launch.endpoint(connectHost, f.hostPort()) : null, f.token(),
+        false, false));
   }
 
   /**
@@ -176,37 +168,54 @@ public final class ContainerProvider implements SandboxProvider {
     return engine.removeExited();
   }
 
-  /** Stops a sandbox container, keeping it and its volumes; false if it is gone. */
-  boolean stop(String id) {
-    return engine.stop(id, STOP_TIMEOUT_SECONDS);
+  SandboxBackend backend() {
+    return backend;
   }
 
-  /** Starts a stopped sandbox container again; returns its agent's new address. */
-  URI restart(String id, java.time.Duration timeout) {
-    return Launch.restart(engine, id, timeout, connectHost);
-  }
-
-  /** Whether the container runs, and at which address, or empty if it is gone. */
-  Optional<Engine.Found> find(String id) {
-    return engine.find(id);
-  }
-
-  URI endpoint(int hostPort) {
-    return Launch.endpoint(connectHost, hostPort);
-  }
-
-  SandboxInfo info(String id) {
-    return engine.sandbox(id, name(), connectHost).orElseThrow(() ->
-        new SandboxException("the sandbox container " + id + " no longer exists", null));
-  }
-
-  /** Removes a sandbox container; works after {@link #close()} too, on a new connection. */
-  boolean removeSandbox(String id) {
-    if (!closed) {
-      return engine.remove(id);
+  /** What the handles of this provider's sandboxes do through the engine. */
+  private final class Backend implements SandboxBackend {
+    @Override
+    public SandboxInfo info(String id) {
+      return engine.sandbox(id, name(), connectHost).orElseThrow(() ->
+          new SandboxException("the sandbox container " + id + " no longer exists", null));
     }
-    try (Engine again = Engine.connect(engine.host())) {
-      return again.remove(id);
+
+    /** Starts the stopped container again (engine start); the token is in its environment, the port may differ. */
+    @Override
+    public Sandbox wake(String id, Sandbox current) {
+      Engine.Found f = engine.find(id).orElseThrow(() -> new SandboxException("the sandbox container "
+          + ContainerSandbox.label(id, null) + " no longer exists", null));
+      URI now = f.running() && f.hostPort() > 0 ? Launch.endpoint(connectHost, f.hostPort())
+          : Launch.restart(engine, id, SandboxSpec.defaults().startupTimeout(), connectHost);
+      if (current instanceof AgentClient c && c.baseUrl().equals(now)) {
+        return current;
+      }
+      return AgentClient.connect(now, f.token());
+    }
+
+    /** Engine stop: SIGTERM to the agent, SIGKILL after the stop timeout; the container and its volumes stay. */
+    @Override
+    public boolean stop(String id) {
+      return engine.stop(id, STOP_TIMEOUT_SECONDS);
+    }
+
+    /** Removes the container and its volumes; works after {@link #close()} too, on a new connection. */
+    @Override
+    public void remove(String id) {
+      if (!closed) {
+        engine.remove(id);
+        return;
+      }
+      try (Engine again = Engine.connect(engine.host())) {
+        again.remove(id);
+      }
+    }
+
+    @Override
+    public SandboxException notRunning(String id) {
+      return new SandboxException("the sandbox container " + engine.find(id).map(f -> ContainerSandbox.label(id, f.name()))
+          .orElse(ContainerSandbox.label(id, null)) + " is stopped (its files are kept): call wake() to start it again",
+          null);
     }
   }
 

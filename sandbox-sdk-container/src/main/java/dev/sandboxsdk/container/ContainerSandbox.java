@@ -1,18 +1,14 @@
 package dev.sandboxsdk.container;
 
-import dev.sandboxsdk.ForwardingSandbox;
-import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.Sandbox;
-import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxSpec;
-import dev.sandboxsdk.container.internal.Engine;
+import dev.sandboxsdk.spi.AgentClient;
+import dev.sandboxsdk.spi.SandboxHandle;
 import java.net.URI;
 import java.time.Duration;
 import java.util.Map;
 import java.util.Objects;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * A sandbox in its own container, with the default security policy of {@link ContainerProvider}.
@@ -36,43 +32,27 @@ import org.slf4j.LoggerFactory;
  * timeout (default 10 minutes without a request; {@link Builder#keepAlive()} turns that off).
  * A handle from {@code get} never removes the sandbox on close; {@code destroy()} does.
  * A {@link Builder#name(String) named} sandbox is never removed but by {@code destroy()}:
- * {@link #shutdown()} stops its container and keeps it and its volumes, {@link #wake()} starts it
- * again, and its idle timeout stops it the same way.
+ * {@link #shutdown()} stops its container (engine stop: SIGTERM to the agent, which stops every
+ * process, SIGKILL after 10 s) and keeps it, its {@code /workspace} and home volumes and its
+ * checkpoints ({@code /tmp}, a tmpfs, is emptied); {@link #wake()} starts it again with the same
+ * token (the port may differ), and its idle timeout stops it the same way. {@link #destroy()}
+ * removes the container and its volumes.
  *
  * <p>Thread-safe, like every {@link Sandbox}.
  */
-public final class ContainerSandbox extends ForwardingSandbox implements ManagedSandbox {
-  private static final Logger log = LoggerFactory.getLogger(ContainerSandbox.class);
-
-  private final ContainerProvider provider;
-  private final String id;
+public final class ContainerSandbox extends SandboxHandle {
   private final String name;
-  private final String token;
-  private final boolean removeOnClose;
-  private final boolean ownsProvider;
-  private final Thread shutdownHook;
-  private final Object lifecycle = new Object();
-  private volatile URI endpoint;
-  /** The client of the running agent; null while this handle knows the container stopped. */
-  private volatile Sandbox client;
-  private boolean closed;
 
   ContainerSandbox(ContainerProvider provider, String id, String name, URI endpoint, String token,
-      boolean removeOnClose, boolean attached, boolean ownsProvider) {
-    this.provider = provider;
-    this.id = id;
+      boolean removeOnClose, boolean ownsProvider) {
+    super(provider.backend(), id, "sandbox container " + label(id, name),
+        endpoint == null ? null : AgentClient.connect(endpoint, token), removeOnClose, ownsProvider ? provider : null);
     this.name = name;
-    this.token = token;
-    this.endpoint = endpoint;
-    this.client = endpoint == null ? null : Sandbox.builder().baseUrl(endpoint).token(token).build();
-    this.removeOnClose = removeOnClose && !attached;
-    this.ownsProvider = ownsProvider;
-    if (this.removeOnClose) {
-      shutdownHook = new Thread(this::removeQuietly, "sandbox-container-shutdown");
-      Runtime.getRuntime().addShutdownHook(shutdownHook);
-    } else {
-      shutdownHook = null;
-    }
+  }
+
+  /** How messages name a sandbox container: its name, else its short id. */
+  static String label(String id, String name) {
+    return name != null ? "'" + name + "'" : id.substring(0, Math.min(12, id.length()));
   }
 
   /** A builder with every setting at its default (see {@link SandboxSpec} for the defaults). */
@@ -85,29 +65,9 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
     return builder().start();
   }
 
-  @Override
-  protected Sandbox delegate() {
-    Sandbox c = client;
-    if (c == null) {
-      throw new SandboxException("the sandbox container " + label() + " is stopped (its files are kept): call wake()"
-          + " to start it again", null);
-    }
-    return c;
-  }
-
-  private String label() {
-    return name != null ? "'" + name + "'" : id.substring(0, Math.min(12, id.length()));
-  }
-
   /** The sandbox's name, or null if it has none. */
   public String name() {
     return name;
-  }
-
-  /** The container's id. */
-  @Override
-  public String id() {
-    return id;
   }
 
   /**
@@ -115,117 +75,7 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
    * stopped. A wake may publish the agent on another port.
    */
   public URI baseUrl() {
-    return endpoint;
-  }
-
-  /**
-   * Stops the container (engine stop: SIGTERM to the agent, which stops every process, SIGKILL
-   * after 10 s). The container, its {@code /workspace} and home volumes and its checkpoints stay;
-   * {@code /tmp} (a tmpfs) is emptied. No-op if stopped.
-   */
-  @Override
-  public void shutdown() {
-    synchronized (lifecycle) {
-      Sandbox c = client;
-      client = null;
-      endpoint = null;
-      if (c != null) {
-        c.close();
-      }
-      if (!provider.stop(id)) {
-        throw new SandboxException("the sandbox container " + label() + " no longer exists", null);
-      }
-    }
-  }
-
-  /**
-   * Starts the stopped container again (engine start) and returns once its agent answers; no-op
-   * if it runs. The token is the same (it is in the container's environment); the port may differ.
-   */
-  @Override
-  public void wake() {
-    synchronized (lifecycle) {
-      if (closed) {
-        throw new SandboxException("this handle on the sandbox container " + label() + " is closed: get(id) returns a"
-            + " new one", null);
-      }
-      Engine.Found f = provider.find(id).orElseThrow(() ->
-          new SandboxException("the sandbox container " + label() + " no longer exists", null));
-      URI now = f.running() && f.hostPort() > 0 ? provider.endpoint(f.hostPort())
-          : provider.restart(id, SandboxSpec.defaults().startupTimeout());
-      if (!now.equals(endpoint) || client == null) {
-        Sandbox old = client;
-        endpoint = now;
-        client = Sandbox.builder().baseUrl(now).token(token).build();
-        if (old != null) {
-          old.close();
-        }
-      }
-    }
-  }
-
-  /** The container as the engine reports it now. */
-  @Override
-  public SandboxInfo info() {
-    return provider.info(id);
-  }
-
-  /** Removes the container (stopping its processes) and its workspace volume. Idempotent. */
-  @Override
-  public void destroy() {
-    finish(true);
-  }
-
-  /**
-   * Releases this handle; removes the container too if this JVM created it and did not ask to
-   * keep it ({@link Builder#removeOnClose(boolean)}). Idempotent.
-   */
-  @Override
-  public void close() {
-    finish(removeOnClose);
-  }
-
-  private void finish(boolean remove) {
-    synchronized (lifecycle) {
-      if (closed && !remove) {
-        return;
-      }
-      closed = true;
-    }
-    Sandbox c = client;
-    if (c != null) {
-      c.close();
-    }
-    try {
-      if (remove) {
-        provider.removeSandbox(id);
-      }
-    } finally {
-      if (shutdownHook != null) {
-        try {
-          Runtime.getRuntime().removeShutdownHook(shutdownHook);
-        } catch (IllegalStateException shuttingDown) {
-          // called from the hook itself
-        }
-      }
-      if (ownsProvider) {
-        provider.close();
-      }
-    }
-  }
-
-  private void removeQuietly() {
-    try {
-      finish(true);
-    } catch (RuntimeException e) {
-      log.warn("could not remove sandbox container {} at JVM exit", id, e);
-    }
-  }
-
-  @Override
-  public String toString() {
-    return "ContainerSandbox{" + (name != null ? name + ", " : "") + id.substring(0, Math.min(12, id.length())) + ", "
-        + endpoint + "}";
+    return client() instanceof AgentClient c ? c.baseUrl() : null;
   }
 
   /** Configures and starts a {@link ContainerSandbox}. Not thread-safe. */
@@ -383,7 +233,7 @@ public final class ContainerSandbox extends ForwardingSandbox implements Managed
       ContainerProvider p = provider.build();
       try {
         // The sandbox owns this provider: closing it releases the engine connection.
-        return p.create(s, removeOnClose, true);
+        return p.create(s, removeOnClose && s.name() == null, true);
       } catch (RuntimeException e) {
         p.close();
         throw e;

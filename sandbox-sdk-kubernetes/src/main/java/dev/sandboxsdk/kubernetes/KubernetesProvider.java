@@ -2,6 +2,7 @@ package dev.sandboxsdk.kubernetes;
 
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.ProviderCapabilities;
+import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxProvider;
@@ -10,6 +11,8 @@ import dev.sandboxsdk.kubernetes.internal.AgentLink;
 import dev.sandboxsdk.kubernetes.internal.Cluster;
 import dev.sandboxsdk.kubernetes.internal.PodSpecs;
 import dev.sandboxsdk.kubernetes.internal.Pods;
+import dev.sandboxsdk.spi.SandboxBackend;
+import dev.sandboxsdk.spi.SandboxHandle;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Objects;
@@ -50,6 +53,7 @@ public final class KubernetesProvider implements SandboxProvider {
   private final Cluster cluster;
   private final PodSpecs.Placement placement;
   private final KubernetesAccess access;
+  private final SandboxBackend backend = new Backend();
 
   private KubernetesProvider(Cluster cluster, PodSpecs.Placement placement, KubernetesAccess access) {
     this.cluster = cluster;
@@ -130,20 +134,8 @@ public final class KubernetesProvider implements SandboxProvider {
       throw e;
     }
     log.info("kubernetes sandbox {} ready at {} in {} ms", s.pod(), link.baseUrl(), (System.nanoTime() - t0) / 1_000_000);
-    KubernetesSandbox sandbox = new KubernetesSandbox(this, s.pod(), spec.name(), link, s.token(), spec.name() == null);
-    if (spec.gitRepository() != null) {
-      try {
-        sandbox.git().checkout(spec.gitRepository(), spec.gitCheckoutOptions());
-      } catch (RuntimeException e) {
-        try {
-          sandbox.destroy();
-        } catch (RuntimeException suppressed) {
-          e.addSuppressed(suppressed);
-        }
-        throw e;
-      }
-    }
-    return sandbox;
+    return SandboxHandle.prepare(new KubernetesSandbox(this, s.pod(), spec.name(), link, s.token(), spec.name() == null),
+        spec);
   }
 
   private AgentLink connect(String pod, String podIp) {
@@ -190,14 +182,45 @@ public final class KubernetesProvider implements SandboxProvider {
     return cluster.removeFinished();
   }
 
-  SandboxInfo info(String pod) {
-    return cluster.info(pod, name(), access).orElseThrow(() ->
-        new SandboxException("the sandbox pod " + pod + " no longer exists", null));
+  SandboxBackend backend() {
+    return backend;
   }
 
-  /** Deletes a sandbox's objects and waits until its pod is gone. */
-  void delete(String pod) {
-    cluster.delete(pod, true);
+  /** What the handles of this provider's sandboxes do through the API server. */
+  private final class Backend implements SandboxBackend {
+    @Override
+    public SandboxInfo info(String pod) {
+      return cluster.info(pod, name(), access).orElseThrow(() ->
+          new SandboxException("the sandbox pod " + pod + " no longer exists", null));
+    }
+
+    /** A no-op while the pod runs; a pod whose agent ended cannot start again. */
+    @Override
+    public Sandbox wake(String pod, Sandbox current) {
+      if (current == null || !info(pod).isRunning()) {
+        throw notRunning(pod);
+      }
+      return current;
+    }
+
+    @Override
+    public boolean stop(String pod) {
+      throw new SandboxException("a Kubernetes sandbox (" + pod + ") cannot shut down and keep its files: a pod cannot"
+          + " stop and start again, and its workspace lives as long as the pod. destroy() it when done, or use the"
+          + " container or local provider for sandboxes that sleep and wake", null);
+    }
+
+    /** Deletes the sandbox's objects and waits until its pod is gone. */
+    @Override
+    public void remove(String pod) {
+      cluster.delete(pod, true);
+    }
+
+    @Override
+    public SandboxException notRunning(String pod) {
+      return new SandboxException("the sandbox pod " + pod + " is not running (its agent ended, e.g. after its idle"
+          + " timeout): a pod cannot start again, so destroy() it and create a new sandbox", null);
+    }
   }
 
   @Override

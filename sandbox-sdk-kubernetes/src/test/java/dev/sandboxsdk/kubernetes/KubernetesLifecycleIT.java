@@ -72,7 +72,7 @@ class KubernetesLifecycleIT {
     assertThat(admin.podExists(pod)).as("pod gone when destroy returns").isFalse();
     assertThat(admin.secretExists(pod)).isFalse();
     assertThat(admin.policyExists(pod)).isFalse();
-    assertThatThrownBy(() -> s.exec("true")).isInstanceOf(SandboxException.class).hasMessageContaining("closed");
+    assertThatThrownBy(() -> s.exec("true")).isInstanceOf(IllegalStateException.class).hasMessageContaining("closed");
     assertThat(provider.get(pod)).isEmpty();
   }
 

@@ -36,7 +36,7 @@ import org.slf4j.LoggerFactory;
  * the SDK's jar, or at an explicit path ({@link AgentLocator} finds it and the java to run it).
  */
 public final class AgentLauncher {
-  private static final Logger log = LoggerFactory.getLogger("dev.sandboxsdk.LocalSandbox.agent");
+  private static final Logger log = LoggerFactory.getLogger("dev.sandboxsdk.local.LocalSandbox.agent");
   static final String AGENT_MAIN = "dev.sandboxsdk.agent.Main";
   private static final String READY_PREFIX = "SANDBOX_AGENT_READY ";
   private static final int STDERR_TAIL_LINES = 40;

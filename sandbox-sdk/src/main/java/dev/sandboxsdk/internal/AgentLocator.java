@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  */
 final class AgentLocator {
   // The launcher's logger, as before this class was split from it.
-  private static final Logger log = LoggerFactory.getLogger("dev.sandboxsdk.LocalSandbox.agent");
+  private static final Logger log = LoggerFactory.getLogger("dev.sandboxsdk.local.LocalSandbox.agent");
   private static final String JAR_PROPERTY = "sandbox.agent.jar";
   private static final String JAR_ENV = "SANDBOX_AGENT_JAR";
 

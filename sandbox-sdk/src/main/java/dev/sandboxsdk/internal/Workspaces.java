@@ -34,7 +34,7 @@ import org.slf4j.LoggerFactory;
  * container sharing the temporary directory), where its pids mean nothing here. Not API.
  */
 public final class Workspaces {
-  private static final Logger log = LoggerFactory.getLogger("dev.sandboxsdk.LocalSandbox");
+  private static final Logger log = LoggerFactory.getLogger("dev.sandboxsdk.local.LocalSandbox");
   static final String PREFIX = "sandbox-workspace-";
   static final String MARKER_SUFFIX = ".owner";
   /** Start times read twice for the same process agree to the millisecond; allow slack, never delete wrongly. */

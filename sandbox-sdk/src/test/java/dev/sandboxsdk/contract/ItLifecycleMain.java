@@ -1,6 +1,6 @@
 package dev.sandboxsdk.contract;
 
-import dev.sandboxsdk.LocalProvider;
+import dev.sandboxsdk.local.LocalProvider;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxProvider;
 import java.io.IOException;

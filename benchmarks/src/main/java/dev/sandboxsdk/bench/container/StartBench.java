@@ -1,7 +1,7 @@
 package dev.sandboxsdk.bench.container;
 
 import dev.sandboxsdk.ExecResult;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.container.ContainerProvider;
 import dev.sandboxsdk.container.ContainerSandbox;

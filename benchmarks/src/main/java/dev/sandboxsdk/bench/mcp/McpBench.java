@@ -7,7 +7,7 @@ import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.internal.AgentLauncher;
 import java.io.BufferedReader;

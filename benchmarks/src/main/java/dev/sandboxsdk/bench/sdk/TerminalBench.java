@@ -1,8 +1,8 @@
 package dev.sandboxsdk.bench.sdk;
 
 import dev.sandboxsdk.Command;
-import dev.sandboxsdk.Isolation;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.Isolation;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.Terminal;
 import dev.sandboxsdk.TerminalOptions;
 import dev.sandboxsdk.TerminalOutput;

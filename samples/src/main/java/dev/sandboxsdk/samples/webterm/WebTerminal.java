@@ -1,6 +1,6 @@
 package dev.sandboxsdk.samples.webterm;
 
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.Sandbox;
 import java.net.InetAddress;
 import java.net.URI;

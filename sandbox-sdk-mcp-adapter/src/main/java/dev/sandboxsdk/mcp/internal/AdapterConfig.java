@@ -1,7 +1,7 @@
 package dev.sandboxsdk.mcp.internal;
 
-import dev.sandboxsdk.Isolation;
-import dev.sandboxsdk.LocalProvider;
+import dev.sandboxsdk.local.Isolation;
+import dev.sandboxsdk.local.LocalProvider;
 import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.SandboxProvider;
 import dev.sandboxsdk.SandboxSpec;

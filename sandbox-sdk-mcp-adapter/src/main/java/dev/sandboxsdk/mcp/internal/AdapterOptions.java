@@ -1,6 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
-import dev.sandboxsdk.Isolation;
+import dev.sandboxsdk.local.Isolation;
 import dev.sandboxsdk.mcp.internal.AdapterConfig.UsageException;
 import java.nio.file.Path;
 import java.util.ArrayList;

@@ -1,6 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
-import dev.sandboxsdk.Isolation;
+import dev.sandboxsdk.local.Isolation;
 import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.mcp.internal.AdapterConfig.Kubernetes;
 import dev.sandboxsdk.mcp.internal.AdapterConfig.UsageException;

@@ -1,7 +1,7 @@
 package dev.sandboxsdk.mcp.internal;
 
-import dev.sandboxsdk.Isolation;
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.Isolation;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.Sandbox;

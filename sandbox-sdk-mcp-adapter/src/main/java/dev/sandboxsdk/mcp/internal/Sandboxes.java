@@ -1,6 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
-import dev.sandboxsdk.LocalSandbox;
+import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.Sandbox;

@@ -203,14 +203,14 @@ class UnitsTest {
   @Test
   void localSandboxesAreIsolatedByDefaultAndTakeIsolationAndNetwork() {
     AdapterConfig defaults = AdapterConfig.parse(new String[0], Map.of());
-    assertThat(defaults.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.ISOLATED);
+    assertThat(defaults.localIsolation()).isEqualTo(dev.sandboxsdk.local.Isolation.ISOLATED);
     assertThat(AdapterConfig.parse(new String[] {"--network", "on"}, Map.of()).localNetwork()).isTrue();
     assertThat(defaults.localNetwork()).isFalse();
     AdapterConfig required = AdapterConfig.parse(new String[] {"--isolation", "required", "--network", "on"}, Map.of());
-    assertThat(required.localIsolation()).isEqualTo(dev.sandboxsdk.Isolation.REQUIRED);
+    assertThat(required.localIsolation()).isEqualTo(dev.sandboxsdk.local.Isolation.REQUIRED);
     assertThat(required.localNetwork()).isTrue();
     assertThat(AdapterConfig.parse(new String[] {"--provider", "local", "--isolation", "none"}, Map.of()).localIsolation())
-        .isEqualTo(dev.sandboxsdk.Isolation.NONE);
+        .isEqualTo(dev.sandboxsdk.local.Isolation.NONE);
     assertThat(AdapterConfig.parse(new String[] {"--provider", "container", "--network", "on"}, Map.of())
         .containerSpec().network()).isTrue();
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--isolation", "bwrap"}, Map.of()))

@@ -1,5 +1,9 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.local;
 
+import dev.sandboxsdk.ForwardingSandbox;
+import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.internal.Activity;
 import dev.sandboxsdk.internal.AgentLauncher;
 import dev.sandboxsdk.internal.Checks;

@@ -1,7 +1,14 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.local;
 
+import dev.sandboxsdk.ManagedSandbox;
+import dev.sandboxsdk.ProviderCapabilities;
+import dev.sandboxsdk.SandboxException;
+import dev.sandboxsdk.SandboxInfo;
+import dev.sandboxsdk.SandboxProvider;
+import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.internal.Checks;
 import dev.sandboxsdk.internal.LocalState;
+import dev.sandboxsdk.spi.SandboxHandle;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.time.Instant;
@@ -60,12 +67,13 @@ public final class LocalProvider implements SandboxProvider {
 
   private final LocalState state;
   private final Path stateDirectory;
-  final Isolation isolation;
-  final Path agentJar;
-  final Path javaExecutable;
-  final List<String> jvmArguments;
-  final Duration grace;
-  final Set<String> inheritEnv;
+  private final Isolation isolation;
+  private final Path agentJar;
+  private final Path javaExecutable;
+  private final List<String> jvmArguments;
+  private final Duration grace;
+  private final Set<String> inheritEnv;
+  private final LocalBackend backend;
 
   private LocalProvider(Builder b) {
     this.stateDirectory = (b.stateDirectory != null ? b.stateDirectory : LocalState.defaultDirectory())
@@ -77,6 +85,7 @@ public final class LocalProvider implements SandboxProvider {
     this.jvmArguments = List.copyOf(b.jvmArguments);
     this.grace = b.grace;
     this.inheritEnv = Set.copyOf(b.inheritEnv);
+    this.backend = new LocalBackend(this);
   }
 
   /** A builder with every setting at its default. */
@@ -148,22 +157,44 @@ public final class LocalProvider implements SandboxProvider {
     if (spec.gitRepository() != null) {
       record.gitRepository = spec.gitRepository().replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1***@");
     }
-    LocalProviderSandbox sandbox = new LocalProviderSandbox(this, name, !named);
-    try {
+    LocalProviderSandbox sandbox = new LocalProviderSandbox(backend, name, null, !named);
+    return SandboxHandle.prepare(sandbox, spec, () -> {
       state.write(name, record);
       sandbox.wake();
-      if (spec.gitRepository() != null) {
-        sandbox.git().checkout(spec.gitRepository(), spec.gitCheckoutOptions());
-      }
-    } catch (RuntimeException e) {
-      try {
-        sandbox.destroy();
-      } catch (RuntimeException suppressed) {
-        e.addSuppressed(suppressed);
-      }
-      throw e;
+    });
+  }
+
+  /** The settings of the agent of sandbox {@code name}, from the provider and the sandbox's record. */
+  LocalSandbox.Builder agentFor(String name, LocalState.Entry record) {
+    LocalSandbox.Builder b = LocalSandbox.builder()
+        .workspace(state.workspace(name))
+        .checkpointDirectory(state.checkpoints(name)) // kept across shutdown and wake
+        .keepAlive(true) // the agent's own --idle-timeout-ms stops it, keeping the files
+        .isolation(isolation)
+        .network(record.network)
+        .startupTimeout(Duration.ofMillis(Math.max(1, record.startupTimeoutMs)));
+    if (agentJar != null) {
+      b.agentJar(agentJar);
     }
-    return sandbox;
+    if (javaExecutable != null) {
+      b.javaExecutable(javaExecutable);
+    }
+    if (grace != null) {
+      b.gracePeriod(grace);
+    }
+    jvmArguments.forEach(b::jvmArgument);
+    b.inheritEnv(inheritEnv);
+    b.env(record.env);
+    record.agentArguments.forEach(b::agentArgument);
+    if (record.idleTimeoutMs != null) {
+      b.agentArgument("--idle-timeout-ms=" + record.idleTimeoutMs);
+    }
+    return b;
+  }
+
+  /** How long an agent has to stop its processes before SIGKILL. */
+  Duration gracePeriod() {
+    return grace != null ? grace : Duration.ofSeconds(5);
   }
 
   /**
@@ -176,7 +207,7 @@ public final class LocalProvider implements SandboxProvider {
     if (!Checks.isSandboxName(id)) {
       return Optional.empty();
     }
-    return state.read(id).map(r -> new LocalProviderSandbox(this, id, false));
+    return state.read(id).map(r -> new LocalProviderSandbox(backend, id, backend.view(id), false));
   }
 
   /** Every sandbox in the state directory, running or stopped, oldest first. */
@@ -185,7 +216,7 @@ public final class LocalProvider implements SandboxProvider {
     removeOrphans();
     List<SandboxInfo> out = new ArrayList<>();
     for (String name : state.names()) {
-      state.read(name).ifPresent(r -> out.add(LocalProviderSandbox.info(this, name, r)));
+      state.read(name).ifPresent(r -> out.add(backend.info(name, r)));
     }
     out.sort(Comparator.comparing(SandboxInfo::createdAt));
     return out;
@@ -196,7 +227,7 @@ public final class LocalProvider implements SandboxProvider {
     for (String name : state.names()) {
       try {
         state.read(name).filter(r -> r.removeOnClose && !r.ownerAlive())
-            .ifPresent(r -> new LocalProviderSandbox(this, name, true).destroy());
+            .ifPresent(r -> backend.remove(name));
       } catch (SandboxException e) {
         // destroyed meanwhile, or unreadable: leave it to the next look
       }

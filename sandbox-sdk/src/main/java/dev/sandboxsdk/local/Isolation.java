@@ -1,5 +1,6 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.local;
 
+import dev.sandboxsdk.Sandbox;
 /**
  * How a {@link LocalSandbox}'s commands are kept apart from the host, set with
  * {@link LocalSandbox.Builder#isolation(Isolation)} (default {@link #ISOLATED});
