@@ -10,8 +10,18 @@ import com.sun.net.httpserver.HttpHandler;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
+import dev.sandboxsdk.agent.background.ProcessRoutes;
+import dev.sandboxsdk.agent.checkpoint.CheckpointRoutes;
+import dev.sandboxsdk.agent.exec.ExecRoutes;
+import dev.sandboxsdk.agent.files.FileRoutes;
+import dev.sandboxsdk.agent.files.FileTransferRoutes;
 import dev.sandboxsdk.agent.fs.Workspace;
+import dev.sandboxsdk.agent.git.GitRoutes;
+import dev.sandboxsdk.agent.ports.PortWatchRoutes;
+import dev.sandboxsdk.agent.ports.ProxyRoutes;
+import dev.sandboxsdk.agent.ports.ProxyTarget;
 import dev.sandboxsdk.agent.process.ProcessManager;
+import dev.sandboxsdk.agent.watch.WatchRoutes;
 import java.io.IOException;
 import java.util.Map;
 import org.slf4j.Logger;
@@ -20,6 +30,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Routes every request of protocol v1, checks the bearer token, and turns every failure into the
  * protocol's JSON error. Unexpected exceptions become INTERNAL_ERROR without leaking details.
+ * Each capability's route group registers its own routes ({@link #routes()}, one line each); the
+ * ping, {@code /api/version} and the proxy's entry (it has its own authentication) are here.
  */
 public final class ApiHandler implements HttpHandler {
   private static final Logger log = LoggerFactory.getLogger(ApiHandler.class);
@@ -41,16 +53,9 @@ public final class ApiHandler implements HttpHandler {
   private final Admission admission;
   private final BearerAuth auth;
   private final String version;
-  private final ExecEndpoints exec;
-  private final ProcessEndpoints process;
   private final Workspace workspace;
-  private final FileEndpoints files;
-  private final FileTransfers transfers;
-  private final PortEndpoints ports;
-  private final GitEndpoints git;
-  private final WatchEndpoints watches;
-  private final ProxyEndpoints proxy;
-  private final CheckpointEndpoints checkpoints;
+  private final ProxyRoutes proxy;
+  private final CheckpointRoutes checkpoints;
   /** Random per agent run; not a secret (unauthenticated answers carry it too). */
   private final String bootId = java.util.UUID.randomUUID().toString();
   private final String keepAliveText;
@@ -62,16 +67,9 @@ public final class ApiHandler implements HttpHandler {
     this.keepAliveText = Long.toString(config.keepAliveMs());
     this.auth = new BearerAuth(token);
     this.version = version;
-    this.exec = new ExecEndpoints(processes);
-    this.process = new ProcessEndpoints(processes);
     this.workspace = Workspace.open(config.workspace(), processes.commandUser());
-    this.files = new FileEndpoints(processes, workspace);
-    this.transfers = new FileTransfers(files, workspace);
-    this.ports = new PortEndpoints(processes);
-    this.git = new GitEndpoints(processes, workspace);
-    this.watches = new WatchEndpoints(processes, workspace);
-    this.checkpoints = new CheckpointEndpoints(processes);
-    this.proxy = new ProxyEndpoints(processes, auth.required(), auth::valid, bootId.substring(0, 8), agentPort);
+    this.checkpoints = new CheckpointRoutes(processes);
+    this.proxy = new ProxyRoutes(processes, auth.required(), auth::valid, bootId.substring(0, 8), agentPort);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
     this.network = processes.network();
@@ -185,9 +183,9 @@ public final class ApiHandler implements HttpHandler {
       return;
     }
     String rawPath = exchange.getRequestURI().getRawPath();
-    if (rawPath.startsWith(ProxyEndpoints.PREFIX)) {
+    if (rawPath.startsWith(ProxyRoutes.PREFIX)) {
       // The proxy's own auth: the bearer token, or an exposure's preview token or cookie.
-      ProxyEndpoints.Target target = proxy.authorize(exchange, rawPath);
+      ProxyTarget target = proxy.authorize(exchange, rawPath);
       if (target != null) {
         forward(exchange, target);
       }
@@ -219,7 +217,7 @@ public final class ApiHandler implements HttpHandler {
    * preview clients' share of connections, and its connection is kept for the next request only
    * while that share has room.
    */
-  private void forward(HttpExchange exchange, ProxyEndpoints.Target target) throws IOException {
+  private void forward(HttpExchange exchange, ProxyTarget target) throws IOException {
     boolean preview = !target.bearer();
     if (preview && !admission.admitPreview()) {
       throw new AgentException(ErrorCode.TOO_MANY_PROXIED_REQUESTS, "preview clients use all "
@@ -265,17 +263,20 @@ public final class ApiHandler implements HttpHandler {
     routes.dispatch(exchange, method, path);
   }
 
-  /** Every authenticated route: each endpoint group registers its own. */
+  /**
+   * Every authenticated route: each capability's route group registers its own, in this order
+   * (which is the order of 405's allowed methods where two groups share a path).
+   */
   private Routes routes() {
     Routes routes = new Routes().on("GET", "/api/version", this::version);
-    exec.register(routes);
-    process.register(routes);
-    files.register(routes);
-    transfers.register(routes);
-    ports.register(routes);
-    watches.register(routes);
+    new ExecRoutes(processes).register(routes);
+    new ProcessRoutes(processes).register(routes);
+    new FileRoutes(processes, workspace).register(routes);
+    new FileTransferRoutes(processes, workspace).register(routes);
+    new PortWatchRoutes(processes).register(routes);
+    new WatchRoutes(processes, workspace).register(routes);
     proxy.register(routes);
-    git.register(routes);
+    new GitRoutes(processes, workspace).register(routes);
     checkpoints.register(routes);
     return routes;
   }
@@ -286,7 +287,19 @@ public final class ApiHandler implements HttpHandler {
     AgentMessages.CommandUser user = commandUser == null ? null
         : new AgentMessages.CommandUser(commandUser.name(), commandUser.uid(), commandUser.gid(), commandUser.home());
     Responses.ok(exchange, new AgentMessages.Version(version, PROTOCOL_VERSION, bootId, lastActivityAt().toString(),
-        exec.limits(), exec.output(), user, new AgentMessages.Isolation(isolationMode, network), processes.spawn()));
+        limits(), output(), user, new AgentMessages.Isolation(isolationMode, network), processes.spawn()));
+  }
+
+  /** The limits of GET /api/version. */
+  private AgentMessages.Limits limits() {
+    return new AgentMessages.Limits(config.keepAliveMs(), config.graceMs(), config.effectiveMaxProcesses(),
+        config.maxBodyBytes(), config.logWindowBytes(), config.effectiveDefaultMaxOutputBytes(),
+        config.maxOutputBytesLimit(), processes.outputBudget().limit(), config.idleTimeoutMs());
+  }
+
+  /** The live figures of the output budget: bytes buffered now (exec results and background windows) and evicted so far. */
+  private AgentMessages.Output output() {
+    return new AgentMessages.Output(processes.outputBudget().used(), processes.outputBudget().evictedBytes());
   }
 
   /** Releases what the routes hold beyond their requests (the proxy's timeout thread); the server has stopped. */

@@ -26,7 +26,7 @@ import java.util.Set;
  * Reads request bodies strictly: a JSON object of known fields with the right types. Every
  * problem becomes a 400 (or 413) that names the field, never a 500.
  */
-final class Json {
+public final class Json {
   static final ObjectMapper MAPPER = JsonMapper.builder()
       .enable(DeserializationFeature.FAIL_ON_READING_DUP_TREE_KEY)
       // A body is one JSON object: without this, '{"command":"x"} junk' ran the command (HostileInputIT).
@@ -59,7 +59,7 @@ final class Json {
    * (twice its size: the bytes and the parsed tree), so many large bodies at once cannot exhaust
    * the heap; if the budget has no room the request is refused with 503.
    */
-  static Json read(HttpExchange exchange, int maxBytes, OutputBudget budget) throws IOException {
+  public static Json read(HttpExchange exchange, int maxBytes, OutputBudget budget) throws IOException {
     long declaredLength = -1;
     String declared = exchange.getRequestHeaders().getFirst("Content-Length");
     if (declared != null) {
@@ -99,7 +99,7 @@ final class Json {
    * Parses a whole request body as a JSON object. Every input either parses or throws an {@link
    * AgentException} that maps to 400 (the fuzz tests hold it to that).
    */
-  static Json parse(byte[] body) {
+  public static Json parse(byte[] body) {
     if (body.length == 0) {
       throw new AgentException(ErrorCode.VALIDATION_FAILED, "request body is empty: send a JSON object");
     }
@@ -152,8 +152,13 @@ final class Json {
         Map.of("limit", maxBytes));
   }
 
-  /** Rejects fields this endpoint does not know, so a typo never silently does nothing. */
-  Json allowOnly(Set<String> allowed) {
+  /**
+   * Rejects fields this endpoint does not know, so a typo never silently does nothing.
+   *
+   * @return this
+   * @throws AgentException VALIDATION_FAILED naming the first unknown field
+   */
+  public Json allowOnly(Set<String> allowed) {
     Iterator<String> names = node.fieldNames();
     while (names.hasNext()) {
       String name = names.next();
@@ -164,7 +169,12 @@ final class Json {
     return this;
   }
 
-  String string(String name) {
+  /**
+   * The string field {@code name}, or null when absent or null.
+   *
+   * @throws AgentException VALIDATION_FAILED if it is another type
+   */
+  public String string(String name) {
     JsonNode v = node.get(name);
     if (v == null || v.isNull()) {
       return null;
@@ -175,7 +185,12 @@ final class Json {
     return v.textValue();
   }
 
-  Boolean bool(String name) {
+  /**
+   * The boolean field {@code name}, or null when absent or null.
+   *
+   * @throws AgentException VALIDATION_FAILED if it is another type
+   */
+  public Boolean bool(String name) {
     JsonNode v = node.get(name);
     if (v == null || v.isNull()) {
       return null;
@@ -186,12 +201,17 @@ final class Json {
     return v.booleanValue();
   }
 
-  Long integer(String name, long min, long max) {
+  /**
+   * The integer field {@code name}, or null when absent or null.
+   *
+   * @throws AgentException VALIDATION_FAILED if it is not an integer from {@code min} to {@code max}
+   */
+  public Long integer(String name, long min, long max) {
     return integer(name, min, max, name);
   }
 
   /** As {@link #integer(String, long, long)}, naming the field {@code shown} in the error (a nested field's path). */
-  Long integer(String name, long min, long max, String shown) {
+  public Long integer(String name, long min, long max, String shown) {
     JsonNode v = node.get(name);
     if (v == null || v.isNull()) {
       return null;
@@ -203,8 +223,12 @@ final class Json {
     return v.longValue();
   }
 
-  /** A nested JSON object, read with the same strictness, or null when absent. */
-  Json object(String name) {
+  /**
+   * A nested JSON object, read with the same strictness, or null when absent.
+   *
+   * @throws AgentException VALIDATION_FAILED if it is another type
+   */
+  public Json object(String name) {
     JsonNode v = node.get(name);
     if (v == null || v.isNull()) {
       return null;
@@ -215,7 +239,12 @@ final class Json {
     return new Json((ObjectNode) v);
   }
 
-  List<String> stringList(String name) {
+  /**
+   * The array-of-strings field {@code name}, or null when absent or null.
+   *
+   * @throws AgentException VALIDATION_FAILED if it is another type or holds a non-string
+   */
+  public List<String> stringList(String name) {
     JsonNode v = node.get(name);
     if (v == null || v.isNull()) {
       return null;
@@ -233,8 +262,12 @@ final class Json {
     return out;
   }
 
-  /** A JSON object of string values; a null value is kept (it means "unset"). */
-  Map<String, String> stringMap(String name) {
+  /**
+   * A JSON object of string values, empty when absent; a null value is kept (it means "unset").
+   *
+   * @throws AgentException VALIDATION_FAILED if it is another type or holds a value that is neither
+   */
+  public Map<String, String> stringMap(String name) {
     JsonNode v = node.get(name);
     if (v == null || v.isNull()) {
       return Map.of();

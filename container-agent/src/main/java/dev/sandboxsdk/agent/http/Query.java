@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.Set;
 
 /** Strict query-string parameters: unknown or repeated names are a 400, like unknown body fields. */
-final class Query {
+public final class Query {
   private final Map<String, String> values;
 
   private Query(Map<String, String> values) {
@@ -17,11 +17,17 @@ final class Query {
   }
 
   /** Rejects any query parameter, for the routes that take none (400 naming it). */
-  static void none(com.sun.net.httpserver.HttpExchange exchange) {
+  public static void none(com.sun.net.httpserver.HttpExchange exchange) {
     parse(exchange.getRequestURI(), Set.of());
   }
 
-  static Query parse(URI uri, Set<String> allowed) {
+  /**
+   * The query of {@code uri}, percent-decoded.
+   *
+   * @throws AgentException VALIDATION_FAILED for a name not in {@code allowed}, a name given twice or
+   *     malformed percent-encoding
+   */
+  public static Query parse(URI uri, Set<String> allowed) {
     Map<String, String> values = new HashMap<>();
     String raw = uri.getRawQuery();
     if (raw != null && !raw.isEmpty()) {
@@ -49,11 +55,17 @@ final class Query {
     return new Query(values);
   }
 
-  String string(String name) {
+  /** The parameter's value ({@code ""} for a bare name), or null when absent. */
+  public String string(String name) {
     return values.get(name);
   }
 
-  long integer(String name, long min, long max, long defaultValue) {
+  /**
+   * The parameter as an integer, or {@code defaultValue} when absent.
+   *
+   * @throws AgentException VALIDATION_FAILED if it is not an integer from {@code min} to {@code max}
+   */
+  public long integer(String name, long min, long max, long defaultValue) {
     String v = values.get(name);
     if (v == null) {
       return defaultValue;

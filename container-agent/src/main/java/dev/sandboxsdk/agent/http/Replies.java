@@ -9,7 +9,7 @@ import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 /** The handler's error answers and the checks of a request's method and path that raise them. */
-final class Replies {
+public final class Replies {
   private Replies() {
   }
 
@@ -64,11 +64,21 @@ final class Replies {
     }
   }
 
-  static String decode(String segment) {
+  /**
+   * A process id taken from a path segment: percent-decoded ({@code +} stays a plus).
+   *
+   * @throws AgentException VALIDATION_FAILED (field {@code processId}) for malformed percent-encoding
+   */
+  public static String decode(String segment) {
     return decode(segment, "processId");
   }
 
-  static String decode(String segment, String field) {
+  /**
+   * An id taken from a path segment, percent-decoded ({@code +} stays a plus).
+   *
+   * @throws AgentException VALIDATION_FAILED naming {@code field} for malformed percent-encoding
+   */
+  public static String decode(String segment, String field) {
     try {
       return java.net.URLDecoder.decode(segment.replace("+", "%2B"), StandardCharsets.UTF_8);
     } catch (IllegalArgumentException e) {

@@ -14,18 +14,19 @@ import java.time.Instant;
  * fields every answer ends with ({@code success}, {@code timestamp}) are added here, after the
  * record's own fields, so no record has to carry them.
  */
-final class Responses {
-  static final String JSON_CONTENT_TYPE = "application/json; charset=utf-8";
+public final class Responses {
+  /** The Content-Type of every JSON answer. */
+  public static final String JSON_CONTENT_TYPE = "application/json; charset=utf-8";
 
   private Responses() {}
 
   /** Sends a success answer: the record's fields, then {@code success: true} and a {@code timestamp}. */
-  static void ok(HttpExchange exchange, Object answer) throws IOException {
+  public static void ok(HttpExchange exchange, Object answer) throws IOException {
     send(exchange, 200, stamped(answer, true));
   }
 
   /** Sends a success answer whose record carries its own {@code success}: the record's fields, then a {@code timestamp}. */
-  static void okTimestamped(HttpExchange exchange, Object answer) throws IOException {
+  public static void okTimestamped(HttpExchange exchange, Object answer) throws IOException {
     send(exchange, 200, stamped(answer, false));
   }
 
@@ -34,7 +35,7 @@ final class Responses {
    * appended as its last fields. Splicing the bytes keeps the record free of envelope fields and
    * costs one copy, not a tree.
    */
-  static byte[] stamped(Object record, boolean success) throws JsonProcessingException {
+  public static byte[] stamped(Object record, boolean success) throws JsonProcessingException {
     byte[] json = Json.MAPPER.writeValueAsBytes(record);
     byte[] tail = ((success ? "\"success\":true," : "") + "\"timestamp\":\"" + Instant.now() + "\"}")
         .getBytes(StandardCharsets.US_ASCII);
@@ -49,17 +50,28 @@ final class Responses {
     return out;
   }
 
+  /**
+   * Sends a success answer whose record is the whole body, envelope fields included (a file read
+   * whose {@code timestamp} sits inside it): the record's JSON, nothing appended.
+   */
+  public static void okAsIs(HttpExchange exchange, Object answer) throws IOException {
+    send(exchange, 200, Json.MAPPER.writeValueAsBytes(answer));
+  }
+
   static void error(HttpExchange exchange, AgentException e) throws IOException {
     send(exchange, e.code().httpStatus(), errorBody(e));
   }
 
   /** The protocol's error object; written whole (its {@code success} comes first). */
-  static byte[] errorBody(AgentException e) throws JsonProcessingException {
+  public static byte[] errorBody(AgentException e) throws JsonProcessingException {
     return Json.MAPPER.writeValueAsBytes(ErrorBody.of(e));
   }
 
-  /** Sends {@code json} as it is. */
-  static void send(HttpExchange exchange, int status, byte[] json) throws IOException {
+  /**
+   * Sends {@code json} as it is with {@code status} and the JSON Content-Type, and closes the
+   * body; a HEAD request gets the headers only.
+   */
+  public static void send(HttpExchange exchange, int status, byte[] json) throws IOException {
     exchange.getResponseHeaders().set("Content-Type", JSON_CONTENT_TYPE);
     if (exchange.getRequestMethod().equals("HEAD")) {
       exchange.sendResponseHeaders(status, -1); // a HEAD response has no body

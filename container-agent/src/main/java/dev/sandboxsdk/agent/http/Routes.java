@@ -13,20 +13,22 @@ import java.util.Map;
 import java.util.function.UnaryOperator;
 
 /**
- * The authenticated routes of the API. Each endpoint group registers its own: a fixed path, or a
+ * The authenticated routes of the API. Each capability's route group registers its own: a fixed path, or a
  * prefix, one identifier segment and a fixed rest ({@code /api/process/{id}/logs}). A request
  * finds its route by path (fixed paths first), then its handler by method; a method the route does
  * not serve gets 405 naming those it does, in the order they were registered. Filled while the
  * agent starts, read-only afterwards, so thread-safe once built.
  */
-final class Routes {
+public final class Routes {
   /** Handles a request on a fixed path. */
-  interface Handler {
+  public interface Handler {
+    /** Answers {@code exchange}; an {@link AgentException} it throws becomes the protocol's error answer. */
     void handle(HttpExchange exchange) throws IOException;
   }
 
   /** Handles a request on a path with an identifier, given decoded. */
-  interface IdHandler {
+  public interface IdHandler {
+    /** Answers {@code exchange} for the decoded {@code id}; errors as {@link Handler#handle}. */
     void handle(HttpExchange exchange, String id) throws IOException;
   }
 
@@ -49,15 +51,20 @@ final class Routes {
   }
 
   /** {@code handler} run with the command user's file system identity, if there is one (see {@link Workspace#asUser}). */
-  static Handler asUser(Workspace workspace, Handler handler) {
+  public static Handler asUser(Workspace workspace, Handler handler) {
     return exchange -> workspace.asUser(() -> {
       handler.handle(exchange);
       return null;
     });
   }
 
-  /** Serves {@code method} on {@code path}. */
-  Routes on(String method, String path, Handler handler) {
+  /**
+   * Serves {@code method} on the fixed {@code path}; a second method on the same path is added
+   * after the first in 405's list of allowed methods.
+   *
+   * @return this, to chain the group's routes
+   */
+  public Routes on(String method, String path, Handler handler) {
     fixed.computeIfAbsent(path, p -> new LinkedHashMap<>()).put(method, (exchange, none) -> handler.handle(exchange));
     return this;
   }
@@ -65,8 +72,11 @@ final class Routes {
   /**
    * Serves {@code method} on {@code prefix + id + suffix} ({@code suffix} empty or starting with
    * a slash); {@code decode} turns the raw segment into the id, or refuses it with a client error.
+   * Templates are tried in the order they were first registered.
+   *
+   * @return this, to chain the group's routes
    */
-  Routes on(String method, String prefix, String suffix, UnaryOperator<String> decode, IdHandler handler) {
+  public Routes on(String method, String prefix, String suffix, UnaryOperator<String> decode, IdHandler handler) {
     for (Template t : templates) {
       if (t.prefix().equals(prefix) && t.suffix().equals(suffix)) {
         t.methods().put(method, handler);

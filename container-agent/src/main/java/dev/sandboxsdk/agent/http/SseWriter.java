@@ -14,7 +14,7 @@ import java.util.concurrent.locks.ReentrantLock;
  * keep-alive comments on idle connections. Writes block when the client reads slowly, which is how
  * a stream paces its producer. Thread-safe.
  */
-final class SseWriter {
+public final class SseWriter {
   private static final byte[] DATA = "data: ".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] END = "\n\n".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] KEEP_ALIVE = ": keep-alive\n\n".getBytes(StandardCharsets.US_ASCII);
@@ -29,8 +29,8 @@ final class SseWriter {
     this.out = out;
   }
 
-  /** Sends the 200 headers of an event stream. */
-  static SseWriter open(HttpExchange exchange) throws IOException {
+  /** Sends the 200 headers of an event stream; from here on errors go into the stream, as events. */
+  public static SseWriter open(HttpExchange exchange) throws IOException {
     var headers = exchange.getResponseHeaders();
     headers.set("Content-Type", "text/event-stream; charset=utf-8");
     headers.set("Cache-Control", "no-cache");
@@ -39,8 +39,12 @@ final class SseWriter {
     return new SseWriter(exchange.getResponseBody());
   }
 
-  /** Sends one event whose JSON text is {@code json}. */
-  void send(ByteBuf json) throws IOException {
+  /**
+   * Sends one event whose JSON text is {@code json}, and flushes it.
+   *
+   * @throws IOException if the stream was closed or the client is gone (then every later send fails too)
+   */
+  public void send(ByteBuf json) throws IOException {
     lock.lock();
     try {
       ensureOpen();
@@ -59,28 +63,28 @@ final class SseWriter {
     }
   }
 
-  /** Sends one event built as JSON; adds its {@code timestamp}. */
-  void send(ObjectNode event) throws IOException {
+  /** Sends one event built as JSON; adds its {@code timestamp}. Fails as {@link #send(ByteBuf)}. */
+  public void send(ObjectNode event) throws IOException {
     event.put("timestamp", Instant.now().toString());
     ByteBuf buf = new ByteBuf(256);
     buf.append(Json.MAPPER.writeValueAsBytes(event));
     send(buf);
   }
 
-  /** Sends one event, a wire record; adds its {@code timestamp} after the record's fields. */
-  void send(Object event) throws IOException {
+  /** Sends one event, a wire record; adds its {@code timestamp} after the record's fields. Fails as {@link #send(ByteBuf)}. */
+  public void send(Object event) throws IOException {
     ByteBuf buf = new ByteBuf(256);
     buf.append(Responses.stamped(event, false));
     send(buf);
   }
 
   /** How long until a keep-alive is due, so waits end when one must be written. */
-  long nanosUntilKeepAlive(long idleNanos) {
+  public long nanosUntilKeepAlive(long idleNanos) {
     return Math.max(1_000_000, lastWriteNanos + idleNanos - System.nanoTime());
   }
 
   /** Reports, best effort, that the agent itself failed while relaying a stream; details stay in its log. */
-  void sendInternalError(RuntimeException cause) {
+  public void sendInternalError(RuntimeException cause) {
     AgentMessages.ErrorEvent error;
     if (cause instanceof dev.sandboxsdk.agent.AgentException known) { // e.g. no thread to read the output
       error = new AgentMessages.ErrorEvent(known.code().name(), known.getMessage());
@@ -101,7 +105,7 @@ final class SseWriter {
    *
    * @return false once the connection is known to be broken
    */
-  boolean keepAliveIfIdle(long idleNanos) {
+  public boolean keepAliveIfIdle(long idleNanos) {
     if (broken) {
       return false;
     }
@@ -124,8 +128,8 @@ final class SseWriter {
     }
   }
 
-  /** Ends the stream; later sends fail, so a lingering producer turns into a discard. */
-  void close() {
+  /** Ends the stream; later sends fail, so a lingering producer turns into a discard. Safe to call twice. */
+  public void close() {
     lock.lock();
     try {
       if (closed) {

@@ -6,6 +6,8 @@ import com.code_intelligence.jazzer.junit.DictionaryEntries;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import dev.sandboxsdk.agent.AgentConfig;
 import dev.sandboxsdk.agent.AgentException;
+import dev.sandboxsdk.agent.background.ProcessRoutes;
+import dev.sandboxsdk.agent.exec.ExecRequests;
 import dev.sandboxsdk.agent.process.Signal;
 import java.net.URI;
 import java.net.URISyntaxException;
@@ -26,7 +28,7 @@ import java.util.function.Consumer;
 class RequestDecodingFuzzTest {
   private static final AgentConfig CONFIG = AgentConfig.builder().token("fuzz").build();
 
-  /** Every query parameter set an endpoint accepts (ProcessEndpoints). */
+  /** Every query parameter set an endpoint accepts (ProcessRoutes). */
   private static final Set<String> LIST = Set.of("status");
   private static final Set<String> KILL = Set.of("signal", "graceMs");
   private static final Set<String> LOGS = Set.of("since", "stdoutSince", "stderrSince", "maxBytes", "encoding");
@@ -47,7 +49,7 @@ class RequestDecodingFuzzTest {
     for (ExecRequests.Kind kind : ExecRequests.Kind.values()) {
       decodes(j -> ExecRequests.parse(j, kind, CONFIG), json);
     }
-    decodes(ProcessEndpoints.StdinWrite::parse, json);
+    decodes(ProcessRoutes::stdinWrite, json);
   }
 
   @FuzzTest(maxDuration = "2m")
