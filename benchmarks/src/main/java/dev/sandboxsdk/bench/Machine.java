@@ -18,6 +18,12 @@ public final class Machine {
     }
   }
 
+  /** The 1, 5 and 15 minute load averages ({@code "0.52 0.61 0.70"}); "unknown" if they cannot be read. */
+  public static String loadAverages() {
+    String[] f = loadAverage().split(" ");
+    return f.length < 3 ? "unknown" : f[0] + " " + f[1] + " " + f[2];
+  }
+
   /** The CPU's model name from /proc/cpuinfo; "?" if unknown. */
   public static String cpuModel() {
     try {

@@ -43,7 +43,7 @@ final class SdkStreams {
     long total = (long) streamMib << 20;
     String command = generator(total);
     System.out.printf(Locale.ROOT, "execStream of %d MiB (%s), load average before: %s%n",
-        streamMib, command, loadAverage());
+        streamMib, command, Machine.loadAverages());
     // untimed content checks (they also warm both paths up)
     RawStream.run(port, command, total, true);
     sdkStream(sdk, command, total, true);
@@ -74,7 +74,7 @@ final class SdkStreams {
               + " %.2f user), SDK execStream %4.0f MB/s (%.2f s, reader %.2f ns CPU/byte, %.2f user): ratio %3.0f%%,"
               + " load %s%n",
           rep + 1, rawRates[rep], rawS, wire[0], wire[1], rawCpu[rep], rawUser[rep], sdkRates[rep], sdkS, sdkCpu[rep], sdkUser[rep],
-          100 * sdkRates[rep] / rawRates[rep], loadAverage());
+          100 * sdkRates[rep] / rawRates[rep], Machine.loadAverages());
     }
     Svg.Bars bars = new Svg.Bars("execStream of " + streamMib + " MiB of text: the SDK vs the agent's own rate, pair by pair",
         runInfo, String.format(Locale.ROOT, "alternating pairs, in run order (median of the ratios SDK / agent: %.0f%%)",
@@ -90,11 +90,6 @@ final class SdkStreams {
             + " reading thread's CPU time per byte, median: raw client %.2f ns (user %.2f), SDK %.2f ns (user %.2f)%n",
         streamMib, Percentiles.median(rawRates), Percentiles.median(sdkRates), 100 * medianRatio(sdkRates, rawRates), Percentiles.median(rawCpu),
         Percentiles.median(rawUser), Percentiles.median(sdkCpu), Percentiles.median(sdkUser));
-  }
-
-  static String loadAverage() {
-    String[] f = Machine.loadAverage().split(" ");
-    return f.length < 3 ? "unknown" : f[0] + " " + f[1] + " " + f[2];
   }
 
   static double medianRatio(double[] a, double[] b) {
