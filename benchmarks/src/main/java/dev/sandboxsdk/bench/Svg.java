@@ -8,7 +8,6 @@ import java.time.ZoneOffset;
 import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -42,14 +41,7 @@ public final class Svg {
   /** "2026-11-25 10:31 UTC, commit abc1234, load 0.52 0.61 0.70, 2 cores": the run a plot comes from. */
   public static String runInfo() {
     String date = ZonedDateTime.now(ZoneOffset.UTC).format(DateTimeFormatter.ofPattern("yyyy-MM-dd HH:mm 'UTC'"));
-    String load;
-    try {
-      String[] f = Files.readString(Path.of("/proc/loadavg")).trim().split(" ");
-      load = f[0] + " " + f[1] + " " + f[2];
-    } catch (IOException e) {
-      load = "unknown";
-    }
-    return String.format(Locale.ROOT, "%s, commit %s, load %s at start, %d cores", date, commit(), load,
+    return String.format(Locale.ROOT, "%s, commit %s, load %s at start, %d cores", date, commit(), Machine.loadAverages(),
         Runtime.getRuntime().availableProcessors());
   }
 
@@ -90,8 +82,7 @@ public final class Svg {
 
   /** Adds a latency series (nanoseconds, any order) to a {@link #percentiles} plot. */
   public static void percentileSeries(Plot plot, String name, long[] nanos, boolean dashed) {
-    long[] s = nanos.clone();
-    Arrays.sort(s);
+    long[] s = Percentiles.sorted(nanos);
     int n = s.length;
     double[] xs = new double[n];
     double[] ys = new double[n];
@@ -379,6 +370,11 @@ public final class Svg {
             .append(fixedXLabels != null ? esc(fixedXLabels[i]) : label(xt[i])).append("</text>\n");
       }
       frame(sb);
+      markersAndLines(sb, sx, sy, x0, x1);
+    }
+
+    /** The phase markers inside [x0, x1] and the series' lines. */
+    private void markersAndLines(StringBuilder sb, Scale sx, Scale sy, double x0, double x1) {
       // phase markers: numbered at the top (the legend says what each is), a number that would
       // touch its left neighbour's goes one row lower
       double lastX = Double.NEGATIVE_INFINITY;

@@ -42,7 +42,7 @@ public class CheckpointBench {
   static int small = 10_000;
   static int runs = 1;
 
-  public static void main(String[] args) throws Exception {
+  static void parse(String[] args) {
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--mib": mib = Integer.parseInt(args[++i]); break;
@@ -51,6 +51,10 @@ public class CheckpointBench {
         default: throw new IllegalArgumentException("unknown option " + args[i] + " (--mib N, --small N, --runs N)");
       }
     }
+  }
+
+  public static void main(String[] args) throws Exception {
+    parse(args);
     System.out.printf(Locale.ROOT, "CheckpointBench: %s %s, %d cores, %d MiB workspace (%d small files of 4 KiB),"
         + " %d runs%n", System.getProperty("java.vm.name"), System.getProperty("java.version"),
         Runtime.getRuntime().availableProcessors(), mib, small, runs);

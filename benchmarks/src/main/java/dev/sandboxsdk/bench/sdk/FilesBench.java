@@ -4,6 +4,7 @@ import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.bench.Procs;
 import dev.sandboxsdk.bench.RssSampler;
 import java.io.BufferedReader;
 import java.io.IOException;
@@ -37,7 +38,7 @@ public class FilesBench {
   static int mib = 1024;
   static int runs = 2;
 
-  public static void main(String[] args) throws Exception {
+  static void parse(String[] args) {
     for (int i = 0; i < args.length; i++) {
       switch (args[i]) {
         case "--mib": mib = Integer.parseInt(args[++i]); break;
@@ -45,6 +46,10 @@ public class FilesBench {
         default: throw new IllegalArgumentException("unknown option " + args[i] + " (--mib N, --runs N)");
       }
     }
+  }
+
+  public static void main(String[] args) throws Exception {
+    parse(args);
     long size = (long) mib << 20;
     System.out.printf(Locale.ROOT, "FilesBench: %s %s, %d cores, %d MiB, %d runs%n",
         System.getProperty("java.vm.name"), System.getProperty("java.version"),
@@ -70,24 +75,15 @@ public class FilesBench {
       try (Sandbox sandbox = Sandbox.connect(URI.create(url), "bench-token")) {
         sandbox.exec("true");
         for (int run = 1; run <= runs; run++) {
-          // Floor: the same bytes copied on the same disk, and read from the page cache.
-          Path floorCopy = dir.resolve("floor.bin");
-          long t0 = System.nanoTime();
-          Files.copy(source, floorCopy, StandardCopyOption.REPLACE_EXISTING);
-          double floorS = (System.nanoTime() - t0) / 1e9;
-          Files.delete(floorCopy);
-          t0 = System.nanoTime();
-          new ProcessBuilder("cat", source.toString()).redirectOutput(ProcessBuilder.Redirect.DISCARD).start().waitFor();
-          double catS = (System.nanoTime() - t0) / 1e9;
-          t0 = System.nanoTime();
-          loopbackCopy(source, floorCopy);
-          double loopS = (System.nanoTime() - t0) / 1e9;
-          Files.delete(floorCopy);
+          double[] floor = floors(source, dir.resolve("floor.bin"));
+          double floorS = floor[0];
+          double catS = floor[1];
+          double loopS = floor[2];
 
           long heapBefore = usedHeap();
           long rssBefore = RssSampler.rss(pid);
           RssSampler up = new RssSampler(pid);
-          t0 = System.nanoTime();
+          long t0 = System.nanoTime();
           sandbox.files().upload(source, "big.bin");
           double upS = (System.nanoTime() - t0) / 1e9;
           long upPeak = up.stop()[0];
@@ -125,10 +121,27 @@ public class FilesBench {
     } finally {
       agent.destroy();
       agent.waitFor();
-      try (var walk = Files.walk(dir)) {
-        walk.sorted(java.util.Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
-      }
+      Procs.deleteTree(dir);
     }
+  }
+
+  /**
+   * Floors of one run, in seconds: the same bytes copied on the same disk, read from the page cache
+   * by {@code cat}, and sent over a loopback socket ({@link #loopbackCopy}); {@code copy} is deleted after.
+   */
+  static double[] floors(Path source, Path copy) throws Exception {
+    long t0 = System.nanoTime();
+    Files.copy(source, copy, StandardCopyOption.REPLACE_EXISTING);
+    double floorS = (System.nanoTime() - t0) / 1e9;
+    Files.delete(copy);
+    t0 = System.nanoTime();
+    new ProcessBuilder("cat", source.toString()).redirectOutput(ProcessBuilder.Redirect.DISCARD).start().waitFor();
+    double catS = (System.nanoTime() - t0) / 1e9;
+    t0 = System.nanoTime();
+    loopbackCopy(source, copy);
+    double loopS = (System.nanoTime() - t0) / 1e9;
+    Files.delete(copy);
+    return new double[] {floorS, catS, loopS};
   }
 
   /**
