@@ -129,7 +129,7 @@ final class Tunnel {
     try {
       copy(connection.upstream, connection.client, down, Long.MAX_VALUE);
       if (forwarded) {
-        connection.closeChannels(); // one request per connection: the answer has ended
+        connection.expire("closed"); // one request per connection: the answer has ended
       } else {
         connection.client.shutdownOutput();
       }

@@ -45,7 +45,7 @@ class EgressHostileIT {
     proxy = EgressProxy.builder().policy(EgressFixtures.policy()).resolver(new EgressFixtures.Resolver())
         .limits(EgressLimits.defaults().withHandshakeTimeout(HANDSHAKE).withIdleTimeout(IDLE)).start();
     assertServes(); // loads the classes and starts what a first request starts
-    assertThat(await(5_000, () -> proxy.liveConnections() == 0)).isTrue();
+    assertThat(await(15_000, () -> proxy.liveConnections() == 0)).isTrue();
     Thread.sleep(1_500); // the pool's idle threads end
     baselineThreads = threads();
     baselineFds = fds();
@@ -66,7 +66,7 @@ class EgressHostileIT {
 
   private void assertBackToBaseline() throws InterruptedException {
     // Threads end within the pool's keep-alive (1 s); descriptors as soon as both sides closed.
-    boolean back = await(10_000, () -> proxy.liveConnections() == 0 && threads() <= baselineThreads
+    boolean back = await(20_000, () -> proxy.liveConnections() == 0 && threads() <= baselineThreads
         && fds() <= baselineFds);
     assertThat(back).as("back to %d threads and %d fds, now %d and %d (%d live)", baselineThreads, baselineFds,
         threads(), fds(), proxy.liveConnections()).isTrue();
@@ -78,6 +78,10 @@ class EgressHostileIT {
 
   @Test
   void aFloodOfHeldConnectsIsCappedAndTheProxyServesOnceTheyClose() throws Exception {
+    // a proxy whose handshake deadline a loaded machine cannot miss while it answers 256 at once
+    proxy.close();
+    proxy = EgressProxy.builder().policy(EgressFixtures.policy()).resolver(new EgressFixtures.Resolver())
+        .limits(EgressLimits.defaults().withHandshakeTimeout(Duration.ofSeconds(30))).start();
     List<Socket> held = new ArrayList<>();
     int established = 0;
     int busy = 0;
@@ -103,7 +107,7 @@ class EgressHostileIT {
         s.close();
       }
     }
-    assertThat(await(5_000, () -> proxy.liveConnections() == 0)).isTrue();
+    assertThat(await(15_000, () -> proxy.liveConnections() == 0)).isTrue();
     assertServes();
     assertThat(proxy.audit().since(0)).filteredOn(e -> e.rule().equals("connection-limit")).hasSize(45);
     assertBackToBaseline();
@@ -117,18 +121,18 @@ class EgressHostileIT {
       for (int i = 0; i < 20; i++) {
         cuts.add(slow.submit(() -> trickle(connect())));
       }
-      // meanwhile the proxy answers others at once
-      long start = System.nanoTime();
+      // while they all hold a handshake open, the proxy answers others
+      assertThat(await(HANDSHAKE.toMillis(), () -> proxy.liveConnections() >= 10)).isTrue();
       assertServes();
-      assertThat(Duration.ofNanos(System.nanoTime() - start)).isLessThan(Duration.ofSeconds(1));
       for (Future<Long> cut : cuts) {
         long millis = cut.get();
-        assertThat(millis).isBetween(HANDSHAKE.toMillis() - 200, HANDSHAKE.toMillis() + 2_500);
+        // cut at the deadline, not before; the upper bound only allows for a loaded machine
+        assertThat(millis).isBetween(HANDSHAKE.toMillis() - 200, HANDSHAKE.toMillis() + 10_000);
       }
     } finally {
       slow.shutdownNow();
     }
-    assertThat(await(5_000, () -> proxy.audit().since(0).stream()
+    assertThat(await(15_000, () -> proxy.audit().since(0).stream()
         .filter(e -> "handshake-timeout".equals(e.outcome())).count() == 20)).isTrue();
     assertBackToBaseline();
   }
@@ -184,8 +188,8 @@ class EgressHostileIT {
       assertThat(s.getInputStream().read()).isEqualTo(-1);
     }
     long millis = (System.nanoTime() - start) / 1_000_000;
-    assertThat(millis).isBetween(IDLE.toMillis() - 100, IDLE.toMillis() + 3_000);
-    assertThat(await(5_000, () -> proxy.audit().since(0).stream()
+    assertThat(millis).isBetween(IDLE.toMillis() - 100, IDLE.toMillis() + 10_000);
+    assertThat(await(15_000, () -> proxy.audit().since(0).stream()
         .anyMatch(e -> "idle-timeout".equals(e.outcome())))).isTrue();
     assertBackToBaseline();
   }
@@ -211,7 +215,7 @@ class EgressHostileIT {
     } finally {
       clients.shutdownNow();
     }
-    assertThat(await(5_000, () -> proxy.audit().lastSequence() >= 401)).isTrue();
+    assertThat(await(15_000, () -> proxy.audit().lastSequence() >= 401)).isTrue();
     assertBackToBaseline();
   }
 }

@@ -76,7 +76,7 @@ class EgressProxyIT {
   }
 
   private EgressEvent awaitEvent(Predicate<EgressEvent> match) throws InterruptedException {
-    assertThat(await(5_000, () -> proxy.audit().since(0).stream().anyMatch(match)))
+    assertThat(await(15_000, () -> proxy.audit().since(0).stream().anyMatch(match)))
         .as("an event matching in %s", proxy.audit().since(0)).isTrue();
     return proxy.audit().since(0).stream().filter(match).reduce((a, b) -> b).orElseThrow();
   }
@@ -120,6 +120,17 @@ class EgressProxyIT {
     assertThat(e.allowed()).isTrue();
     assertThat(e.bytesDown()).isEqualTo(answer.length());
     assertThat(e.bytesUp()).isGreaterThan(5);
+  }
+
+  @Test
+  void aChunkedBodyIsRelayedUntilTheAnswerEnds() throws Exception {
+    try (Socket s = send(proxy, "POST http://allowed.test:" + http.port() + "/c HTTP/1.1\r\nHost: allowed.test:"
+        + http.port() + "\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n")) {
+      assertThat(readAll(s)).startsWith("HTTP/1.1 200 OK").contains("hello POST /c HTTP/1.1");
+    }
+    EgressEvent e = awaitEvent("allowed.test");
+    assertThat(e.outcome()).isEqualTo("closed");
+    assertThat(http.heads.get(http.heads.size() - 1)).containsIgnoringCase("transfer-encoding: chunked");
   }
 
   @Test
@@ -268,7 +279,7 @@ class EgressProxyIT {
     assertThat(held.getInputStream().read()).isEqualTo(-1);
     held.close();
     assertThat(awaitEvent("allowed.test").outcome()).isEqualTo("proxy-closed");
-    assertThat(await(2_000, () -> Thread.getAllStackTraces().keySet().stream()
+    assertThat(await(10_000, () -> Thread.getAllStackTraces().keySet().stream()
         .noneMatch(t -> t.getName().startsWith("egress-")))).as("no egress thread left").isTrue();
     assertThatThrownBy(() -> new Socket("127.0.0.1", port).close()).isInstanceOf(IOException.class);
   }
