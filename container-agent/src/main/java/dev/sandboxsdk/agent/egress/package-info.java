@@ -1,0 +1,14 @@
+/**
+ * Egress: the proxy through which a sandbox's commands reach the network, and the policy it
+ * enforces. {@code EgressPolicy} (a mode and ordered {@code EgressRule}s: domains, exact or {@code
+ * *.} wildcard, and address blocks, each on a port range) decides each connection into a {@code
+ * Decision} on the addresses the proxy resolved itself ({@code EgressResolver}), with the host's
+ * private, loopback, link-local, metadata and reserved addresses blocked unless an address rule
+ * allows them. {@code EgressProxy} serves HTTP {@code CONNECT} tunnels (with the TLS ClientHello's
+ * SNI checked against the CONNECT host) and absolute-form HTTP requests, bounded by {@code
+ * EgressLimits}, and records every connection as an {@code EgressEvent} in a bounded {@code
+ * EgressAudit}. A domain package: it knows no agent route and no HTTP server.
+ *
+ * <p><b>Internal</b> to the agent; not yet wired to commands or exposed on the wire.
+ */
+package dev.sandboxsdk.agent.egress;

@@ -1,0 +1,274 @@
+package dev.sandboxsdk.agent.egress;
+
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.UnknownHostException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.KeyStore;
+import java.security.cert.Certificate;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import javax.net.ssl.KeyManagerFactory;
+import javax.net.ssl.SSLContext;
+import javax.net.ssl.SSLServerSocket;
+import javax.net.ssl.SSLSocket;
+import javax.net.ssl.TrustManagerFactory;
+
+/** Real loopback upstreams, test names mapped to them, and ways to count threads and descriptors. */
+final class EgressFixtures {
+  private EgressFixtures() {}
+
+  /** Test names: most map to loopback, a few elsewhere. */
+  static final Map<String, String> NAMES = Map.of("allowed.test", "127.0.0.1", "tls.test", "127.0.0.1",
+      "other.test", "127.0.0.1", "denied.test", "127.0.0.1", "meta.test", "169.254.169.254",
+      "public.test", "192.0.2.1", "loopback2.test", "127.0.0.2");
+
+  /** A resolver seam that knows the test names only, and counts its lookups. */
+  static final class Resolver implements EgressResolver {
+    final Map<String, Integer> lookups = new ConcurrentHashMap<>();
+
+    @Override
+    public List<InetAddress> resolve(String host) throws UnknownHostException {
+      lookups.merge(host, 1, Integer::sum);
+      String address = NAMES.get(host);
+      if (address == null) {
+        throw new UnknownHostException(host);
+      }
+      return List.of(InetAddress.getByName(address));
+    }
+  }
+
+  /** The tests' usual policy: named hosts, with loopback opened by an explicit address rule. */
+  static EgressPolicy policy() {
+    return EgressPolicy.builder(EgressPolicy.Mode.ALLOW_LIST).deny("denied.test").allow("allowed.test")
+        .allow("tls.test").allow("127.0.0.1/32").build();
+  }
+
+  /** The same names without the address rule: loopback stays blocked. */
+  static EgressPolicy withoutLoopback() {
+    return EgressPolicy.builder(EgressPolicy.Mode.ALLOW_LIST).deny("denied.test").allow("allowed.test")
+        .allow("tls.test").allow("meta.test").build();
+  }
+
+  /**
+   * An HTTP/1.1 server, a thread per connection: answers one request with a body that echoes what it
+   * got ({@code GET /path host=... connection=... body=...}), then closes.
+   */
+  static final class HttpUpstream implements AutoCloseable {
+    final ServerSocket server;
+    final List<String> heads = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    HttpUpstream() throws IOException {
+      server = new ServerSocket(0, 1024, InetAddress.getLoopbackAddress());
+      Thread t = new Thread(this::accept, "test-http-upstream");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    int port() {
+      return server.getLocalPort();
+    }
+
+    private void accept() {
+      while (!server.isClosed()) {
+        try {
+          Socket s = server.accept();
+          Thread t = new Thread(() -> serve(s), "test-http-conn");
+          t.setDaemon(true);
+          t.start();
+        } catch (IOException e) {
+          return;
+        }
+      }
+    }
+
+    private void serve(Socket s) {
+      try (s) {
+        InputStream in = s.getInputStream();
+        String head = readHead(in);
+        if (head == null) {
+          return;
+        }
+        heads.add(head);
+        int length = 0;
+        String connection = "";
+        String host = "";
+        for (String line : head.split("\r\n")) {
+          String lower = line.toLowerCase(Locale.ROOT);
+          if (lower.startsWith("content-length:")) {
+            length = Integer.parseInt(line.substring(15).trim());
+          } else if (lower.startsWith("connection:")) {
+            connection = line.substring(11).trim();
+          } else if (lower.startsWith("host:")) {
+            host = line.substring(5).trim();
+          }
+        }
+        String body = new String(in.readNBytes(length), StandardCharsets.UTF_8);
+        String requestLine = head.substring(0, head.indexOf("\r\n"));
+        String answer = "hello " + requestLine + " host=" + host + " connection=" + connection + " body=" + body;
+        byte[] bytes = answer.getBytes(StandardCharsets.UTF_8);
+        OutputStream out = s.getOutputStream();
+        out.write(("HTTP/1.1 200 OK\r\nContent-Length: " + bytes.length + "\r\nConnection: close\r\n\r\n")
+            .getBytes(StandardCharsets.ISO_8859_1));
+        out.write(bytes);
+        out.flush();
+      } catch (IOException e) {
+        // the client went away
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      server.close();
+    }
+  }
+
+  /** Reads up to the blank line; null at end of stream. */
+  static String readHead(InputStream in) throws IOException {
+    StringBuilder head = new StringBuilder();
+    while (head.length() < 4 || !head.substring(head.length() - 4).equals("\r\n\r\n")) {
+      int c = in.read();
+      if (c < 0) {
+        return null;
+      }
+      head.append((char) c);
+    }
+    return head.toString();
+  }
+
+  /** A key pair made by keytool for tls.test, as a server context and a client context that trusts it. */
+  static final class Tls {
+    final SSLContext server;
+    final SSLContext client;
+
+    Tls(Path dir) throws Exception {
+      Path store = dir.resolve("upstream.p12");
+      Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(),
+          "-genkeypair", "-alias", "upstream", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=tls.test",
+          "-ext", "SAN=dns:tls.test,dns:other.test", "-validity", "2", "-storetype", "PKCS12", "-keystore",
+          store.toString(), "-storepass", "changeit", "-keypass", "changeit").redirectErrorStream(true).start();
+      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+      if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
+        throw new IllegalStateException("keytool failed: " + out);
+      }
+      KeyStore keys = KeyStore.getInstance("PKCS12");
+      try (InputStream in = Files.newInputStream(store)) {
+        keys.load(in, "changeit".toCharArray());
+      }
+      KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
+      kmf.init(keys, "changeit".toCharArray());
+      server = SSLContext.getInstance("TLS");
+      server.init(kmf.getKeyManagers(), null, null);
+      Certificate cert = keys.getCertificate("upstream");
+      KeyStore trust = KeyStore.getInstance("PKCS12");
+      trust.load(null, null);
+      trust.setCertificateEntry("upstream", cert);
+      TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
+      tmf.init(trust);
+      client = SSLContext.getInstance("TLS");
+      client.init(null, tmf.getTrustManagers(), null);
+    }
+  }
+
+  /** A TLS server: per connection, reads a line and answers {@code tls-hello <line>}. */
+  static final class TlsUpstream implements AutoCloseable {
+    final SSLServerSocket server;
+
+    TlsUpstream(SSLContext context) throws IOException {
+      server = (SSLServerSocket) context.getServerSocketFactory().createServerSocket(0, 50,
+          InetAddress.getLoopbackAddress());
+      Thread t = new Thread(this::accept, "test-tls-upstream");
+      t.setDaemon(true);
+      t.start();
+    }
+
+    int port() {
+      return server.getLocalPort();
+    }
+
+    private void accept() {
+      while (!server.isClosed()) {
+        try {
+          SSLSocket s = (SSLSocket) server.accept();
+          Thread t = new Thread(() -> serve(s), "test-tls-conn");
+          t.setDaemon(true);
+          t.start();
+        } catch (IOException e) {
+          return;
+        }
+      }
+    }
+
+    private static void serve(SSLSocket s) {
+      try (s) {
+        s.setSoTimeout(10_000);
+        s.startHandshake();
+        InputStream in = s.getInputStream();
+        ByteArrayOutputStream line = new ByteArrayOutputStream();
+        for (int c = in.read(); c >= 0 && c != '\n'; c = in.read()) {
+          line.write(c);
+        }
+        s.getOutputStream().write(("tls-hello " + line.toString(StandardCharsets.UTF_8) + "\n")
+            .getBytes(StandardCharsets.UTF_8));
+        s.getOutputStream().flush();
+      } catch (IOException e) {
+        // a refused or broken handshake
+      }
+    }
+
+    @Override
+    public void close() throws IOException {
+      server.close();
+    }
+  }
+
+  /** Opens a plain connection to the proxy and sends the text. */
+  static Socket send(EgressProxy proxy, String text) throws IOException {
+    Socket s = new Socket();
+    s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), proxy.port()), 5_000);
+    s.setSoTimeout(15_000);
+    s.getOutputStream().write(text.getBytes(StandardCharsets.ISO_8859_1));
+    s.getOutputStream().flush();
+    return s;
+  }
+
+  /** Everything the peer sends until it closes. */
+  static String readAll(Socket s) throws IOException {
+    return new String(s.getInputStream().readAllBytes(), StandardCharsets.ISO_8859_1);
+  }
+
+  static int threads() {
+    return Thread.getAllStackTraces().size();
+  }
+
+  static long fds() {
+    try (var list = Files.list(Path.of("/proc/self/fd"))) {
+      return list.count();
+    } catch (IOException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  static boolean await(long millis, BooleanSupplier condition) throws InterruptedException {
+    long deadline = System.nanoTime() + millis * 1_000_000;
+    while (System.nanoTime() < deadline) {
+      if (condition.getAsBoolean()) {
+        return true;
+      }
+      Thread.sleep(20);
+    }
+    return condition.getAsBoolean();
+  }
+}
