@@ -6,6 +6,7 @@ import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.testkit.Await;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -134,7 +135,7 @@ public final class Attacks {
 
     /** Waits up to {@code timeout} for a first connection; returns how many arrived. */
     public int awaitAccepted(Duration timeout) throws InterruptedException {
-      Await.await(timeout, () -> accepted.get() > 0);
+      Await.until(timeout, () -> accepted.get() > 0);
       return accepted.get();
     }
 
