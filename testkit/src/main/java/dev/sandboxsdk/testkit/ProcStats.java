@@ -61,6 +61,15 @@ public final class ProcStats {
     return names;
   }
 
+  /** Waits (up to about ten seconds) until the count of {@code pid}'s descriptors stops changing. */
+  public static void awaitSteadyFds(long pid) throws InterruptedException {
+    long last = -1;
+    for (int i = 0; i < 40 && fds(pid) != last; i++) {
+      last = fds(pid);
+      Thread.sleep(250);
+    }
+  }
+
   /** The resident set size, in KiB ({@code VmRSS}). */
   public static long rssKib(long pid) {
     try {
