@@ -44,18 +44,14 @@ class ContainerAttackIT {
   void readingTheEnvironmentOfPid1FailsAndLeaksNoToken() {
     ExecResult r = attacks.sh("cat /proc/1/environ");
 
-    assertThat(r.exitCode()).isNotZero();
-    assertThat(r.stderr()).contains("Permission denied");
-    assertThat(r.stdout()).doesNotContain(token);
+    attacks.assertDeniedWithoutToken(r);
   }
 
   @Test
   void readingTheAgentsEnvironmentFails() {
     ExecResult r = attacks.sh("cat /proc/" + attacks.agentPid() + "/environ");
 
-    assertThat(r.exitCode()).isNotZero();
-    assertThat(r.stderr()).contains("Permission denied");
-    assertThat(r.stdout()).doesNotContain(token);
+    attacks.assertDeniedWithoutToken(r);
   }
 
   @Test

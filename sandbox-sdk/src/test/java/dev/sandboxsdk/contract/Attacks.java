@@ -80,6 +80,13 @@ public final class Attacks {
     return pid;
   }
 
+  /** Asserts that an attack failed with "Permission denied" and that its output holds no token. */
+  public void assertDeniedWithoutToken(ExecResult r) {
+    assertThat(r.exitCode()).isNotZero();
+    assertThat(r.stderr()).contains("Permission denied");
+    assertThat(r.stdout()).doesNotContain(token);
+  }
+
   /** Asserts that the agent still runs commands. */
   public void assertAgentServes() {
     assertThat(sh("echo still serving").stdout()).isEqualTo("still serving\n");
