@@ -4,6 +4,8 @@ import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.local.Isolation;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
@@ -86,7 +88,7 @@ class AgentFaultsIT {
     try (Sandbox remote = Sandbox.builder().baseUrl(local.baseUrl()).token(token).build()) {
       CompletableFuture<Object> outcome = CompletableFuture.supplyAsync(
           () -> remote.exec("echo $$ > fresh.pid; exec sleep 60"));
-      long commandPid = ItProcs.readPid(local.workspace().resolve("fresh.pid"), Duration.ofSeconds(20));
+      long commandPid = Procs.readPid(local.workspace().resolve("fresh.pid"), Duration.ofSeconds(20));
       Thread.sleep(3 * KEEP_ALIVE_MS);
       assertThat(outcome).isNotDone();
 
@@ -101,7 +103,7 @@ class AgentFaultsIT {
       assertThat(millis).as("within the window plus slack, not 31 s").isLessThan(WINDOW_MS + SLACK_MS);
       signal("CONT", agentPid);
       stopped = false;
-      assertThat(ItProcs.await(Duration.ofSeconds(10), () -> !ItProcs.alive(commandPid)))
+      assertThat(Await.until(Duration.ofSeconds(10), () -> !Procs.alive(commandPid)))
           .as("the agent killed the command of the call the client gave up on").isTrue();
     } finally {
       if (stopped) {
@@ -135,7 +137,7 @@ class AgentFaultsIT {
     boolean stopped = false;
     try {
       CompletableFuture<Object> outcome = start(sandbox, call, script);
-      commandPid = ItProcs.readPid(pidPath, Duration.ofSeconds(20));
+      commandPid = Procs.readPid(pidPath, Duration.ofSeconds(20));
       Thread.sleep(3 * KEEP_ALIVE_MS); // the call is past its first heartbeat or keep-alive
       assertThat(outcome).as("the call is still running before the fault").isNotDone();
 
@@ -161,10 +163,10 @@ class AgentFaultsIT {
         stopped = false;
         afterResume(sandbox, call, commandPid);
       } else {
-        assertThat(ItProcs.await(Duration.ofSeconds(10), () -> !ItProcs.alive(agentPid))).isTrue();
+        assertThat(Await.until(Duration.ofSeconds(10), () -> !Procs.alive(agentPid))).isTrue();
         // The agent's watchdog (a process of its own) SIGKILLs what the dead agent started.
         long pid = commandPid;
-        boolean gone = ItProcs.await(Duration.ofSeconds(10), () -> !ItProcs.alive(pid));
+        boolean gone = Await.until(Duration.ofSeconds(10), () -> !Procs.alive(pid));
         System.out.printf("[it] after SIGKILL of the agent during %s, its command was %s %d ms after the fault%n",
             call, gone ? "killed by the watchdog" : "NOT killed", (System.nanoTime() - t0) / 1_000_000);
         assertThat(gone).as("the watchdog killed the command of the dead agent").isTrue();
@@ -174,7 +176,7 @@ class AgentFaultsIT {
         signal("CONT", agentPid);
       }
       sandbox.close();
-      if (commandPid > 0 && ItProcs.alive(commandPid)) {
+      if (commandPid > 0 && Procs.alive(commandPid)) {
         signal("KILL", commandPid); // a sleep our own agent started, orphaned by the SIGKILL
       }
     }
@@ -191,7 +193,7 @@ class AgentFaultsIT {
     System.out.printf("[it] after SIGCONT: exec answered in %d ms%n", (System.nanoTime() - t1) / 1_000_000);
     assertThat(r.stdout()).isEqualTo("back\n");
     if (call == Call.STREAM_PROCESS_LOGS) {
-      assertThat(ItProcs.alive(commandPid)).as("a background process does not depend on a reader").isTrue();
+      assertThat(Procs.alive(commandPid)).as("a background process does not depend on a reader").isTrue();
       List<ProcessInfo> running = sandbox.listProcesses().stream().filter(p -> p.status() == ProcessStatus.RUNNING).toList();
       assertThat(running).extracting(ProcessInfo::pid).contains(commandPid);
       FirstEvent again = new FirstEvent();
@@ -199,7 +201,7 @@ class AgentFaultsIT {
       assertThat(again.first.get(10, TimeUnit.SECONDS)).as("a new log stream works").isInstanceOf(LogEvent.Info.class);
       again.cancel();
     } else {
-      boolean gone = ItProcs.await(Duration.ofSeconds(10), () -> !ItProcs.alive(commandPid));
+      boolean gone = Await.until(Duration.ofSeconds(10), () -> !Procs.alive(commandPid));
       System.out.printf("[it] after SIGCONT: the command of the abandoned %s was %s after %d ms%n", call,
           gone ? "killed" : "NOT killed", (System.nanoTime() - t1) / 1_000_000);
       assertThat(gone).as("the agent killed the command of the call the client gave up on").isTrue();

@@ -4,6 +4,7 @@ import dev.sandboxsdk.local.LocalSandbox;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.sandboxsdk.testkit.Await;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -81,7 +82,7 @@ class DiskFullIT {
     Path proc = Path.of("/proc", Long.toString(sandbox.agentPid()));
     // The agent-io pool and the JDK's process reapers keep idle threads for 60 s after a burst of
     // processes (by design); every other thread and every descriptor must be back now.
-    boolean settled = ItProcs.await(Duration.ofSeconds(15),
+    boolean settled = Await.until(Duration.ofSeconds(15),
         () -> count(proc.resolve("fd")) <= baselineFds + 2 && threadsBesidesIdleIo() <= baselineThreads + 4);
     System.out.printf("[it] after the full disk: agent fds %d (baseline %d), threads besides the idle pools %d (baseline"
         + " %d; %d in all), %d ms%n", count(proc.resolve("fd")), baselineFds, threadsBesidesIdleIo(), baselineThreads,

@@ -2,6 +2,7 @@ package dev.sandboxsdk;
 
 import dev.sandboxsdk.local.LocalSandbox;
 import dev.sandboxsdk.contract.SandboxProbe;
+import dev.sandboxsdk.testkit.Procs;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -24,7 +25,7 @@ final class HostProbe implements SandboxProbe {
    *     the answer for every process
    */
   HostProbe(Path workspace) {
-    if (!ItProcs.alive(ProcessHandle.current().pid())) {
+    if (!Procs.alive(ProcessHandle.current().pid())) {
       throw new IllegalStateException("cannot see processes through /proc on this host");
     }
     this.workspace = workspace;
@@ -37,22 +38,22 @@ final class HostProbe implements SandboxProbe {
 
   @Override
   public long readPid(String path, Duration timeout) throws InterruptedException {
-    return ItProcs.readPid(workspace.resolve(path), timeout);
+    return Procs.readPid(workspace.resolve(path), timeout);
   }
 
   @Override
   public boolean alive(long pid) {
-    return ItProcs.alive(pid);
+    return Procs.alive(pid);
   }
 
   @Override
   public List<Long> aliveAmong(Collection<Long> pids) {
-    return ItProcs.aliveAmong(pids);
+    return Procs.aliveAmong(pids);
   }
 
   @Override
   public List<Long> groupMembers(long pgid) {
-    return ItProcs.groupMembers(pgid);
+    return Procs.groupMembers(pgid);
   }
 
   @Override

@@ -4,7 +4,8 @@ import dev.sandboxsdk.local.LocalSandbox;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sandboxsdk.contract.LoadRun;
-import dev.sandboxsdk.contract.ProcStats;
+import dev.sandboxsdk.testkit.ProcStats;
+import dev.sandboxsdk.testkit.Procs;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -269,7 +270,7 @@ class LoadSoakIT {
       for (Path dir : dirs) {
         try {
           byte[] env = Files.readAllBytes(dir.resolve("environ"));
-          if (indexOf(env, needle) >= 0 && ItProcs.alive(Long.parseLong(dir.getFileName().toString()))) {
+          if (indexOf(env, needle) >= 0 && Procs.alive(Long.parseLong(dir.getFileName().toString()))) {
             n++;
           }
         } catch (IOException | RuntimeException gone) {

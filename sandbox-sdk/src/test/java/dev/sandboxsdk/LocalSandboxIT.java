@@ -8,6 +8,8 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.SoftAssertions.assertSoftly;
 
 import dev.sandboxsdk.contract.ItSubscriber;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -50,18 +52,18 @@ class LocalSandboxIT {
     Path ws = sandbox.workspace();
     long agentPid = sandbox.agentPid();
     assertThat(ws).isDirectory();
-    assertThat(ItProcs.alive(agentPid)).isTrue();
+    assertThat(Procs.alive(agentPid)).isTrue();
     SandboxProcess family = sandbox.startProcess("sleep 300 & sleep 300 & wait");
-    assertThat(ItProcs.await(WAIT, () -> ItProcs.groupMembers(family.pid()).size() == 3)).isTrue();
-    List<Long> pids = new ArrayList<>(ItProcs.groupMembers(family.pid()));
+    assertThat(Await.until(WAIT, () -> Procs.groupMembers(family.pid()).size() == 3)).isTrue();
+    List<Long> pids = new ArrayList<>(Procs.groupMembers(family.pid()));
     pids.add(Long.parseLong(sandbox.exec("sleep 300 > /dev/null 2>&1 & echo $!").stdout().strip()));
     CompletableFuture<ExecResult> pending = sandbox.execAsync("echo $$ > pending.pid; sleep 300");
-    pids.add(ItProcs.readPid(ws.resolve("pending.pid"), WAIT));
+    pids.add(Procs.readPid(ws.resolve("pending.pid"), WAIT));
     ItSubscriber<ExecEvent> stalled = ItSubscriber.manual();
     sandbox.execStream("yes").subscribe(stalled);
     stalled.request(2); // the start and one chunk, then it stops reading while `yes` keeps writing
     pids.add(((ExecEvent.Start) stalled.awaitCount(2, WAIT).get(0)).pid());
-    assertThat(ItProcs.aliveAmong(pids)).containsExactlyElementsOf(pids);
+    assertThat(Procs.aliveAmong(pids)).containsExactlyElementsOf(pids);
     long t1 = System.nanoTime();
 
     sandbox.close();
@@ -69,10 +71,10 @@ class LocalSandboxIT {
     long closing = millisSince(t1);
     System.out.printf("[it] LocalSandbox.close() with running processes and a stalled stream took %d ms%n", closing);
     assertThat(closing).as("close() does not block on a subscriber that stopped reading").isLessThan(10_000);
-    assertThat(ItProcs.await(Duration.ofSeconds(2), () -> ItProcs.aliveAmong(pids).isEmpty()))
-        .as("every process the sandbox started is gone: %s", ItProcs.aliveAmong(pids))
+    assertThat(Await.until(Duration.ofSeconds(2), () -> Procs.aliveAmong(pids).isEmpty()))
+        .as("every process the sandbox started is gone: %s", Procs.aliveAmong(pids))
         .isTrue();
-    assertThat(ItProcs.alive(agentPid)).as("the agent is gone").isFalse();
+    assertThat(Procs.alive(agentPid)).as("the agent is gone").isFalse();
     assertThat(ws).as("the temporary workspace is deleted").doesNotExist();
     assertThatThrownBy(() -> pending.get(10, TimeUnit.SECONDS))
         .isInstanceOf(ExecutionException.class)
@@ -142,8 +144,8 @@ class LocalSandboxIT {
     second.destroy();
 
     assertThat(ws).as("destroy() deletes even a workspace you supplied").doesNotExist();
-    assertThat(ItProcs.await(Duration.ofSeconds(2), () -> !ItProcs.alive(sleeper.pid()))).isTrue();
-    assertThat(ItProcs.alive(agentPid)).isFalse();
+    assertThat(Await.until(Duration.ofSeconds(2), () -> !Procs.alive(sleeper.pid()))).isTrue();
+    assertThat(Procs.alive(agentPid)).isFalse();
     assertThatThrownBy(() -> second.exec("true")).isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("destroyed");
     assertThatCode(second::destroy).doesNotThrowAnyException();
@@ -162,14 +164,14 @@ class LocalSandboxIT {
           .as("a call that lasts longer than the idle timeout keeps the sandbox alive")
           .isEqualTo("still here\n");
       long t0 = System.nanoTime();
-      boolean gone = ItProcs.await(Duration.ofSeconds(5), () -> !ItProcs.alive(agentPid));
+      boolean gone = Await.until(Duration.ofSeconds(5), () -> !Procs.alive(agentPid));
       System.out.printf("[it] idle timeout 300 ms: the agent was gone %d ms after the last call%n", millisSince(t0));
 
       assertThat(gone).as("the agent is stopped after the idle timeout").isTrue();
       assertThatThrownBy(() -> sandbox.exec("true")).isInstanceOf(IllegalStateException.class)
           .hasMessageContaining("idle");
-      assertThat(ItProcs.alive(sleeper.pid())).isFalse();
-      assertThat(ItProcs.await(Duration.ofSeconds(2), () -> !Files.exists(ws)))
+      assertThat(Procs.alive(sleeper.pid())).isFalse();
+      assertThat(Await.until(Duration.ofSeconds(2), () -> !Files.exists(ws)))
           .as("the temporary workspace %s is deleted", ws)
           .isTrue();
     } finally {
@@ -185,7 +187,7 @@ class LocalSandboxIT {
 
       Thread.sleep(1_000);
 
-      assertThat(ItProcs.alive(sandbox.agentPid())).isTrue();
+      assertThat(Procs.alive(sandbox.agentPid())).isTrue();
       assertThat(sandbox.exec("echo alive").stdout()).isEqualTo("alive\n");
     } finally {
       sandbox.close();
@@ -253,7 +255,7 @@ class LocalSandboxIT {
     assertThatThrownBy(() -> fast().workspace(ws).startupTimeout(Duration.ofMillis(1)).start())
         .isInstanceOf(SandboxException.class)
         .hasMessageContaining("ready line");
-    assertThat(ItProcs.await(Duration.ofSeconds(5), () -> ItProcs.withCommandLineContaining(ws.toString()).isEmpty()))
+    assertThat(Await.until(Duration.ofSeconds(5), () -> Procs.withCommandLineContaining(ws.toString()).isEmpty()))
         .as("no agent started for %s is left running", ws)
         .isTrue();
   }
@@ -304,15 +306,15 @@ class LocalSandboxIT {
   void theAgentAndItsProcessesDieWhenTheParentJvmIsKilled() throws Exception {
     Child child = startOrphanMain("kill");
     try {
-      assertThat(ItProcs.alive(child.agentPid)).isTrue();
-      assertThat(ItProcs.alive(child.sleepPid)).isTrue();
+      assertThat(Procs.alive(child.agentPid)).isTrue();
+      assertThat(Procs.alive(child.sleepPid)).isTrue();
       long t0 = System.nanoTime();
 
       child.process.destroyForcibly(); // SIGKILL: no shutdown hook runs
       child.process.waitFor(10, TimeUnit.SECONDS);
 
-      boolean gone = ItProcs.await(Duration.ofSeconds(10),
-          () -> !ItProcs.alive(child.agentPid) && !ItProcs.alive(child.sleepPid));
+      boolean gone = Await.until(Duration.ofSeconds(10),
+          () -> !Procs.alive(child.agentPid) && !Procs.alive(child.sleepPid));
       System.out.printf("[it] parent JVM killed: agent and sleep gone after %d ms%n", millisSince(t0));
       assertThat(gone).as("agent %d and sleep %d are gone within 10 s; child stderr:%n%s", child.agentPid,
           child.sleepPid, child.stderr()).isTrue();
@@ -328,8 +330,8 @@ class LocalSandboxIT {
       assertThat(child.process.waitFor(20, TimeUnit.SECONDS)).as("the child JVM exits").isTrue();
 
       assertThat(child.process.exitValue()).isZero();
-      assertThat(ItProcs.await(Duration.ofSeconds(3),
-          () -> !ItProcs.alive(child.agentPid) && !ItProcs.alive(child.sleepPid)))
+      assertThat(Await.until(Duration.ofSeconds(3),
+          () -> !Procs.alive(child.agentPid) && !Procs.alive(child.sleepPid)))
           .as("the shutdown hook stopped agent %d and sleep %d; child stderr:%n%s", child.agentPid, child.sleepPid,
               child.stderr())
           .isTrue();
@@ -375,7 +377,7 @@ class LocalSandboxIT {
       assertThat(dead.workspace).isDirectory();
 
       try (LocalSandbox next = fast().keepAlive(true).start()) {
-        assertThat(ItProcs.await(WAIT, () -> !Files.exists(dead.workspace)))
+        assertThat(Await.until(WAIT, () -> !Files.exists(dead.workspace)))
             .as("starting a sandbox deletes the stale workspace %s", dead.workspace)
             .isTrue();
         assertThat(next.workspace()).as("and not its own").isDirectory();
@@ -453,7 +455,7 @@ class LocalSandboxIT {
   private static void killAndAwaitItsAgent(Child child) throws Exception {
     child.process.destroyForcibly();
     assertThat(child.process.waitFor(10, TimeUnit.SECONDS)).isTrue();
-    assertThat(ItProcs.await(WAIT, () -> !ItProcs.alive(child.agentPid)))
+    assertThat(Await.until(WAIT, () -> !Procs.alive(child.agentPid)))
         .as("the agent of the killed JVM stops; child stderr:%n%s", child.stderr()).isTrue();
   }
 

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.sandboxsdk.contract.ItEvents;
 import dev.sandboxsdk.contract.ItSubscriber;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -159,7 +161,7 @@ class StreamingIT {
     long delivered = slow.delivered.get();
     long heapGrowth = usedHeapAfterGc() - heapBefore;
     long pgid = slow.pid;
-    assertThat(ItProcs.groupMembers(pgid)).as("the command is still there, blocked on its output").isNotEmpty();
+    assertThat(Procs.groupMembers(pgid)).as("the command is still there, blocked on its output").isNotEmpty();
     System.out.printf("[it] slow subscriber: after %d ms, %d bytes delivered, the command wrote %d bytes "
         + "(%d bytes 500 ms later); heap growth %d KiB%n", elapsed, delivered, produced, producedLater,
         heapGrowth / 1024);
@@ -167,7 +169,7 @@ class StreamingIT {
 
     slow.subscription.cancel();
 
-    boolean gone = ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.groupMembers(pgid).isEmpty());
+    boolean gone = Await.until(Duration.ofSeconds(6), () -> Procs.groupMembers(pgid).isEmpty());
     System.out.printf("[it] execStream cancel: the command was gone after %d ms%n", (System.nanoTime() - t1) / 1_000_000);
     assertThat(slow.unrequested).as("onNext calls beyond what the subscriber requested").hasValue(0);
     assertThat(producedLater).as("the command wrote nothing more while nobody asked for its output")
@@ -284,7 +286,7 @@ class StreamingIT {
 
       assertThat(error).isInstanceOf(SandboxTimeoutException.class);
       assertThat((System.nanoTime() - t0) / 1_000_000).isLessThan(5_000);
-      assertThat(ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.groupMembers(start.pid()).isEmpty()))
+      assertThat(Await.until(Duration.ofSeconds(6), () -> Procs.groupMembers(start.pid()).isEmpty()))
           .as("the agent noticed the hang-up and killed the command")
           .isTrue();
     }
@@ -306,7 +308,7 @@ class StreamingIT {
       assertThat(error).isInstanceOf(SandboxConnectionException.class);
       assertThat(s.completions()).isZero();
       assertThat(s.items()).noneMatch(e -> e instanceof ExecEvent.Complete);
-      assertThat(ItProcs.await(Duration.ofSeconds(6), () -> ItProcs.groupMembers(start.pid()).isEmpty()))
+      assertThat(Await.until(Duration.ofSeconds(6), () -> Procs.groupMembers(start.pid()).isEmpty()))
           .as("the agent noticed the hang-up and killed the command")
           .isTrue();
       Thread.sleep(200);
@@ -407,7 +409,7 @@ class StreamingIT {
   }
 
   private static void awaitStdout(ItSubscriber<LogEvent> s, String text) throws InterruptedException {
-    boolean seen = ItProcs.await(Duration.ofSeconds(20), () -> {
+    boolean seen = Await.until(Duration.ofSeconds(20), () -> {
       StringBuilder out = new StringBuilder();
       for (LogEvent e : s.items()) {
         if (e instanceof LogEvent.Output && ((LogEvent.Output) e).stream() == StdStream.STDOUT) {

@@ -3,6 +3,8 @@ package dev.sandboxsdk.agent;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
@@ -146,7 +148,7 @@ class AgentProcessIT {
     });
     execCaller.start();
     long inflight = readPid(dir.resolve("inflight.pid"));
-    assertThat(Procs.await(5000, () -> commandOf(inflight).equals("sleep")))
+    assertThat(Await.until(5000, () -> commandOf(inflight).equals("sleep")))
         .as("the in-flight exec %d became sleep", inflight).isTrue();
     groups.add(inflight);
     Thread.sleep(300);
@@ -158,7 +160,7 @@ class AgentProcessIT {
 
     agent.destroy(); // SIGTERM
     assertThat(agent.waitFor(20, TimeUnit.SECONDS)).as("agent exits").isTrue();
-    assertThat(Procs.await(5000, () -> everyone.stream().noneMatch(Procs::alive)))
+    assertThat(Await.until(5000, () -> everyone.stream().noneMatch(Procs::alive)))
         .as("every process the agent started is gone").isTrue();
     for (long g : groups) {
       assertThat(Procs.groupMembers(g)).isEmpty();
@@ -183,13 +185,13 @@ class AgentProcessIT {
 
     assertThat(agent.waitFor(20, TimeUnit.SECONDS)).as("agent exits").isTrue();
     assertThat(agent.exitValue()).isZero();
-    assertThat(Procs.await(5000, () -> members.stream().noneMatch(Procs::alive))).as("its processes are gone").isTrue();
+    assertThat(Await.until(5000, () -> members.stream().noneMatch(Procs::alive))).as("its processes are gone").isTrue();
   }
 
   /** Waits for a command to write its pid to {@code file}. */
   static long readPid(Path file) throws Exception {
     String[] text = {""};
-    boolean written = Procs.await(10_000, () -> {
+    boolean written = Await.until(10_000, () -> {
       try {
         text[0] = Files.exists(file) ? Files.readString(file).strip() : "";
       } catch (IOException notYet) {

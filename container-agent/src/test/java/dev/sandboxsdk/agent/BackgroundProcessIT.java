@@ -4,6 +4,7 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
@@ -65,7 +66,7 @@ class BackgroundProcessIT {
   void finishedProcessReportsExitCodeStatusAndEndTime() throws Exception {
     startProcess(obj("command", "echo done; exit 0", "processId", "ok"));
     startProcess(obj("command", "exit 5", "processId", "bad"));
-    assertThat(Procs.await(5000, () -> agent.isFinished("ok") && agent.isFinished("bad"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("ok") && agent.isFinished("bad"))).isTrue();
 
     JsonNode ok = agent.processInfo("ok");
     assertThat(ok.get("status").asText()).isEqualTo("completed");
@@ -81,7 +82,7 @@ class BackgroundProcessIT {
   void logsCanBeReadFromAnOffsetWhileRunningAndAfterExit() throws Exception {
     startProcess(obj("command", "for i in 1 2 3 4 5 6 7 8; do echo line$i; sleep 0.1; done; echo warn >&2",
         "processId", "counter"));
-    assertThat(Procs.await(5000, () -> agent.get("/api/process/counter/logs").body().get("stdoutNextOffset").asLong() >= 12)).isTrue();
+    assertThat(Await.until(5000, () -> agent.get("/api/process/counter/logs").body().get("stdoutNextOffset").asLong() >= 12)).isTrue();
 
     TestAgent.Response running = agent.get("/api/process/counter/logs?stdoutSince=6");
     assertThat(running.text("stdout")).startsWith("line2\n");
@@ -89,7 +90,7 @@ class BackgroundProcessIT {
     assertThat(running.body().get("complete").asBoolean()).isFalse();
     assertThat(running.text("status")).isEqualTo("running");
 
-    assertThat(Procs.await(5000, () -> agent.isFinished("counter"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("counter"))).isTrue();
     TestAgent.Response all = agent.get("/api/process/counter/logs");
     assertThat(all.text("stdout")).isEqualTo("line1\nline2\nline3\nline4\nline5\nline6\nline7\nline8\n");
     assertThat(all.text("stderr")).isEqualTo("warn\n");
@@ -114,31 +115,31 @@ class BackgroundProcessIT {
   @Test
   void logsAreNotCompleteWhileALeftoverChildCanStillWrite() throws Exception {
     startProcess(obj("command", "(sleep 1; echo late) & echo parent", "processId", "parent"));
-    assertThat(Procs.await(5000, () -> agent.isFinished("parent"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("parent"))).isTrue();
     TestAgent.Response early = agent.get("/api/process/parent/logs");
     assertThat(early.text("stdout")).isEqualTo("parent\n");
     assertThat(early.body().get("complete").asBoolean()).isFalse();
 
-    assertThat(Procs.await(5000, () -> agent.get("/api/process/parent/logs").body().get("complete").asBoolean())).isTrue();
+    assertThat(Await.until(5000, () -> agent.get("/api/process/parent/logs").body().get("complete").asBoolean())).isTrue();
     assertThat(agent.get("/api/process/parent/logs").text("stdout")).isEqualTo("parent\nlate\n");
   }
 
   @Test
   void aPageOfLogsNeverSplitsACharacterAChildMayStillFinish() throws Exception {
     startProcess(obj("command", "(sleep 1; printf '\\251\\n') & printf 'caf\\303'", "processId", "accent"));
-    assertThat(Procs.await(5000, () -> agent.isFinished("accent"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("accent"))).isTrue();
     TestAgent.Response early = agent.get("/api/process/accent/logs");
     assertThat(early.text("stdout")).isEqualTo("caf");
     assertThat(early.body().get("stdoutNextOffset").asLong()).isEqualTo(3);
 
-    assertThat(Procs.await(5000, () -> agent.get("/api/process/accent/logs").body().get("complete").asBoolean())).isTrue();
+    assertThat(Await.until(5000, () -> agent.get("/api/process/accent/logs").body().get("complete").asBoolean())).isTrue();
     assertThat(agent.get("/api/process/accent/logs?stdoutSince=3").text("stdout")).isEqualTo("\u00e9\n");
   }
 
   @Test
   void streamReplaysFromAnOffsetThenFollowsLiveOutputUntilExit() throws Exception {
     startProcess(obj("command", "echo first; sleep 0.5; echo second; sleep 0.3; exit 3", "processId", "live"));
-    assertThat(Procs.await(5000, () -> agent.processInfo("live").get("stdoutBytes").asLong() == 6)).isTrue();
+    assertThat(Await.until(5000, () -> agent.processInfo("live").get("stdoutBytes").asLong() == 6)).isTrue();
     try (SseReader sse = agent.stream("/api/process/live/stream?stdoutSince=2", null)) {
       List<JsonNode> events = sse.rest();
       assertThat(events.get(0).get("type").asText()).isEqualTo("process_info");
@@ -161,7 +162,7 @@ class BackgroundProcessIT {
   @Test
   void streamOfAFinishedProcessReplaysEverythingThenExit() throws Exception {
     startProcess(obj("command", "printf abc; printf xyz >&2", "processId", "quick"));
-    assertThat(Procs.await(5000, () -> agent.isFinished("quick"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("quick"))).isTrue();
     try (SseReader sse = agent.stream("/api/process/quick/stream?since=1", null)) {
       List<JsonNode> events = sse.rest();
       assertThat(events).extracting(e -> e.get("type").asText())
@@ -180,7 +181,7 @@ class BackgroundProcessIT {
     startProcess(obj("command", "head -c 64000000 /dev/zero | tr '\\0' x", "processId", "flood"));
     try (SseReader sse = agent.stream("/api/process/flood/stream", null)) {
       assertThat(sse.next().get("type").asText()).isEqualTo("process_info");
-      assertThat(Procs.await(5000, () -> agent.isFinished("flood")))
+      assertThat(Await.until(5000, () -> agent.isFinished("flood")))
           .as("the process finishes although its only reader is not reading").isTrue();
       long delivered = 0;
       long dropped = 0;
@@ -218,7 +219,7 @@ class BackgroundProcessIT {
     assertThat(w.body().get("bytesWritten").asInt()).isEqualTo(6);
     agent.post("/api/process/upper/stdin", obj("data", Base64.getEncoder().encodeToString("world".getBytes()), "encoding", "base64", "eof", true));
 
-    assertThat(Procs.await(5000, () -> agent.isFinished("upper"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("upper"))).isTrue();
     assertThat(agent.get("/api/process/upper/logs").text("stdout")).isEqualTo("HELLO WORLD");
     TestAgent.Response late = agent.post("/api/process/upper/stdin", obj("data", "x"));
     assertThat(late.status()).isEqualTo(409);
@@ -237,7 +238,7 @@ class BackgroundProcessIT {
   void cleanupDropsOnlyFinishedProcesses() throws Exception {
     startProcess(obj("command", "true", "processId", "done1"));
     startProcess(obj("command", "sleep 30", "processId", "busy"));
-    assertThat(Procs.await(5000, () -> agent.isFinished("done1"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("done1"))).isTrue();
 
     TestAgent.Response r = agent.post("/api/process/cleanup", "");
     assertThat(r.body().get("cleanedCount").asInt()).isEqualTo(1);
@@ -248,13 +249,13 @@ class BackgroundProcessIT {
   @Test
   void autoCleanupDropsTheRecordAfterExit() throws Exception {
     startProcess(obj("command", "true", "processId", "ephemeral", "autoCleanup", true));
-    assertThat(Procs.await(5000, () -> agent.get("/api/process/ephemeral").status() == 404)).isTrue();
+    assertThat(Await.until(5000, () -> agent.get("/api/process/ephemeral").status() == 404)).isTrue();
   }
 
   @Test
   void base64LogsAndStreamsCarryRawBytes() throws Exception {
     startProcess(obj("command", "printf '\\377\\000\\342'", "processId", "binary", "encoding", "base64"));
-    assertThat(Procs.await(5000, () -> agent.isFinished("binary"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("binary"))).isTrue();
     assertThat(Base64.getDecoder().decode(agent.get("/api/process/binary/logs").text("stdout")))
         .containsExactly(0xFF, 0x00, 0xE2);
     List<Byte> streamed = new ArrayList<>();
@@ -285,7 +286,7 @@ class BackgroundProcessIT {
   @Test
   void timeoutOfABackgroundProcessIsEnforcedByTheAgent() throws Exception {
     startProcess(obj("command", "echo begun; sleep 30", "processId", "limited", "timeoutMs", 300));
-    assertThat(Procs.await(5000, () -> agent.isFinished("limited"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("limited"))).isTrue();
     JsonNode p = agent.processInfo("limited");
     assertThat(p.get("exitCode").asInt()).isEqualTo(124);
     assertThat(p.get("timedOut").asBoolean()).isTrue();

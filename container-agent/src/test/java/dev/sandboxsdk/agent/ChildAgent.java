@@ -2,17 +2,19 @@ package dev.sandboxsdk.agent;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.ProcStats;
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.InputStreamReader;
-import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
@@ -61,12 +63,12 @@ final class ChildAgent implements AutoCloseable {
 
   /** Open file descriptors of the agent. */
   int fds() {
-    return count(Path.of("/proc", String.valueOf(pid), "fd"));
+    return (int) ProcStats.fds(pid);
   }
 
   /** Threads of the agent. */
   int threads() {
-    return count(Path.of("/proc", String.valueOf(pid), "task"));
+    return (int) ProcStats.threads(pid);
   }
 
   /**
@@ -86,41 +88,12 @@ final class ChildAgent implements AutoCloseable {
   }
 
   private java.util.Map<String, Integer> threadCounts() {
-    java.util.Map<String, Integer> names = new java.util.TreeMap<>();
-    try (Stream<Path> tasks = Files.list(Path.of("/proc", String.valueOf(pid), "task"))) {
-      tasks.forEach(t -> {
-        try {
-          names.merge(Files.readString(t.resolve("comm")).strip().replaceAll("[0-9]+", "#"), 1, Integer::sum);
-        } catch (IOException e) {
-          // the thread ended meanwhile
-        }
-      });
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-    return names;
+    return ProcStats.threadNames(pid);
   }
 
   /** Resident memory of the agent in KiB. */
   long rssKib() {
-    try {
-      for (String l : Files.readAllLines(Path.of("/proc", String.valueOf(pid), "status"))) {
-        if (l.startsWith("VmRSS:")) {
-          return Long.parseLong(l.replaceAll("[^0-9]", ""));
-        }
-      }
-      return -1;
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
-  }
-
-  private static int count(Path dir) {
-    try (Stream<Path> s = Files.list(dir)) {
-      return (int) s.count();
-    } catch (IOException e) {
-      throw new UncheckedIOException(e);
-    }
+    return ProcStats.rssKib(pid);
   }
 
   Socket connect() throws IOException {
@@ -189,15 +162,9 @@ final class ChildAgent implements AutoCloseable {
 
   /** Polls {@code condition} every 100 ms until it holds or {@code timeoutMs} passed; returns whether it held. */
   static boolean await(long timeoutMs, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > deadline) {
-        return false;
-      }
-      Thread.sleep(100);
-    }
-    return true;
+    return Await.until(Duration.ofMillis(timeoutMs), Duration.ofMillis(100), condition);
   }
+
 
   @Override
   public void close() throws InterruptedException {

@@ -5,6 +5,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -221,15 +223,15 @@ class CommandUserIT {
         "processId", "bg", "stdin", "pipe"));
     long pgid = started.get("pid").asLong();
     agent.ok("POST", "/api/process/bg/stdin", obj("data", "via pipe\n", "eof", true));
-    assertThat(Procs.await(5_000, () -> agent.ok("GET", "/api/process/bg/logs", null).get("stdout").asText()
+    assertThat(Await.until(5_000, () -> agent.ok("GET", "/api/process/bg/logs", null).get("stdout").asText()
         .equals(uid + "\nvia pipe\n"))).as(agent.ok("GET", "/api/process/bg/logs", null).toString()).isTrue();
-    assertThat(Procs.await(5_000, () -> Tagged.sleeps(tag) == 1)).isTrue();
+    assertThat(Await.until(5_000, () -> Tagged.sleeps(tag) == 1)).isTrue();
 
     JsonNode killed = agent.ok("DELETE", "/api/process/bg", null);
 
     assertThat(killed.get("signal").asText()).isEqualTo("SIGTERM");
-    assertThat(Procs.await(5_000, () -> Procs.groupMembers(pgid).isEmpty())).isTrue();
-    assertThat(Procs.await(5_000, () -> agent.ok("GET", "/api/process/bg", null).get("process").get("status").asText()
+    assertThat(Await.until(5_000, () -> Procs.groupMembers(pgid).isEmpty())).isTrue();
+    assertThat(Await.until(5_000, () -> agent.ok("GET", "/api/process/bg", null).get("process").get("status").asText()
         .equals("killed"))).isTrue();
   }
 
@@ -248,18 +250,18 @@ class CommandUserIT {
     String escaping = "setsid sleep " + tag + ".11 & set -m; sleep " + tag + ".12 & (sleep " + tag + ".13 &); sleep " + tag + ".14";
     agent.ok("POST", "/api/process/start", obj("command", escaping, "processId", "target"));
     agent.ok("POST", "/api/process/start", obj("command", escaping.replace(tag + ".1", tag + ".2"), "processId", "bystander"));
-    assertThat(Procs.await(10_000, () -> Tagged.sleeps(tag) == 8)).as("started: %s", Tagged.pids(tag)).isTrue();
+    assertThat(Await.until(10_000, () -> Tagged.sleeps(tag) == 8)).as("started: %s", Tagged.pids(tag)).isTrue();
 
     agent.ok("DELETE", "/api/process/target", null);
 
-    assertThat(Procs.await(5_000, () -> Tagged.sleeps(tag) == 4)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
+    assertThat(Await.until(5_000, () -> Tagged.sleeps(tag) == 4)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
     for (long pid : Tagged.sleepPids(tag)) {
       assertThat(Tagged.cmdline(pid)).contains(tag + ".2");
     }
 
     agent.ok("DELETE", "/api/process/kill-all", null);
 
-    assertThat(Procs.await(5_000, () -> Tagged.sleeps(tag) == 0)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
+    assertThat(Await.until(5_000, () -> Tagged.sleeps(tag) == 0)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
   }
 
   @Test
@@ -285,7 +287,7 @@ class CommandUserIT {
       // One without the marker (env -i) that left its group, one that ignores SIGTERM.
       own.ok("POST", "/api/process/start", obj("command", "setsid env -i sleep " + tag + ".31 &"
           + " (trap '' TERM; exec setsid sleep " + tag + ".32) & sleep " + tag + ".33"));
-      assertThat(Procs.await(10_000, () -> Tagged.sleeps(tag) == 3)).isTrue();
+      assertThat(Await.until(10_000, () -> Tagged.sleeps(tag) == 3)).isTrue();
       assertThat(processesOf(other)).hasSizeGreaterThanOrEqualTo(4);
     } finally {
       own.process.destroy(); // SIGTERM
@@ -304,12 +306,12 @@ class CommandUserIT {
         "--workspace", ws.toString(), "--command-user", other + ":" + other);
     own.ok("POST", "/api/process/start", obj("command", "setsid env -i sleep " + tag + ".41 & sleep " + tag + ".42"));
     own.exec(obj("command", "(setsid sleep " + tag + ".43 &); echo left behind"));
-    assertThat(Procs.await(10_000, () -> Tagged.sleeps(tag) == 3)).isTrue();
+    assertThat(Await.until(10_000, () -> Tagged.sleeps(tag) == 3)).isTrue();
 
     own.process.destroyForcibly(); // SIGKILL: no shutdown hook
 
     assertThat(own.awaitExit(10_000)).isEqualTo(137);
-    assertThat(Procs.await(5_000, () -> Tagged.sleeps(tag) == 0)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
+    assertThat(Await.until(5_000, () -> Tagged.sleeps(tag) == 0)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
     assertThat(processesOf(other)).isEmpty();
   }
 

@@ -3,6 +3,7 @@ package dev.sandboxsdk.agent;
 import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.testkit.Await;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.List;
@@ -42,12 +43,12 @@ class EscapedProcessIT {
     HttpRequest execRequest = agent.request("/api/execute").POST(HttpRequest.BodyPublishers.ofString(
         obj("command", "setsid sleep " + tag + ".91 & sleep 30; echo done"))).build();
     CompletableFuture<HttpResponse<String>> exec = agent.http.sendAsync(execRequest, HttpResponse.BodyHandlers.ofString());
-    assertThat(Procs.await(10_000, () -> Tagged.sleeps(tag) == 9)).as("started: " + Tagged.pids(tag)).isTrue();
+    assertThat(Await.until(10_000, () -> Tagged.sleeps(tag) == 9)).as("started: " + Tagged.pids(tag)).isTrue();
     long execEscapee = Tagged.pidOf(tag + ".91");
 
     agent.delete("/api/process/kill-all");
 
-    assertThat(Procs.await(3_000, () -> Tagged.sleepPids(tag).equals(List.of(execEscapee))))
+    assertThat(Await.until(3_000, () -> Tagged.sleepPids(tag).equals(List.of(execEscapee))))
         .as("left: %s", Tagged.sleepPids(tag)).isTrue();
     assertThat(exec).isNotDone();
   }
@@ -56,11 +57,11 @@ class EscapedProcessIT {
   void killingOneProcessAlsoStopsWhatItStartedOutsideItsGroupAndNothingElse() throws Exception {
     agent.post("/api/process/start", obj("command", escaping("1"), "processId", "target"));
     agent.post("/api/process/start", obj("command", escaping("2"), "processId", "bystander"));
-    assertThat(Procs.await(10_000, () -> Tagged.sleeps(tag) == 8)).as("started: " + Tagged.pids(tag)).isTrue();
+    assertThat(Await.until(10_000, () -> Tagged.sleeps(tag) == 8)).as("started: " + Tagged.pids(tag)).isTrue();
 
     agent.delete("/api/process/target");
 
-    assertThat(Procs.await(5_000, () -> Tagged.sleeps(tag) == 4)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
+    assertThat(Await.until(5_000, () -> Tagged.sleeps(tag) == 4)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
     for (long pid : Tagged.sleepPids(tag)) {
       assertThat(Tagged.cmdline(pid)).contains(tag + ".2");
     }

@@ -4,6 +4,8 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.Base64;
@@ -134,7 +136,7 @@ class ExecIT {
     assertThat(b.get("stderr").asText()).isEqualTo("to-stderr\n");
     assertThat(tookMs).isLessThan(10_000);
     long pid = b.get("pid").asLong();
-    assertThat(Procs.await(5000, () -> Procs.groupMembers(pid).isEmpty()))
+    assertThat(Await.until(5000, () -> Procs.groupMembers(pid).isEmpty()))
         .as("the timed-out command's whole process group is gone").isTrue();
   }
 
@@ -182,7 +184,7 @@ class ExecIT {
       TestAgent.Response r = agent.post("/api/execute",
           obj("command", "(sleep 0.3; echo late; echo late >&2; touch " + marker + ") & echo now"));
       assertThat(r.text("stdout")).isEqualTo("now\n");
-      assertThat(Procs.await(5000, () -> Files.exists(marker))).as("the child lived to write and finish").isTrue();
+      assertThat(Await.until(5000, () -> Files.exists(marker))).as("the child lived to write and finish").isTrue();
     }
   }
 
@@ -228,9 +230,9 @@ class ExecIT {
       socket.getOutputStream().write(head.getBytes(java.nio.charset.StandardCharsets.US_ASCII));
       socket.getOutputStream().write(bytes);
       socket.getOutputStream().flush();
-      assertThat(Procs.await(5000, () -> !pidsRunning(marker).isEmpty())).isTrue();
+      assertThat(Await.until(5000, () -> !pidsRunning(marker).isEmpty())).isTrue();
     }
-    assertThat(Procs.await(15_000, () -> pidsRunning(marker).isEmpty()))
+    assertThat(Await.until(15_000, () -> pidsRunning(marker).isEmpty()))
         .as("the command of a call whose client went away is killed").isTrue();
   }
 

@@ -4,6 +4,8 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.util.List;
@@ -80,7 +82,7 @@ class ExecKillIT {
       long killed = System.nanoTime();
 
       assertThat(kill.status()).as(String.valueOf(kill.body())).isEqualTo(200);
-      assertThat(Procs.await(5000, () -> Procs.groupMembers(pgid).isEmpty())).isTrue();
+      assertThat(Await.until(5000, () -> Procs.groupMembers(pgid).isEmpty())).isTrue();
       assertThat((System.nanoTime() - killed) / 1_000_000).isLessThan(5_000);
       List<JsonNode> rest = events.rest();
       JsonNode complete = rest.get(rest.size() - 1);

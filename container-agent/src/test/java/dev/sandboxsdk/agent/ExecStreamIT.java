@@ -4,6 +4,8 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.io.OutputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -115,7 +117,7 @@ class ExecStreamIT {
       pid = start.get("pid").asLong();
       assertThat(Procs.alive(pid)).isTrue();
     }
-    assertThat(Procs.await(10_000, () -> !Procs.alive(pid)))
+    assertThat(Await.until(10_000, () -> !Procs.alive(pid)))
         .as("process of a closed execute/stream connection is killed").isTrue();
   }
 
@@ -126,7 +128,7 @@ class ExecStreamIT {
       pid = sse.next().get("pid").asLong();
       assertThat(sse.next().get("type").asText()).isEqualTo("stdout");
     }
-    assertThat(Procs.await(10_000, () -> !Procs.alive(pid))).isTrue();
+    assertThat(Await.until(10_000, () -> !Procs.alive(pid))).isTrue();
   }
 
   @Test

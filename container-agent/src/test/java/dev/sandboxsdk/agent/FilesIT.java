@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.ProcStats;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URLEncoder;
@@ -475,7 +476,7 @@ class FilesIT {
       // Warm up the routes, so class loading and the first buffers are in the baseline.
       send(big, HttpRequest.newBuilder(base.resolve(raw("warm"))).PUT(HttpRequest.BodyPublishers.ofByteArray(new byte[1 << 20])));
       big.http.send(auth(HttpRequest.newBuilder(base.resolve(raw("warm")))).GET().build(), HttpResponse.BodyHandlers.discarding());
-      long rssBefore = rssKib(big.pid);
+      long rssBefore = ProcStats.rssKib(big.pid);
 
       int size = 64 * 1024 * 1024;
       MessageDigest sent = MessageDigest.getInstance("SHA-256");
@@ -486,7 +487,7 @@ class FilesIT {
       HttpResponse<String> up = big.http.send(put, HttpResponse.BodyHandlers.ofString());
       long upMillis = (System.nanoTime() - upStart) / 1_000_000;
       assertThat(up.statusCode()).as(up.body()).isEqualTo(200);
-      long rssAfterUp = rssKib(big.pid);
+      long rssAfterUp = ProcStats.rssKib(big.pid);
 
       long downStart = System.nanoTime();
       HttpResponse<InputStream> down = big.http.send(auth(HttpRequest.newBuilder(base.resolve(raw("big/file.bin")))).GET().build(),
@@ -502,7 +503,7 @@ class FilesIT {
         }
       }
       long downMillis = (System.nanoTime() - downStart) / 1_000_000;
-      long rssAfterDown = rssKib(big.pid);
+      long rssAfterDown = ProcStats.rssKib(big.pid);
       assertThat(count).isEqualTo(size);
       String hexSent = HexFormat.of().formatHex(sent.digest());
       assertThat(HexFormat.of().formatHex(received.digest())).isEqualTo(hexSent);
@@ -619,15 +620,6 @@ class FilesIT {
   static HttpResponse<String> post(LaunchedAgent a, String path, String json) throws Exception {
     return send(a, HttpRequest.newBuilder(a.url.resolve(path)).header("Content-Type", "application/json")
         .POST(HttpRequest.BodyPublishers.ofString(json)));
-  }
-
-  static long rssKib(long pid) throws IOException {
-    for (String l : Files.readAllLines(Path.of("/proc", String.valueOf(pid), "status"))) {
-      if (l.startsWith("VmRSS:")) {
-        return Long.parseLong(l.replaceAll("[^0-9]", ""));
-      }
-    }
-    return -1;
   }
 
   /** {@code size} pseudo-random bytes, digested as they are read, without holding them. */

@@ -4,6 +4,10 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.HostBait;
+import dev.sandboxsdk.testkit.PathSwapper;
+import dev.sandboxsdk.testkit.Race;
 import java.io.IOException;
 import java.io.InputStream;
 import java.net.URLEncoder;
@@ -12,13 +16,7 @@ import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -34,13 +32,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 class HostilePathRaceIT {
   private static final long RACE_MS = 6_000;
   private static final int VICTIMS = 300;
-  private static final String SWAPPER = String.join("\n",
-      "import ctypes, os",
-      "libc = ctypes.CDLL(None, use_errno=True)",
-      "open('swapper-ready', 'w').close()",
-      "while True:",
-      "    libc.renameat2(-100, b'd', -100, b'l', 2)",
-      "    libc.renameat2(-100, b'd2', -100, b'p', 2)");
+  private static final String SWAPPER = PathSwapper.python("d", "l", "d2", "p");
 
   @TempDir
   Path tmp;
@@ -48,17 +40,8 @@ class HostilePathRaceIT {
   @ParameterizedTest(name = "isolation {0}")
   @ValueSource(strings = {"none", "bwrap"})
   void noRouteLeavesTheWorkspaceWhileACommandSwapsLinksIn(String isolation) throws Exception {
-    Path host = Files.createDirectory(tmp.resolve("host"));
-    Map<String, String> hostFiles = new TreeMap<>();
-    hostFiles.put("f", "HOSTSECRET\n");
-    hostFiles.put("hostonly", "HOSTSECRET\n");
-    for (int i = 0; i < VICTIMS; i++) {
-      hostFiles.put("victim-" + i, "host victim\n");
-    }
-    for (var e : hostFiles.entrySet()) {
-      Files.writeString(host.resolve(e.getKey()), e.getValue());
-      Files.setPosixFilePermissions(host.resolve(e.getKey()), PosixFilePermissions.fromString("rw-------"));
-    }
+    HostBait bait = HostBait.plant(tmp.resolve("host"), VICTIMS);
+    Path host = bait.dir();
     try (TestAgent agent = TestAgent.start(b -> b.isolation(isolation))) {
       Path ws = agent.workspace;
       Files.createDirectory(ws.resolve("d"));
@@ -74,11 +57,8 @@ class HostilePathRaceIT {
       JsonNode started = agent.post("/api/process/start", obj("command", "exec python3 swapper.py")).body();
       String swapper = started.path("processId").asText();
       assertThat(swapper).as("swapper started: %s", started).isNotEmpty();
-      long until = System.currentTimeMillis() + 10_000;
-      while (!Files.exists(ws.resolve("swapper-ready")) && System.currentTimeMillis() < until) {
-        Thread.sleep(20);
-      }
-      assertThat(ws.resolve("swapper-ready")).exists();
+      Await.until(10_000, () -> Files.exists(ws.resolve(PathSwapper.READY)));
+      assertThat(ws.resolve(PathSwapper.READY)).exists();
 
       long fdsBefore = openFds();
       int threadsBefore = Thread.activeCount();
@@ -95,49 +75,22 @@ class HostilePathRaceIT {
       assertThat(Thread.activeCount()).as("threads after the race").isLessThanOrEqualTo(threadsBefore + 16);
 
       assertThat(escapes).as("answers that left the workspace").isEmpty();
-      try (Stream<Path> s = Files.list(host)) {
-        List<String> names = s.map(p -> p.getFileName().toString()).sorted().toList();
-        assertThat(names).as("the host directory's files").containsExactlyInAnyOrderElementsOf(hostFiles.keySet());
-      }
-      for (var e : hostFiles.entrySet()) {
-        assertThat(Files.readString(host.resolve(e.getKey()))).as(e.getKey()).isEqualTo(e.getValue());
-      }
+      assertThat(bait.changes()).as("what the race did to the host directory's files").isEmpty();
     }
   }
 
   /** Two clients use every path-taking route until the time is up; returns what escaped. */
   private List<String> race(TestAgent agent, Path host) throws InterruptedException {
-    ConcurrentLinkedQueue<String> escapes = new ConcurrentLinkedQueue<>();
-    AtomicInteger counter = new AtomicInteger();
-    long end = System.currentTimeMillis() + RACE_MS;
-    List<Thread> clients = new ArrayList<>();
-    for (int c = 0; c < 2; c++) {
-      Thread t = new Thread(() -> {
-        while (System.currentTimeMillis() < end) {
-          int i = counter.getAndIncrement();
-          try {
-            String bad = oneRequest(agent, host, i);
-            if (bad != null) {
-              escapes.add(bad);
-            }
-          } catch (RuntimeException e) {
-            escapes.add("request failed: " + e);
-          }
-        }
-      });
-      t.start();
-      clients.add(t);
-    }
-    for (Thread t : clients) {
-      t.join();
-    }
-    Map<String, Integer> kinds = new TreeMap<>();
-    for (String e : escapes) {
-      kinds.merge(e.replaceAll(" (named|returned|answered|showed|failed|:).*", ""), 1, Integer::sum);
-    }
-    System.out.printf("path race: %d requests in %d ms, %d left the workspace %s%n", counter.get(), RACE_MS,
-        escapes.size(), kinds);
-    return new ArrayList<>(escapes);
+    Race.Result r = Race.run(2, RACE_MS, i -> {
+      try {
+        return oneRequest(agent, host, i);
+      } catch (RuntimeException e) {
+        return "request failed: " + e;
+      }
+    });
+    System.out.printf("path race: %d requests in %d ms, %d left the workspace %s%n", r.attempts(), RACE_MS,
+        r.escapes().size(), r.kinds(" (named|returned|answered|showed|failed|:)"));
+    return r.escapes();
   }
 
   /** One request of the rotation; null if its answer stayed inside the workspace, else what leaked. */

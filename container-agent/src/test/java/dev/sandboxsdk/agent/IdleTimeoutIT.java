@@ -4,6 +4,7 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
 import java.nio.file.Files;
@@ -51,7 +52,7 @@ class IdleTimeoutIT {
     assertThat(version.get("limits").get("idleTimeoutMs").asLong()).isEqualTo(3000);
     agent.ok("POST", "/api/process/start", obj("command", "sleep " + tag + ".1 & sleep " + tag + ".2"));
     long lastRequest = System.nanoTime();
-    assertThat(Procs.await(5_000, () -> Tagged.sleeps(tag) == 2)).isTrue();
+    assertThat(Await.until(5_000, () -> Tagged.sleeps(tag) == 2)).isTrue();
 
     int status = agent.awaitExit(20_000);
     long stoppedAfterMs = (System.nanoTime() - lastRequest) / 1_000_000;
@@ -60,7 +61,7 @@ class IdleTimeoutIT {
     assertThat(stoppedAfterMs).isBetween(3000L, 15_000L);
     assertThat(Files.readString(agent.log)).contains("no request for 3000 ms (--idle-timeout-ms); stopping")
         .contains("sandbox agent stopped");
-    assertThat(Procs.await(5_000, () -> Tagged.sleeps(tag) == 0)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
+    assertThat(Await.until(5_000, () -> Tagged.sleeps(tag) == 0)).as("left: %s", Tagged.sleepPids(tag)).isTrue();
   }
 
   @Test

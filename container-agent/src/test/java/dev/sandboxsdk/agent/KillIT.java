@@ -4,6 +4,8 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutorService;
@@ -26,7 +28,7 @@ class KillIT {
     TestAgent.Response r = agent.post("/api/process/start", obj("command", command, "processId", id));
     assertThat(r.status()).as(String.valueOf(r.body())).isEqualTo(200);
     // Wait for the script to say it is set up (traps installed, children started).
-    assertThat(Procs.await(5000, () -> agent.get("/api/process/" + id + "/logs").text("stdout").contains("ready"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.get("/api/process/" + id + "/logs").text("stdout").contains("ready"))).isTrue();
     return r.body().get("pid").asLong();
   }
 
@@ -40,8 +42,8 @@ class KillIT {
     assertThat(r.status()).isEqualTo(200);
     assertThat(r.text("signal")).isEqualTo("SIGTERM");
 
-    assertThat(Procs.await(5000, () -> members.stream().noneMatch(Procs::alive))).isTrue();
-    assertThat(Procs.await(5000, () -> agent.isFinished("tree"))).isTrue();
+    assertThat(Await.until(5000, () -> members.stream().noneMatch(Procs::alive))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("tree"))).isTrue();
     JsonNode p = agent.processInfo("tree");
     assertThat(p.get("status").asText()).isEqualTo("killed");
     assertThat(p.get("signal").asText()).isEqualTo("SIGTERM");
@@ -57,10 +59,10 @@ class KillIT {
 
     Thread.sleep(400);
     assertThat(Procs.alive(pgid)).as("still alive inside the grace period").isTrue();
-    assertThat(Procs.await(5000, () -> Procs.groupMembers(pgid).isEmpty())).isTrue();
+    assertThat(Await.until(5000, () -> Procs.groupMembers(pgid).isEmpty())).isTrue();
     long tookMs = (System.nanoTime() - sent) / 1_000_000;
     assertThat(tookMs).isBetween(700L, 5000L);
-    assertThat(Procs.await(5000, () -> agent.isFinished("stubborn"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("stubborn"))).isTrue();
     JsonNode p = agent.processInfo("stubborn");
     assertThat(p.get("signal").asText()).isEqualTo("SIGKILL");
     assertThat(p.get("exitCode").asInt()).isEqualTo(137);
@@ -72,7 +74,7 @@ class KillIT {
     TestAgent.Response r = agent.delete("/api/process/interruptible?signal=SIGINT");
     assertThat(r.text("signal")).isEqualTo("SIGINT");
 
-    assertThat(Procs.await(5000, () -> agent.isFinished("interruptible"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("interruptible"))).isTrue();
     JsonNode p = agent.processInfo("interruptible");
     assertThat(p.get("exitCode").asInt()).isEqualTo(7);
     assertThat(p.get("status").asText()).isEqualTo("killed");
@@ -85,7 +87,7 @@ class KillIT {
     assertThat(agent.delete("/api/process/byNumber?signal=9").text("signal")).isEqualTo("SIGKILL");
     startProcess("byName", "echo ready; sleep 300");
     assertThat(agent.delete("/api/process/byName?signal=hup").text("signal")).isEqualTo("SIGHUP");
-    assertThat(Procs.await(5000, () -> agent.isFinished("byNumber") && agent.isFinished("byName"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("byNumber") && agent.isFinished("byName"))).isTrue();
     assertThat(agent.processInfo("byName").get("signal").asText()).isEqualTo("SIGHUP");
     assertThat(agent.processInfo("byName").get("exitCode").asInt()).isEqualTo(129);
   }
@@ -94,13 +96,13 @@ class KillIT {
   void killIsIdempotent() throws Exception {
     startProcess("once", "echo ready; sleep 300");
     assertThat(agent.delete("/api/process/once").status()).isEqualTo(200);
-    assertThat(Procs.await(5000, () -> agent.isFinished("once"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("once"))).isTrue();
     TestAgent.Response again = agent.delete("/api/process/once");
     assertThat(again.status()).isEqualTo(200);
     assertThat(again.text("status")).isEqualTo("killed");
 
     agent.post("/api/process/start", obj("command", "true", "processId", "alreadyDone"));
-    assertThat(Procs.await(5000, () -> agent.isFinished("alreadyDone"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("alreadyDone"))).isTrue();
     TestAgent.Response done = agent.delete("/api/process/alreadyDone");
     assertThat(done.status()).isEqualTo(200);
     assertThat(done.text("status")).isEqualTo("completed");
@@ -110,11 +112,11 @@ class KillIT {
   @Test
   void killingAFinishedProcessStillKillsChildrenItLeftBehind() throws Exception {
     long pgid = startProcess("parent", "sleep 300 & echo ready");
-    assertThat(Procs.await(5000, () -> agent.isFinished("parent"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("parent"))).isTrue();
     assertThat(Procs.groupMembers(pgid)).as("the orphaned sleep").hasSize(1);
 
     agent.delete("/api/process/parent");
-    assertThat(Procs.await(5000, () -> Procs.groupMembers(pgid).isEmpty())).isTrue();
+    assertThat(Await.until(5000, () -> Procs.groupMembers(pgid).isEmpty())).isTrue();
   }
 
   @Test
@@ -122,7 +124,7 @@ class KillIT {
     TestAgent.Response exec = agent.post("/api/execute", obj("command", "sleep 300 & echo x"));
     long execGroup = exec.body().get("pid").asLong();
     long bgGroup = startProcess("forgotten", "sleep 300 & echo ready");
-    assertThat(Procs.await(5000, () -> agent.isFinished("forgotten"))).isTrue();
+    assertThat(Await.until(5000, () -> agent.isFinished("forgotten"))).isTrue();
     agent.post("/api/process/cleanup", "");
     assertThat(Procs.groupMembers(execGroup)).hasSize(1);
     assertThat(Procs.groupMembers(bgGroup)).hasSize(1);
@@ -158,7 +160,7 @@ class KillIT {
     assertThat(killed.body().get("cleanedCount").asInt()).isEqualTo(500);
     assertThat(agent.get("/api/process/list?status=running").body().get("processes")).isEmpty();
     assertThat(agent.get("/api/process/list?status=killed").body().get("processes")).hasSize(500);
-    assertThat(Procs.await(5000, () -> pids.stream().noneMatch(Procs::alive))).isTrue();
+    assertThat(Await.until(5000, () -> pids.stream().noneMatch(Procs::alive))).isTrue();
   }
 
   @Test

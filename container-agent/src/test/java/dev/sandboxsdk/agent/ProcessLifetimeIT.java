@@ -3,6 +3,8 @@ package dev.sandboxsdk.agent;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -166,17 +168,17 @@ class ProcessLifetimeIT {
   void noCommandOutlivesAnAgentThatIsKilled() throws Exception {
     URI agent = launch(baseEnv(), "--workspace", dir.resolve("ws").toString());
     int expected = startSeventeenCommands(agent);
-    assertThat(Procs.await(10_000, () -> sleeps() == expected)).as("all started: " + tagged()).isTrue();
+    assertThat(Await.until(10_000, () -> sleeps() == expected)).as("all started: " + tagged()).isTrue();
 
     long watchdog = watchdogOf(started.get(0).pid());
     long before = System.nanoTime();
     started.get(0).destroyForcibly(); // SIGKILL: no shutdown hook runs
     assertThat(started.get(0).waitFor(10, TimeUnit.SECONDS)).isTrue();
 
-    boolean gone = Procs.await(5_000, () -> tagged().isEmpty());
+    boolean gone = Await.until(5_000, () -> tagged().isEmpty());
     long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - before);
     assertThat(gone).as("survivors %s after %d ms", tagged(), ms).isTrue();
-    assertThat(Procs.await(5_000, () -> !Procs.alive(watchdog))).as("the watchdog exits after its sweep").isTrue();
+    assertThat(Await.until(5_000, () -> !Procs.alive(watchdog))).as("the watchdog exits after its sweep").isTrue();
   }
 
   @Test
@@ -184,7 +186,7 @@ class ProcessLifetimeIT {
     URI agent = launch(baseEnv(), "--workspace", dir.resolve("ws").toString(), "--grace-ms", "1000");
     call("POST", agent, "/api/process/start", "{\"command\":\"setsid sleep " + tag + ".1 & set -m; sleep " + tag
         + ".2 & sleep " + tag + ".3\"}");
-    assertThat(Procs.await(10_000, () -> sleeps() == 3)).as("started: " + tagged()).isTrue();
+    assertThat(Await.until(10_000, () -> sleeps() == 3)).as("started: " + tagged()).isTrue();
 
     long watchdog = watchdogOf(started.get(0).pid());
 

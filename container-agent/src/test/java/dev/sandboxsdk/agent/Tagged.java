@@ -1,10 +1,6 @@
 package dev.sandboxsdk.agent;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.DirectoryStream;
-import java.nio.file.Files;
-import java.nio.file.Path;
+import dev.sandboxsdk.testkit.Procs;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -17,18 +13,7 @@ final class Tagged {
 
   /** Live processes whose command line contains {@code tag}. */
   static List<Long> pids(String tag) {
-    List<Long> pids = new ArrayList<>();
-    try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
-      for (Path d : dirs) {
-        long pid = Long.parseLong(d.getFileName().toString());
-        if (cmdline(pid).contains(tag) && Procs.alive(pid)) {
-          pids.add(pid);
-        }
-      }
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
-    return pids;
+    return Procs.withCommandLineContaining(tag);
   }
 
   /** Live {@code sleep} processes whose argument contains {@code tag}. */
@@ -57,11 +42,6 @@ final class Tagged {
 
   /** The command line with spaces between arguments, or "" if the process is gone. */
   static String cmdline(long pid) {
-    try {
-      byte[] b = Files.readAllBytes(Path.of("/proc", Long.toString(pid), "cmdline"));
-      return new String(b, StandardCharsets.ISO_8859_1).replace('\0', ' ').trim();
-    } catch (IOException | RuntimeException gone) {
-      return "";
-    }
+    return Procs.cmdline(pid);
   }
 }

@@ -4,6 +4,8 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.Procs;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
@@ -67,7 +69,7 @@ class TerminalIT {
   /** Waits up to 15 s for the output to satisfy {@code condition}; returns it either way. */
   static String awaitOutput(TestAgent a, String id, Predicate<String> condition) throws InterruptedException {
     String[] last = {""};
-    Procs.await(15_000, () -> condition.test(last[0] = output(a, id)));
+    Await.until(15_000, () -> condition.test(last[0] = output(a, id)));
     return last[0];
   }
 
@@ -78,7 +80,7 @@ class TerminalIT {
   }
 
   static JsonNode awaitExit(TestAgent a, String id) throws InterruptedException {
-    assertThat(Procs.await(15_000, () -> a.isFinished(id))).as("terminal %s ended", id).isTrue();
+    assertThat(Await.until(15_000, () -> a.isFinished(id))).as("terminal %s ended", id).isTrue();
     return a.processInfo(id);
   }
 
@@ -152,7 +154,7 @@ class TerminalIT {
     shell(agent, "ctrlc");
     type(agent, "ctrlc", "echo sl''eeping; sleep 67\r");
     awaitOutput(agent, "ctrlc", s -> s.contains("sleeping"));
-    assertThat(Procs.await(5000, () -> !pidsOf("sleep 67").isEmpty())).isTrue();
+    assertThat(Await.until(5000, () -> !pidsOf("sleep 67").isEmpty())).isTrue();
     type(agent, "ctrlc", "\u0003");
     type(agent, "ctrlc", "echo $((40+2))-after\r");
     assertThat(awaitOutput(agent, "ctrlc", s -> s.contains("42-after"))).contains("42-after");
@@ -182,11 +184,11 @@ class TerminalIT {
   void killingATerminalKillsTheJobsItsShellStarted() throws Exception {
     shell(agent, "jobs");
     type(agent, "jobs", "sleep 1234 & sleep 1235 & sleep 1236\r");
-    assertThat(Procs.await(5000, () -> pidsOf("sleep 123").size() == 3)).isTrue();
+    assertThat(Await.until(5000, () -> pidsOf("sleep 123").size() == 3)).isTrue();
     List<Long> sleepers = pidsOf("sleep 123");
     assertThat(agent.delete("/api/process/jobs").status()).isEqualTo(200);
     assertThat(awaitExit(agent, "jobs").get("status").asText()).isEqualTo("killed");
-    assertThat(Procs.await(10_000, () -> sleepers.stream().noneMatch(Procs::alive))).as("the shell's jobs are gone")
+    assertThat(Await.until(10_000, () -> sleepers.stream().noneMatch(Procs::alive))).as("the shell's jobs are gone")
         .isTrue();
   }
 
@@ -290,7 +292,7 @@ class TerminalIT {
     agent.delete("/api/process/kill-all");
     agent.post("/api/process/cleanup", "");
     // A little slack for pooled HTTP connections; a leaked master per terminal would be 50.
-    assertThat(Procs.await(10_000, () -> fds() <= before + 4)).as("descriptors back to %d, now %d", before, fds()).isTrue();
+    assertThat(Await.until(10_000, () -> fds() <= before + 4)).as("descriptors back to %d, now %d", before, fds()).isTrue();
   }
 
   /** Descriptors open in this JVM, which runs the agent. */

@@ -4,6 +4,7 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -274,7 +275,7 @@ class WatchIT {
     for (SseReader sse : open) {
       sse.close(); // hangs up without a word; the agent finds out at its next keep-alive
     }
-    boolean released = Procs.await(30_000, () -> inotifyFds() == baseFds && watchThreads() == baseThreads);
+    boolean released = Await.until(30_000, () -> inotifyFds() == baseFds && watchThreads() == baseThreads);
     assertThat(released).as("inotify fds %d (baseline %d), watch threads %d (baseline %d)", inotifyFds(), baseFds,
         watchThreads(), baseThreads).isTrue();
   }
@@ -297,7 +298,7 @@ class WatchIT {
       open.forEach(SseReader::close);
     }
     // Once the agent noticed the hang-ups, a new watch is accepted again.
-    assertThat(Procs.await(30_000, () -> inotifyFds() == baseFds && watchThreads() == baseThreads)).isTrue();
+    assertThat(Await.until(30_000, () -> inotifyFds() == baseFds && watchThreads() == baseThreads)).isTrue();
     watch(obj("path", "many")).close();
   }
 
@@ -328,7 +329,7 @@ class WatchIT {
 
   /** Watches of earlier tests end once the agent notices their hang-up; counts are taken after that. */
   private static void awaitEarlierWatchesReleased() throws InterruptedException {
-    assertThat(Procs.await(30_000, () -> watchThreads() == 0)).as("watch threads of earlier tests: %d", watchThreads())
+    assertThat(Await.until(30_000, () -> watchThreads() == 0)).as("watch threads of earlier tests: %d", watchThreads())
         .isTrue();
   }
 

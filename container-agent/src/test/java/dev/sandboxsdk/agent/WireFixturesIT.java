@@ -4,6 +4,7 @@ import static dev.sandboxsdk.agent.TestAgent.obj;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.testkit.Await;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -124,7 +125,7 @@ class WireFixturesIT {
     assertThat(shape(live)).isEqualTo(shape(info));
     assertThat(live.get("pty")).isEqualTo(info.get("pty"));
     agent.delete("/api/process/" + id + "?signal=SIGKILL");
-    assertThat(Procs.await(10_000, () -> agent.isFinished(id))).isTrue();
+    assertThat(Await.until(10_000, () -> agent.isFinished(id))).isTrue();
     agent.post("/api/process/cleanup", "");
   }
 

@@ -4,6 +4,7 @@ import com.github.dockerjava.api.DockerClient;
 import com.github.dockerjava.core.DefaultDockerClientConfig;
 import com.github.dockerjava.core.DockerClientImpl;
 import com.github.dockerjava.zerodep.ZerodepDockerHttpClient;
+import dev.sandboxsdk.contract.SkipNotice;
 import java.net.URI;
 import org.junit.jupiter.api.extension.ConditionEvaluationResult;
 import org.junit.jupiter.api.extension.ExecutionCondition;
@@ -22,7 +23,6 @@ public final class ContainerEngine implements ExecutionCondition {
 
   private static String unavailable;
   private static boolean checked;
-  private static boolean announced;
 
   @Override
   public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
@@ -33,13 +33,7 @@ public final class ContainerEngine implements ExecutionCondition {
     if ("true".equals(System.getenv("CI"))) {
       throw new IllegalStateException("CI=true and the container tests cannot run: " + why);
     }
-    synchronized (ContainerEngine.class) {
-      if (!announced) {
-        announced = true;
-        System.err.println("[container tests skipped] " + why + " (CI=true makes this a failure)");
-      }
-    }
-    return ConditionEvaluationResult.disabled(why);
+    return SkipNotice.disabled("container", why + " (CI=true makes this a failure)", why);
   }
 
   /** Why the container tests cannot run here, or null if they can. */

@@ -5,13 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.sandboxsdk.FileEntry;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxProcess;
-import java.util.ArrayList;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.PathSwapper;
+import dev.sandboxsdk.testkit.Race;
 import java.util.List;
-import java.util.Map;
-import java.util.TreeMap;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.ExtendWith;
@@ -28,11 +26,7 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class ContainerPathRaceIT {
   private static final long RACE_MS = 8_000;
   private static final int VICTIMS = 200;
-  /** renameat2 is 316 on x86-64 and 276 on aarch64; AT_FDCWD is -100, RENAME_EXCHANGE 2. */
-  private static final String SWAPPER = "cd /workspace && touch swapper-ready && exec perl -e '"
-      + "my $nr = (`uname -m` =~ /aarch64/) ? 276 : 316; my ($d, $l, $d2, $p) = (\"d\", \"l\", \"d2\", \"p\");"
-      + " while (1) { syscall($nr, -100, $d, -100, $l, 2) == 0 or die \"renameat2: $!\";"
-      + " syscall($nr, -100, $d2, -100, $p, 2) == 0 or die \"renameat2: $!\"; }'";
+  private static final String SWAPPER = PathSwapper.perl("/workspace", "d", "l", "d2", "p");
 
   @Test
   void noFileCallLeavesTheWorkspaceWhileACommandSwapsLinksIn() throws Exception {
@@ -46,10 +40,7 @@ class ContainerPathRaceIT {
       assertThat(sandbox.exec(setup).exitCode()).isZero();
       String before = sandbox.exec("cd /tmp/outside && ls | sort | md5sum && cat * | md5sum").stdout();
       SandboxProcess swapper = sandbox.startProcess(SWAPPER);
-      long until = System.currentTimeMillis() + 10_000;
-      while (!sandbox.files().exists("swapper-ready") && System.currentTimeMillis() < until) {
-        Thread.sleep(20);
-      }
+      Await.until(10_000, () -> sandbox.files().exists(PathSwapper.READY));
 
       List<String> escapes = race(sandbox, token);
       assertThat(swapper.status().isTerminal()).as("the swapper ran throughout: %s", swapper.logs()).isFalse();
@@ -64,37 +55,19 @@ class ContainerPathRaceIT {
   }
 
   private static List<String> race(ContainerSandbox sandbox, String token) throws InterruptedException {
-    ConcurrentLinkedQueue<String> escapes = new ConcurrentLinkedQueue<>();
-    AtomicInteger counter = new AtomicInteger();
-    long end = System.currentTimeMillis() + RACE_MS;
-    List<Thread> clients = new ArrayList<>();
-    for (int c = 0; c < 2; c++) {
-      Thread t = new Thread(() -> {
-        while (System.currentTimeMillis() < end) {
-          int i = counter.getAndIncrement();
-          String bad;
-          try {
-            bad = oneCall(sandbox, i);
-          } catch (SandboxException e) {
-            bad = e.httpStatus() >= 500 || String.valueOf(e.getMessage()).contains(token)
-                || String.valueOf(e.getMessage()).contains("/tmp/outside") ? "failed: " + e : null;
-          }
-          if (bad != null) {
-            escapes.add(bad.replace(token, "<token>"));
-          }
-        }
-      });
-      t.start();
-      clients.add(t);
-    }
-    for (Thread t : clients) {
-      t.join();
-    }
-    Map<String, Integer> kinds = new TreeMap<>();
-    escapes.forEach(e -> kinds.merge(e.replaceAll(":.*", ""), 1, Integer::sum));
-    System.out.printf("container path race: %d calls in %d ms, %d left the workspace %s%n", counter.get(), RACE_MS,
-        escapes.size(), kinds);
-    return new ArrayList<>(escapes);
+    Race.Result r = Race.run(2, RACE_MS, i -> {
+      String bad;
+      try {
+        bad = oneCall(sandbox, i);
+      } catch (SandboxException e) {
+        bad = e.httpStatus() >= 500 || String.valueOf(e.getMessage()).contains(token)
+            || String.valueOf(e.getMessage()).contains("/tmp/outside") ? "failed: " + e : null;
+      }
+      return bad == null ? null : bad.replace(token, "<token>");
+    });
+    System.out.printf("container path race: %d calls in %d ms, %d left the workspace %s%n", r.attempts(), RACE_MS,
+        r.escapes().size(), r.kinds(":"));
+    return r.escapes();
   }
 
   private static String oneCall(ContainerSandbox sandbox, int i) {

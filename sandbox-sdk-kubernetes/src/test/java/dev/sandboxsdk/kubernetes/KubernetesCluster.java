@@ -1,5 +1,6 @@
 package dev.sandboxsdk.kubernetes;
 
+import dev.sandboxsdk.contract.SkipNotice;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import org.junit.jupiter.api.extension.ConditionEvaluationResult;
@@ -22,21 +23,14 @@ public final class KubernetesCluster implements ExecutionCondition {
   /** The namespace the tests create sandboxes in (run.sh creates it). */
   public static final String NAMESPACE = System.getProperty("sandbox.k8s.namespace", "sandbox-it");
 
-  private static boolean announced;
   private static String failure;
   private static boolean checked;
 
   @Override
   public ConditionEvaluationResult evaluateExecutionCondition(ExtensionContext context) {
     if (KUBECONFIG.isEmpty()) {
-      synchronized (KubernetesCluster.class) {
-        if (!announced) {
-          announced = true;
-          System.err.println("[kubernetes tests skipped] no cluster named (-Dsandbox.kubeconfig=FILE;"
-              + " sandbox-sdk-kubernetes/e2e/cluster/run.sh starts one and runs them)");
-        }
-      }
-      return ConditionEvaluationResult.disabled("no -Dsandbox.kubeconfig");
+      return SkipNotice.disabled("kubernetes", "no cluster named (-Dsandbox.kubeconfig=FILE;"
+          + " sandbox-sdk-kubernetes/e2e/cluster/run.sh starts one and runs them)", "no -Dsandbox.kubeconfig");
     }
     String why = check();
     if (why != null) {

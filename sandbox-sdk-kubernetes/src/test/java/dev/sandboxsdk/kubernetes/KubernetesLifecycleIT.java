@@ -10,8 +10,8 @@ import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.SandboxState;
-import dev.sandboxsdk.contract.Await;
 import dev.sandboxsdk.kubernetes.internal.ClusterAdmin;
+import dev.sandboxsdk.testkit.Await;
 import io.fabric8.kubernetes.api.model.Container;
 import java.time.Duration;
 import java.util.List;
@@ -56,7 +56,7 @@ class KubernetesLifecycleIT {
   }
 
   private static boolean await(long timeoutMs, BooleanSupplier condition) throws InterruptedException {
-    return Await.await(Duration.ofMillis(timeoutMs), condition);
+    return Await.until(Duration.ofMillis(timeoutMs), condition);
   }
 
   @Test

@@ -6,6 +6,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.ProcStats;
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
@@ -18,13 +20,13 @@ import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.MethodOrderer;
@@ -385,14 +387,10 @@ class HostileClientsIT {
     throw new AssertionError("no event id in " + r.head() + r.body());
   }
 
-  private static long rssKib() throws IOException {
-    for (String l : Files.readAllLines(Path.of("/proc", String.valueOf(child.pid()), "status"))) {
-      if (l.startsWith("VmRSS:")) {
-        return Long.parseLong(l.replaceAll("[^0-9]", ""));
-      }
-    }
-    return -1;
+  private static long rssKib() {
+    return ProcStats.rssKib(child.pid());
   }
+
 
   @Test
   @Order(4)
@@ -452,41 +450,26 @@ class HostileClientsIT {
   // ---- helpers
 
   private static long fds() {
-    try (Stream<Path> s = Files.list(Path.of("/proc", String.valueOf(child.pid()), "fd"))) {
-      return s.count();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
+    return ProcStats.fds(child.pid());
   }
 
+
   private static long threads() {
-    try (Stream<Path> s = Files.list(Path.of("/proc", String.valueOf(child.pid()), "task"))) {
-      return s.count();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
+    return ProcStats.threads(child.pid());
   }
+
 
   /** Waits (up to a few seconds) until the count of descriptors stops changing. */
   private static void awaitQuiet() throws InterruptedException {
-    long last = -1;
-    for (int i = 0; i < 40 && fds() != last; i++) {
-      last = fds();
-      Thread.sleep(250);
-    }
+    ProcStats.awaitSteadyFds(child.pid());
   }
+
 
   /** Waits until {@code condition} holds; whether it did within {@code seconds}. */
   private static boolean await(BooleanSupplier condition, int seconds) throws InterruptedException {
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-    while (!condition.getAsBoolean()) {
-      if (System.nanoTime() > until) {
-        return false;
-      }
-      Thread.sleep(100);
-    }
-    return true;
+    return Await.until(Duration.ofSeconds(seconds), Duration.ofMillis(100), condition);
   }
+
 
   private static Socket connect() throws IOException {
     Socket s = new Socket(InetAddress.getLoopbackAddress(), port);

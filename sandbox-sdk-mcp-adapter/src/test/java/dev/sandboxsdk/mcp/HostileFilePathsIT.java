@@ -4,15 +4,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import java.nio.file.Files;
+import dev.sandboxsdk.testkit.HostBait;
+import dev.sandboxsdk.testkit.PathSwapper;
 import java.nio.file.Path;
-import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -33,22 +31,13 @@ class HostileFilePathsIT {
 
   @Test
   void fileToolsNeverLeaveTheWorkspaceWhileACommandSwapsLinksIn() throws Exception {
-    Path host = Files.createDirectory(tmp.resolve("host"));
-    Map<String, String> hostFiles = new TreeMap<>();
-    hostFiles.put("f", "HOSTSECRET\n");
-    hostFiles.put("hostonly", "HOSTSECRET\n");
-    for (int i = 0; i < VICTIMS; i++) {
-      hostFiles.put("victim-" + i, "host victim\n");
-    }
-    for (var e : hostFiles.entrySet()) {
-      Files.writeString(host.resolve(e.getKey()), e.getValue());
-      Files.setPosixFilePermissions(host.resolve(e.getKey()), PosixFilePermissions.fromString("rw-------"));
-    }
+    HostBait bait = HostBait.plant(tmp.resolve("host"), VICTIMS);
+    Path host = bait.dir();
     try (JarClient.Stdio server = JarClient.Stdio.start(tmp, List.of(), Map.of())) {
       server.initialize();
       String setup = "set -e; mkdir d; printf inside > d/f; for i in $(seq 0 " + (VICTIMS - 1) + "); do"
-          + " printf inside > d/victim-$i; done; ln -s " + host + " l; printf '%s\\n' 'import ctypes'"
-          + " 'libc = ctypes.CDLL(None)' 'while True: libc.renameat2(-100, b\"d\", -100, b\"l\", 2)' > swap.py";
+          + " printf inside > d/victim-$i; done; ln -s " + host + " l; cat > swap.py <<'EOF'\n"
+          + PathSwapper.python("d", "l") + "EOF\n";
       JsonNode made = server.call("exec", args("command", setup));
       assertThat(made.path("isError").asBoolean()).as("setup: %s", made).isFalse();
       JsonNode swapper = server.call("startProcess", args("command", "exec python3 swap.py"));
@@ -71,13 +60,7 @@ class HostileFilePathsIT {
       server.call("killAllProcesses", args());
 
       assertThat(escapes).as("tool results that left the workspace").isEmpty();
-      try (Stream<Path> s = Files.list(host)) {
-        assertThat(s.map(p -> p.getFileName().toString()).toList())
-            .containsExactlyInAnyOrderElementsOf(hostFiles.keySet());
-      }
-      for (var e : hostFiles.entrySet()) {
-        assertThat(Files.readString(host.resolve(e.getKey()))).as(e.getKey()).isEqualTo(e.getValue());
-      }
+      assertThat(bait.changes()).as("what the race did to the host directory's files").isEmpty();
     }
   }
 

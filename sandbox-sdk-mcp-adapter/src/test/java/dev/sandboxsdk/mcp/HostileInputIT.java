@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.sandboxsdk.testkit.Await;
+import dev.sandboxsdk.testkit.ProcStats;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.InputStream;
@@ -13,6 +15,7 @@ import java.net.SocketTimeoutException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
@@ -25,7 +28,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
-import java.util.stream.Stream;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -394,42 +396,29 @@ class HostileInputIT {
   }
 
   private static long fds() {
-    return count(Path.of("/proc", String.valueOf(child.pid()), "fd"));
+    return ProcStats.fds(child.pid());
   }
+
 
   private static long threads() {
-    return count(Path.of("/proc", String.valueOf(child.pid()), "task"));
+    return ProcStats.threads(child.pid());
   }
 
-  private static long count(Path dir) {
-    try (Stream<Path> s = Files.list(dir)) {
-      return s.count();
-    } catch (IOException e) {
-      throw new IllegalStateException(e);
-    }
+
+
+
+  private static long rssKib() {
+    return ProcStats.rssKib(child.pid());
   }
 
-  private static long rssKib() throws IOException {
-    for (String l : Files.readAllLines(Path.of("/proc", String.valueOf(child.pid()), "status"))) {
-      if (l.startsWith("VmRSS:")) {
-        return Long.parseLong(l.replaceAll("[^0-9]", ""));
-      }
-    }
-    return -1;
-  }
 
   private static void awaitQuiet() throws InterruptedException {
-    long last = -1;
-    for (int i = 0; i < 40 && fds() != last; i++) {
-      last = fds();
-      Thread.sleep(250);
-    }
+    ProcStats.awaitSteadyFds(child.pid());
   }
 
+
   private static void await(java.util.function.BooleanSupplier condition, int seconds) throws InterruptedException {
-    long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
-    while (!condition.getAsBoolean() && System.nanoTime() < until) {
-      Thread.sleep(100);
-    }
+    Await.until(Duration.ofSeconds(seconds), Duration.ofMillis(100), condition);
   }
+
 }

@@ -6,6 +6,7 @@ import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.testkit.Await;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -49,11 +50,41 @@ public final class Attacks {
     return "'" + (line.length() > 100 ? line.substring(0, 100) + "..." : line) + "'" + (s.lines().count() > 1 ? " ..." : "");
   }
 
+  /** The classic fork bomb, as the start of a shell command (an exec's timeout ends it). */
+  public static final String FORK_BOMB = "bomb() { bomb | bomb & }; bomb; ";
+
+  /**
+   * A background fork bomb that keeps what it took and takes every process slot that frees within
+   * 10 ms, so the pids limit stays full (perl is in every Debian image, perl-base being essential).
+   */
+  public static final String SLOT_HOLDING_BOMB = "perl -e 'while (1) { my $p = fork;"
+      + " if (!defined $p) { select(undef, undef, undef, 0.01) } elsif ($p == 0) { sleep 600; exit } }'";
+
+  /**
+   * A command that tries TCP to {@code port} at the sandbox's default gateway (read from
+   * {@code /proc/net/route}; none when the route has no gateway) and at each of {@code addresses},
+   * printing "connected ADDRESS" for each that answers and "tried" at the end.
+   */
+  public static String tryConnect(int port, String... addresses) {
+    return "gw=$(awk '$2 == \"00000000\" && $3 != \"00000000\" { g = $3; printf \"%d.%d.%d.%d\", \"0x\" substr(g,7,2),"
+        + " \"0x\" substr(g,5,2), \"0x\" substr(g,3,2), \"0x\" substr(g,1,2) }' /proc/net/route);"
+        + " for a in \"$gw\" " + String.join(" ", addresses) + "; do"
+        + " [ -n \"$a\" ] && timeout 3 bash -c \"echo > /dev/tcp/$a/" + port + "\" 2>/dev/null && echo \"connected $a\"; done;"
+        + " echo tried";
+  }
+
   /** The pid of the agent's JVM, as commands see it. */
   public String agentPid() {
     String pid = sh("pgrep -x java").stdout().strip();
     assertThat(pid).as("the agent's pid").matches("\\d+");
     return pid;
+  }
+
+  /** Asserts that an attack failed with "Permission denied" and that its output holds no token. */
+  public void assertDeniedWithoutToken(ExecResult r) {
+    assertThat(r.exitCode()).isNotZero();
+    assertThat(r.stderr()).contains("Permission denied");
+    assertThat(r.stdout()).doesNotContain(token);
   }
 
   /** Asserts that the agent still runs commands. */
@@ -134,7 +165,7 @@ public final class Attacks {
 
     /** Waits up to {@code timeout} for a first connection; returns how many arrived. */
     public int awaitAccepted(Duration timeout) throws InterruptedException {
-      Await.await(timeout, () -> accepted.get() > 0);
+      Await.until(timeout, () -> accepted.get() > 0);
       return accepted.get();
     }
 

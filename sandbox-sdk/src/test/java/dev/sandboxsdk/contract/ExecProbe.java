@@ -4,6 +4,7 @@ import dev.sandboxsdk.Command;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.Sandbox;
+import dev.sandboxsdk.testkit.Await;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -61,7 +62,7 @@ public final class ExecProbe implements SandboxProbe {
     String file = resolve(path);
     ExecResult[] last = {null};
     long[] pid = {-1};
-    boolean found = Await.await(timeout, () -> {
+    boolean found = Await.until(timeout, () -> {
       ExecResult r = sh("cat \"$1\"", file);
       last[0] = r;
       String s = r.stdout();

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.contract;
 
+import dev.sandboxsdk.testkit.ProcStats;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;

@@ -46,6 +46,7 @@ import dev.sandboxsdk.Terminal;
 import dev.sandboxsdk.TerminalOptions;
 import dev.sandboxsdk.TerminalOutput;
 import dev.sandboxsdk.WatchOptions;
+import dev.sandboxsdk.testkit.Await;
 import java.net.CookieManager;
 import java.net.InetAddress;
 import java.net.ServerSocket;
@@ -1597,7 +1598,7 @@ public abstract class SandboxContract {
 
     /** Waits until the output so far satisfies {@code condition}; returns it either way. */
     String await(java.util.function.Predicate<String> condition) throws InterruptedException {
-      Await.await(WAIT, () -> condition.test(text()) || done.isDone());
+      Await.until(WAIT, () -> condition.test(text()) || done.isDone());
       return text();
     }
 
@@ -1792,7 +1793,7 @@ public abstract class SandboxContract {
   }
 
   private static boolean await(Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    return Await.await(timeout, condition);
+    return Await.until(timeout, condition);
   }
 
   private static long millisSince(long t0) {

@@ -1,11 +1,12 @@
 package dev.sandboxsdk.agent.text;
 
+import static dev.sandboxsdk.testkit.Property.forAll;
 import static java.nio.charset.StandardCharsets.UTF_8;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.testkit.RandomText;
 import java.util.SplittableRandom;
 import java.util.TreeSet;
-import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -62,11 +63,7 @@ class Utf8SanitizerPropertyTest {
 
   /** Up to 64 bytes, four in five of them from {@link #EDGES}, the rest any byte. */
   private static byte[] utf8ish(SplittableRandom random) {
-    byte[] bytes = new byte[random.nextInt(65)];
-    for (int i = 0; i < bytes.length; i++) {
-      bytes[i] = (byte) (random.nextInt(5) < 4 ? EDGES[random.nextInt(EDGES.length)] : random.nextInt(256));
-    }
-    return bytes;
+    return RandomText.bytes(random, 64, EDGES);
   }
 
   private static String hex(byte[] bytes) {
@@ -75,19 +72,5 @@ class Utf8SanitizerPropertyTest {
       s.append(String.format("%02X", b & 0xFF));
     }
     return s.toString();
-  }
-
-  /** Runs {@code property} on {@code cases} generators drawn from one seed; a failure names the seed. */
-  private static void forAll(int cases, Consumer<SplittableRandom> property) {
-    long seed = Long.getLong("property.seed", System.nanoTime());
-    SplittableRandom random = new SplittableRandom(seed);
-    for (int i = 0; i < cases; i++) {
-      try {
-        property.accept(random);
-      } catch (AssertionError e) {
-        throw new AssertionError("case " + i + " of seed " + seed + " (replay: -Dproperty.seed=" + seed + "): "
-            + e.getMessage(), e);
-      }
-    }
   }
 }

@@ -1,14 +1,15 @@
 package dev.sandboxsdk.mcp.internal;
 
+import static dev.sandboxsdk.testkit.Property.forAll;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.testkit.RandomText;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
 import java.util.TreeSet;
-import java.util.function.Consumer;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -96,35 +97,13 @@ class RedactorPropertyTest {
   private static List<String> secrets(SplittableRandom random) {
     List<String> secrets = new ArrayList<>();
     for (int n = 1 + random.nextInt(3); n > 0; n--) {
-      secrets.add(string(random, "abc", Redactor.MIN_LENGTH + random.nextInt(8 - Redactor.MIN_LENGTH + 1)));
+      secrets.add(RandomText.string(random, "abc", Redactor.MIN_LENGTH + random.nextInt(8 - Redactor.MIN_LENGTH + 1)));
     }
     return secrets;
   }
 
   /** Up to 16 characters from "abc \n". */
   private static String text(SplittableRandom random) {
-    return string(random, "abc \n", random.nextInt(17));
-  }
-
-  private static String string(SplittableRandom random, String alphabet, int length) {
-    StringBuilder s = new StringBuilder(length);
-    for (int i = 0; i < length; i++) {
-      s.append(alphabet.charAt(random.nextInt(alphabet.length())));
-    }
-    return s.toString();
-  }
-
-  /** Runs {@code property} on {@code cases} generators drawn from one seed; a failure names the seed. */
-  private static void forAll(int cases, Consumer<SplittableRandom> property) {
-    long seed = Long.getLong("property.seed", System.nanoTime());
-    SplittableRandom random = new SplittableRandom(seed);
-    for (int i = 0; i < cases; i++) {
-      try {
-        property.accept(random);
-      } catch (AssertionError e) {
-        throw new AssertionError("case " + i + " of seed " + seed + " (replay: -Dproperty.seed=" + seed + "): "
-            + e.getMessage(), e);
-      }
-    }
+    return RandomText.string(random, "abc \n", random.nextInt(17));
   }
 }

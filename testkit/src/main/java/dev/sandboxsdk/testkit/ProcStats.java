@@ -1,4 +1,4 @@
-package dev.sandboxsdk.contract;
+package dev.sandboxsdk.testkit;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -17,7 +17,7 @@ import java.util.stream.Stream;
 
 /**
  * What this host's {@code /proc} says about a server process: descriptors, threads, RSS and live
- * descendants. The load tests of the agent and the MCP server check leaks with it.
+ * descendants. The load and hostile-client tests of the agent and the MCP server check leaks with it.
  */
 public final class ProcStats {
   private ProcStats() {}
@@ -28,6 +28,45 @@ public final class ProcStats {
       return s.count();
     } catch (IOException e) {
       throw new IllegalStateException("no /proc/" + pid + "/" + dir, e);
+    }
+  }
+
+  /** Open file descriptors of {@code pid}. */
+  public static long fds(long pid) {
+    return count(pid, "fd");
+  }
+
+  /** Threads of {@code pid}. */
+  public static long threads(long pid) {
+    return count(pid, "task");
+  }
+
+  /**
+   * Names of the threads of {@code pid} with how many have each, digits in names folded to
+   * {@code #} ({@code agent-io-#}), for leak checks that leave pools aside and for failure messages.
+   */
+  public static Map<String, Integer> threadNames(long pid) {
+    Map<String, Integer> names = new TreeMap<>();
+    try (Stream<Path> tasks = Files.list(Path.of("/proc", Long.toString(pid), "task"))) {
+      tasks.forEach(t -> {
+        try {
+          names.merge(Files.readString(t.resolve("comm")).strip().replaceAll("[0-9]+", "#"), 1, Integer::sum);
+        } catch (IOException e) {
+          // the thread ended meanwhile
+        }
+      });
+    } catch (IOException e) {
+      throw new IllegalStateException("no /proc/" + pid + "/task", e);
+    }
+    return names;
+  }
+
+  /** Waits (up to about ten seconds) until the count of {@code pid}'s descriptors stops changing. */
+  public static void awaitSteadyFds(long pid) throws InterruptedException {
+    long last = -1;
+    for (int i = 0; i < 40 && fds(pid) != last; i++) {
+      last = fds(pid);
+      Thread.sleep(250);
     }
   }
 

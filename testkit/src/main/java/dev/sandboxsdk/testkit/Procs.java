@@ -1,4 +1,4 @@
-package dev.sandboxsdk;
+package dev.sandboxsdk.testkit;
 
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -9,23 +9,22 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
-import java.util.function.BooleanSupplier;
 
 /**
- * Looks at real processes through /proc, the way an operator would: the integration tests use it
- * to prove that a process the SDK says it killed is really gone.
+ * Looks at real processes through /proc, the way an operator would: the tests use it to prove that
+ * a process the agent or the SDK says it killed is really gone.
  */
-final class ItProcs {
-  private ItProcs() {}
+public final class Procs {
+  private Procs() {}
 
   /** True if the pid exists and is neither a zombie nor dead. */
-  static boolean alive(long pid) {
+  public static boolean alive(long pid) {
     String[] f = stat(pid);
     return f != null && !f[0].equals("Z") && !f[0].equals("X");
   }
 
   /** The pids among {@code pids} that are still alive. */
-  static List<Long> aliveAmong(Collection<Long> pids) {
+  public static List<Long> aliveAmong(Collection<Long> pids) {
     List<Long> out = new ArrayList<>();
     for (long pid : pids) {
       if (alive(pid)) {
@@ -35,8 +34,8 @@ final class ItProcs {
     return out;
   }
 
-  /** Pids of the live (non-zombie) members of a process group. */
-  static List<Long> groupMembers(long pgid) {
+  /** Pids of the live (neither zombie nor dead) members of a process group. */
+  public static List<Long> groupMembers(long pgid) {
     List<Long> members = new ArrayList<>();
     try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
       for (Path dir : dirs) {
@@ -52,19 +51,18 @@ final class ItProcs {
     return members;
   }
 
-  /** Pids of live processes whose command line contains {@code text}. */
-  static List<Long> withCommandLineContaining(String text) {
+  /**
+   * Pids of live processes whose command line, arguments joined by spaces, contains {@code text}
+   * (a tag such as {@code sleep 812345.3} or a workspace path), so a test never mistakes another
+   * program's processes for its own.
+   */
+  public static List<Long> withCommandLineContaining(String text) {
     List<Long> found = new ArrayList<>();
     try (DirectoryStream<Path> dirs = Files.newDirectoryStream(Path.of("/proc"), "[0-9]*")) {
       for (Path dir : dirs) {
-        try {
-          String cmdline = new String(Files.readAllBytes(dir.resolve("cmdline")), StandardCharsets.UTF_8);
-          long pid = Long.parseLong(dir.getFileName().toString());
-          if (cmdline.contains(text) && alive(pid)) {
-            found.add(pid);
-          }
-        } catch (IOException gone) {
-          // exited meanwhile
+        long pid = Long.parseLong(dir.getFileName().toString());
+        if (cmdline(pid).contains(text) && alive(pid)) {
+          found.add(pid);
         }
       }
     } catch (IOException e) {
@@ -73,25 +71,23 @@ final class ItProcs {
     return found;
   }
 
-  /** Waits up to {@code timeout} for the condition; returns whether it became true. */
-  static boolean await(Duration timeout, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + timeout.toNanos();
-    while (System.nanoTime() < deadline) {
-      if (condition.getAsBoolean()) {
-        return true;
-      }
-      Thread.sleep(20);
+  /** The command line with spaces between arguments, or "" if the process is gone. */
+  public static String cmdline(long pid) {
+    try {
+      byte[] b = Files.readAllBytes(Path.of("/proc", Long.toString(pid), "cmdline"));
+      return new String(b, StandardCharsets.ISO_8859_1).replace('\0', ' ').trim();
+    } catch (IOException | RuntimeException gone) {
+      return "";
     }
-    return condition.getAsBoolean();
   }
 
   /**
    * Reads a pid that a command wrote to a file ({@code echo $$ > file}), waiting until the file
-   * holds a whole line.
+   * holds a whole line; fails with an {@link AssertionError} if none comes within {@code timeout}.
    */
-  static long readPid(Path file, Duration timeout) throws InterruptedException {
+  public static long readPid(Path file, Duration timeout) throws InterruptedException {
     long[] pid = {-1};
-    boolean found = await(timeout, () -> {
+    boolean found = Await.until(timeout, () -> {
       try {
         String s = Files.readString(file, StandardCharsets.US_ASCII);
         if (s.endsWith("\n") && !s.isBlank()) {
