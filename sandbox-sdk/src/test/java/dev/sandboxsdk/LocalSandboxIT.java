@@ -350,13 +350,15 @@ class LocalSandboxIT {
     try {
       killAndAwaitItsAgent(dead);
       killAndAwaitItsAgent(deadWithSupplied);
-      assertThat(dead.workspace).as("a killed JVM leaves its workspace behind").isDirectory();
       Files.writeString(supplied.resolve("mine.txt"), "keep me");
 
       List<Path> deleted = LocalSandbox.cleanupStaleWorkspaces();
 
-      assertThat(deleted).contains(dead.workspace).doesNotContain(live.workspace, supplied);
-      assertThat(dead.workspace).doesNotExist();
+      // Any start of a local sandbox by this OS user (another test JVM, a build beside this one, a
+      // background clean-up still running here) cleans up too, so the dead workspace may be gone
+      // before this call: what matters is that it is gone after it, and the others are not.
+      assertThat(deleted).doesNotContain(live.workspace, supplied);
+      assertThat(dead.workspace).as("the workspace of the killed JVM").doesNotExist();
       assertThat(dead.workspace.resolveSibling(dead.workspace.getFileName() + ".owner"))
           .as("the ownership marker goes with it").doesNotExist();
       assertThat(live.workspace).as("the workspace of a running sandbox in another JVM").isDirectory();
