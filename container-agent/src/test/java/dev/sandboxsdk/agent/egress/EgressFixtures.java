@@ -62,6 +62,24 @@ final class EgressFixtures {
         .allow("tls.test").allow("meta.test").build();
   }
 
+  /** Serves each connection {@code server} accepts on a daemon thread of its own, until it is closed. */
+  static void serveEach(ServerSocket server, String name, java.util.function.Consumer<Socket> serve) {
+    Thread acceptor = new Thread(() -> {
+      while (!server.isClosed()) {
+        try {
+          Socket s = server.accept();
+          Thread t = new Thread(() -> serve.accept(s), name + "-conn");
+          t.setDaemon(true);
+          t.start();
+        } catch (IOException e) {
+          return;
+        }
+      }
+    }, name);
+    acceptor.setDaemon(true);
+    acceptor.start();
+  }
+
   /**
    * An HTTP/1.1 server, a thread per connection: answers one request with a body that echoes what it
    * got ({@code GET /path host=... connection=... body=...}), then closes.
@@ -72,26 +90,11 @@ final class EgressFixtures {
 
     HttpUpstream() throws IOException {
       server = new ServerSocket(0, 1024, InetAddress.getLoopbackAddress());
-      Thread t = new Thread(this::accept, "test-http-upstream");
-      t.setDaemon(true);
-      t.start();
+      serveEach(server, "test-http-upstream", this::serve);
     }
 
     int port() {
       return server.getLocalPort();
-    }
-
-    private void accept() {
-      while (!server.isClosed()) {
-        try {
-          Socket s = server.accept();
-          Thread t = new Thread(() -> serve(s), "test-http-conn");
-          t.setDaemon(true);
-          t.start();
-        } catch (IOException e) {
-          return;
-        }
-      }
     }
 
     private void serve(Socket s) {
@@ -189,26 +192,11 @@ final class EgressFixtures {
     TlsUpstream(SSLContext context) throws IOException {
       server = (SSLServerSocket) context.getServerSocketFactory().createServerSocket(0, 50,
           InetAddress.getLoopbackAddress());
-      Thread t = new Thread(this::accept, "test-tls-upstream");
-      t.setDaemon(true);
-      t.start();
+      serveEach(server, "test-tls-upstream", s -> serve((SSLSocket) s));
     }
 
     int port() {
       return server.getLocalPort();
-    }
-
-    private void accept() {
-      while (!server.isClosed()) {
-        try {
-          SSLSocket s = (SSLSocket) server.accept();
-          Thread t = new Thread(() -> serve(s), "test-tls-conn");
-          t.setDaemon(true);
-          t.start();
-        } catch (IOException e) {
-          return;
-        }
-      }
     }
 
     private static void serve(SSLSocket s) {
