@@ -29,6 +29,10 @@ import java.util.Objects;
  * @param spawn how commands are started: one of {@link #SPAWN_MODES}
  * @param checkpointDir where checkpoints of the workspace are kept (outside the workspace, only
  *     the agent's), or null for a temporary directory the agent deletes when it stops
+ * @param egressPolicy the policy the egress proxy starts with, or null for no egress proxy (and
+ *     no proxy variables for commands)
+ * @param egressTestHosts a test hook: names the egress proxy resolves to these addresses instead
+ *     of asking DNS ({@code --egress-test-hosts}); empty (the default) in any real use
  */
 public record AgentConfig(
     String bind,
@@ -55,7 +59,9 @@ public record AgentConfig(
     boolean isolationNetwork,
     long proxyTimeoutMs,
     String spawn,
-    Path checkpointDir) {
+    Path checkpointDir,
+    dev.sandboxsdk.agent.egress.EgressPolicy egressPolicy,
+    java.util.Map<String, String> egressTestHosts) {
 
   /**
    * The values of {@code --spawn}: {@code auto} (the default) starts commands with the native
@@ -127,6 +133,10 @@ public record AgentConfig(
       throw new IllegalArgumentException("keepAliveMs must be 1.." + MAX_KEEP_ALIVE_MS + ": " + keepAliveMs);
     }
     inheritEnv = java.util.List.copyOf(inheritEnv);
+    egressTestHosts = java.util.Map.copyOf(egressTestHosts);
+    if (!egressTestHosts.isEmpty() && egressPolicy == null) {
+      throw new IllegalArgumentException("--egress-test-hosts needs --egress-policy");
+    }
     if (autoCleanupDelayMs < 0) {
       throw new IllegalArgumentException("autoCleanupDelayMs must be >= 0: " + autoCleanupDelayMs);
     }
@@ -270,6 +280,8 @@ public record AgentConfig(
         + ", isolation=" + isolation + (isolation.equals("none") ? "" : ", network=" + (isolationNetwork ? "on" : "off"))
         + ", proxyTimeoutMs=" + proxyTimeoutMs + ", spawn=" + spawn
         + ", checkpointDir=" + (checkpointDir != null ? checkpointDir : "temporary")
+        + ", egress=" + (egressPolicy == null ? "none" : egressPolicy.mode() + " with " + egressPolicy.rules().size()
+            + " rule(s)" + (egressTestHosts.isEmpty() ? "" : ", test hosts " + egressTestHosts))
         + ", outputBudgetBytes=" + (outputBudgetBytes > 0 ? outputBudgetBytes : "auto(" + outputBudget() + ")") + "]";
   }
 
@@ -300,6 +312,8 @@ public record AgentConfig(
     private long proxyTimeoutMs = DEFAULT_PROXY_TIMEOUT_MS;
     private String spawn = "auto";
     private Path checkpointDir;
+    private dev.sandboxsdk.agent.egress.EgressPolicy egressPolicy;
+    private final java.util.Map<String, String> egressTestHosts = new java.util.LinkedHashMap<>();
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -337,6 +351,10 @@ public record AgentConfig(
     public Builder spawn(String spawn) { this.spawn = spawn; return this; }
     /** Where checkpoints are kept; null (the default) for a temporary directory removed on stop. */
     public Builder checkpointDir(Path dir) { this.checkpointDir = dir; return this; }
+    /** The egress proxy's starting policy; null (the default) runs no proxy. */
+    public Builder egressPolicy(dev.sandboxsdk.agent.egress.EgressPolicy policy) { this.egressPolicy = policy; return this; }
+    /** Test hook: names the egress proxy resolves to these IP addresses; none by default. */
+    public Builder egressTestHosts(java.util.Map<String, String> hosts) { this.egressTestHosts.putAll(hosts); return this; }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
@@ -344,7 +362,7 @@ public record AgentConfig(
           maxConnections, requestTimeoutSeconds,
           java.util.List.copyOf(inheritEnv),
           outputBudgetBytes, commandUser, idleTimeoutMs, freshWorkspace, isolation, isolationNetwork,
-          proxyTimeoutMs, spawn, checkpointDir);
+          proxyTimeoutMs, spawn, checkpointDir, egressPolicy, egressTestHosts);
     }
   }
 }

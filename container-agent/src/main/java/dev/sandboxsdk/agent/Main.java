@@ -25,93 +25,14 @@ public final class Main {
   /** The longest first line of standard input taken as a token. */
   private static final int MAX_TOKEN_LINE = 4096;
 
-  private static final String USAGE = String.join("\n",
-      "Usage: java -jar container-agent.jar [options]",
-      "",
-      "Runs the sandbox agent: an HTTP server (protocol v1) that spawns and manages processes.",
-      "",
-      "Options:",
-      "  --port N                 TCP port to listen on; 0 picks a free port (default 3000)",
-      "  --bind ADDR              address to bind (default 0.0.0.0; use 127.0.0.1 for local only)",
-      "  --workspace DIR          default working directory of commands; created if missing",
-      "                           (default: a new empty directory under the system's temp",
-      "                           directory, named in the log; it is left in place on exit)",
-      "  --token-file F           file holding the bearer token clients must send",
-      "                           (the token may also come from env SANDBOX_AGENT_TOKEN)",
-      "  --token-stdin            read the token from the first line of standard input, so it",
-      "                           is in no file, argument or environment a command could read",
-      "  --insecure-no-auth       serve without a token (only for trusted, local setups)",
-      "  --max-processes N        most processes running at once, of any kind (default 1024,",
-      "                           or fewer if the open-file limit leaves less than 3 per process)",
-      "  --grace-ms N             time between SIGTERM and SIGKILL when killing (default 5000)",
-      "  --keep-alive-ms N        idle time before an event stream gets a keep-alive comment,",
-      "                           1..15000 (default 2000)",
-      "  --max-body-bytes N       largest request body accepted (default 8388608)",
-      "  --log-window-bytes N     output retained per stream of a background process",
-      "                           (default 1048576)",
-      "  --max-output-bytes N     default per-stream output cap of POST /api/execute",
-      "                           (default 16777216; requests may set maxOutputBytes)",
-      "  --output-budget-bytes N  total output the agent buffers for all processes (execute",
-      "                           results and background windows); 0 = 25% of the max heap",
-      "                           (default 0; see docs/protocol/semantics.md, \"Memory\")",
-      "  --auto-cleanup-delay-ms N  how long a finished process started with autoCleanup",
-      "                           stays listed (default 60000)",
-      "  --max-connections N      most HTTP connections open at once; more are closed right",
-      "                           after accept (default: half of the open-file limit left",
-      "                           after 64, between 16 and 1024)",
-      "  --request-timeout-seconds N  a request's line, headers and body must arrive within",
-      "                           this; slower clients are disconnected (default 30;",
-      "                           responses and event streams are not limited)",
-      "  --inherit-env NAME[,NAME...]  also pass the agent's variable NAME to every command;",
-      "                           repeatable. Commands otherwise get only PATH, HOME, LANG,",
-      "                           TERM, TMPDIR (the agent's value, or a default), LC_ALL and",
-      "                           LC_CTYPE if set, SANDBOX_WORKSPACE, SANDBOX_AGENT_RUN and",
-      "                           what each request sets. SANDBOX_AGENT_TOKEN is never passed",
-      "  --exit-on-stdin-eof      stop (like SIGTERM) when standard input reaches end of file;",
-      "                           a parent that starts the agent keeps the pipe open, so the",
-      "                           agent and its processes go away even if the parent is killed",
-      "  --idle-timeout-ms N      stop as on SIGTERM, with exit status 0, once no request has",
-      "                           been in progress or started for N ms; an open event stream",
-      "                           is in progress, pings and requests without a valid token do",
-      "                           not count (default 0: never)",
-      "  --command-user USER      run every command as USER (a name in /etc/passwd, UID, or",
-      "                           UID:GID) through setpriv(1): no capabilities, no_new_privs,",
-      "                           HOME from /etc/passwd (\"/\" without an entry). The agent must",
-      "                           run as root with CAP_SETUID, CAP_SETGID, CAP_SETPCAP and",
-      "                           CAP_KILL; it checks it can switch at start. Shutdown kills",
-      "                           every process of USER, so give it to nothing else",
-      "  --isolation MODE         none (default): commands see the host as the agent does;",
-      "                           bwrap: each command runs in a bubblewrap sandbox (system",
-      "                           directories read-only, the workspace and the sandbox's own",
-      "                           /tmp writable, nothing else of the host's files, own PID, IPC",
-      "                           and UTS namespaces, one loopback-only network namespace for",
-      "                           all commands; start fails if bwrap cannot run); auto: bwrap",
-      "                           where it works, else none with a warning",
-      "  --isolation-network on|off  whether isolated commands may use the network (default off)",
-      "  --proxy-timeout-ms N     how long a server behind /proxy/{port}/ may stay silent, before",
-      "                           its response headers (then 504) and between two reads of its",
-      "                           body (then the response is cut) (default 300000)",
-      "  --spawn MODE             how commands start: auto (default): posix_spawn through JNA",
-      "                           (new session without running setsid(1), one thread for all",
-      "                           exits and background output) where its self-test passes,",
-      "                           else the JDK; native: fail the start without it; jdk:",
-      "                           ProcessBuilder and setsid(1), threads per process",
-      "  --checkpoint-dir DIR     where checkpoints of the workspace are kept (created 0700;",
-      "                           must be outside the workspace). Default: a new temporary",
-      "                           directory, deleted when the agent stops",
-      "  --help                   print this help and exit",
-      "  --version                print the version and exit",
-      "",
-      "When ready, prints one line to stdout:",
-      "  SANDBOX_AGENT_READY {\"url\":...,\"port\":...,\"pid\":...,\"version\":...,\"protocol\":1,",
-      "                       \"isolation\":\"none\"|\"bwrap\"[,\"isolationUnavailable\":WHY]}",
-      "Logs go to stderr. SIGTERM stops the agent and every process it started.");
-
   private static final String TOKEN_FILE = "--token-file";
   private static final String INHERIT_ENV = "--inherit-env";
   private static final String WORKSPACE = "--workspace";
   private static final String COMMAND_USER = "--command-user";
   private static final String IDLE_TIMEOUT = "--idle-timeout-ms";
+  private static final String EGRESS_POLICY = "--egress-policy";
+  /** A test hook: names the egress proxy resolves to given addresses instead of asking DNS. */
+  private static final String EGRESS_TEST_HOSTS = "--egress-test-hosts";
   /** 30 days: far beyond any use, and far from overflowing System.nanoTime arithmetic. */
   private static final long MAX_IDLE_TIMEOUT_MS = 30L * 24 * 3600 * 1000;
 
@@ -140,7 +61,9 @@ public final class Main {
       Map.entry("--spawn", Main::spawn),
       Map.entry("--proxy-timeout-ms", (b, v) -> b.proxyTimeoutMs(number("--proxy-timeout-ms", v, 1,
           AgentConfig.MAX_PROXY_TIMEOUT_MS))),
-      Map.entry("--isolation-network", (b, v) -> b.isolationNetwork(onOff("--isolation-network", v))));
+      Map.entry("--isolation-network", (b, v) -> b.isolationNetwork(onOff("--isolation-network", v))),
+      Map.entry(EGRESS_POLICY, (b, v) -> b.egressPolicy(egressPolicy(v))),
+      Map.entry(EGRESS_TEST_HOSTS, Main::egressTestHosts));
 
   private Main() {}
 
@@ -321,6 +244,30 @@ public final class Main {
     }
   }
 
+  /** The policy in the file: the JSON that PUT /api/egress/policy takes. */
+  private static dev.sandboxsdk.agent.egress.EgressPolicy egressPolicy(String file) {
+    try {
+      byte[] json = Files.readAllBytes(Path.of(file));
+      if (json.length > dev.sandboxsdk.agent.egress.EgressRequests.MAX_BODY_BYTES) {
+        throw new UsageException(EGRESS_POLICY + " " + file + " is larger than "
+            + dev.sandboxsdk.agent.egress.EgressRequests.MAX_BODY_BYTES + " bytes");
+      }
+      return dev.sandboxsdk.agent.egress.EgressRequests.parse(dev.sandboxsdk.agent.http.Json.parse(json));
+    } catch (IOException e) {
+      throw new UsageException("cannot read " + EGRESS_POLICY + " " + file + ": " + e.getMessage());
+    } catch (AgentException e) {
+      throw new UsageException(EGRESS_POLICY + " " + file + ": " + e.getMessage());
+    }
+  }
+
+  private static void egressTestHosts(AgentConfig.Builder b, String value) {
+    try {
+      b.egressTestHosts(dev.sandboxsdk.agent.egress.Egress.testHosts(value));
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(EGRESS_TEST_HOSTS + ": " + e.getMessage());
+    }
+  }
+
   private static void inheritEnv(AgentConfig.Builder b, String value) {
     java.util.List<String> names = new java.util.ArrayList<>();
     for (String name : value.split(",", -1)) {
@@ -384,7 +331,7 @@ public final class Main {
       switch (arg) {
         case "--help":
         case "-h":
-          out.println(USAGE);
+          out.println(Usage.TEXT);
           throw new UsageException(null);
         case "--version":
           out.println("container-agent " + AgentServer.version() + " (protocol 1)");

@@ -300,6 +300,24 @@ class WireFixturesIT {
     assertThat(gone.status()).isEqualTo(error.get("httpStatus").asInt());
   }
 
+  @Test
+  void egressAnswersHaveTheFixturesFields() throws Exception {
+    try (TestAgent egress = TestAgent.start(b -> b.egressPolicy(dev.sandboxsdk.agent.egress.EgressPolicy
+        .builder(dev.sandboxsdk.agent.egress.EgressPolicy.Mode.ALLOW_LIST).deny("denied.test").build())
+        .egressTestHosts(java.util.Map.of("denied.test", "127.0.0.1")))) {
+      assertThat(shape(egress.get("/api/egress/policy").body())).isEqualTo(shape(fixture("egress-policy-response.json")));
+      TestAgent.Response bad = egress.send(EgressWiringIT.put(egress, "{\"mode\":\"open\",\"rules\":[\"allow a..b\"]}"));
+      JsonNode error = fixture("egress-policy-error-response.json");
+      assertThat(shape(bad.body())).isEqualTo(shape(error));
+      assertThat(bad.body().get("code")).isEqualTo(error.get("code"));
+      assertThat(bad.status()).isEqualTo(error.get("httpStatus").asInt());
+      egress.post("/api/execute", obj("command", "curl -s -m 5 http://denied.test:9/ || true"));
+      JsonNode events = egress.get("/api/egress/events?since=0").body();
+      assertThat(events.path("events").size()).isEqualTo(1);
+      assertThat(shape(events)).isEqualTo(shape(fixture("egress-events-response.json")));
+    }
+  }
+
   private static List<String> iterable(Iterator<String> names) {
     List<String> all = new ArrayList<>();
     names.forEachRemaining(all::add);

@@ -7,8 +7,10 @@
  * allows them. {@code EgressProxy} serves HTTP {@code CONNECT} tunnels (with the TLS ClientHello's
  * SNI checked against the CONNECT host) and absolute-form HTTP requests, bounded by {@code
  * EgressLimits}, and records every connection as an {@code EgressEvent} in a bounded {@code
- * EgressAudit}. A domain package: it knows no agent route and no HTTP server.
- *
- * <p><b>Internal</b> to the agent; not yet wired to commands or exposed on the wire.
+ * EgressAudit}. The domain classes know no agent route and no HTTP server; {@code EgressRoutes}
+ * ({@code GET}/{@code PUT /api/egress/policy}, {@code GET /api/egress/events}) and {@code
+ * EgressRequests} (the policy's JSON, also read from {@code --egress-policy FILE}) are the
+ * capability's wire. {@code Egress} is the running proxy and the URL commands reach it at; the
+ * process layer starts it ({@code EgressSetup}) and gives every command the proxy variables.
  */
 package dev.sandboxsdk.agent.egress;

@@ -12,6 +12,7 @@ import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.background.ProcessRoutes;
 import dev.sandboxsdk.agent.checkpoint.CheckpointRoutes;
+import dev.sandboxsdk.agent.egress.EgressRoutes;
 import dev.sandboxsdk.agent.exec.ExecRoutes;
 import dev.sandboxsdk.agent.files.FileRoutes;
 import dev.sandboxsdk.agent.files.FileTransferRoutes;
@@ -278,6 +279,7 @@ public final class ApiHandler implements HttpHandler {
     proxy.register(routes);
     new GitRoutes(processes, workspace).register(routes);
     checkpoints.register(routes);
+    new EgressRoutes(processes.egress(), config.maxBodyBytes(), processes.outputBudget()).register(routes);
     return routes;
   }
 

@@ -190,6 +190,7 @@ public final class Bubblewrap {
     cmd.add(env);
     cmd.add("--ignore-signal=" + IGNORED);
     if (sharedNetwork != null) {
+      relay.ensureEgress(); // the holder may have been replaced: the new namespace needs its proxy port
       cmd.addAll(sharedNetwork.prefix());
     }
     cmd.add(bwrap);

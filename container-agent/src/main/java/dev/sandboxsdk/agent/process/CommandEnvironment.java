@@ -15,7 +15,7 @@ import java.util.regex.Pattern;
  *
  * <p>A command's environment is, in this order (later wins): the base variables (the agent's
  * value, or the documented default), the inherited names the agent has a value for,
- * {@value #WORKSPACE_VAR}, what the request passes ({@code null} removes), and finally the
+ * the egress proxy's variables when the agent has one, {@value #WORKSPACE_VAR}, what the request passes ({@code null} removes), and finally the
  * {@value #RUN_VAR} marker, which a request can neither set nor remove.
  */
 public final class CommandEnvironment {
@@ -54,6 +54,16 @@ public final class CommandEnvironment {
    */
   CommandEnvironment(Map<String, String> agentEnv, Collection<String> inherit, Path workspace, String runId,
       String tokenVar, String home) {
+    this(agentEnv, inherit, workspace, runId, tokenVar, home, Map.of());
+  }
+
+  /**
+   * @param egress the egress proxy's variables ({@code HTTP_PROXY} and the rest), which replace
+   *     inherited ones (an agent's own proxy must not lead around the policy); a request's own
+   *     variables still win
+   */
+  CommandEnvironment(Map<String, String> agentEnv, Collection<String> inherit, Path workspace, String runId,
+      String tokenVar, String home, Map<String, String> egress) {
     Map<String, String> env = new LinkedHashMap<>();
     BASE.forEach((name, fallback) -> {
       String value = agentEnv.get(name);
@@ -74,6 +84,7 @@ public final class CommandEnvironment {
         env.put(name, value);
       }
     }
+    env.putAll(egress);
     env.put(WORKSPACE_VAR, workspace.toString());
     this.start = Map.copyOf(env);
     this.runId = runId;

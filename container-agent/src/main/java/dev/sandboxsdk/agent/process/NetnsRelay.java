@@ -45,6 +45,10 @@ public final class NetnsRelay implements AutoCloseable {
 
   private final SharedNetwork network;
   private final Path socket;
+  /** The egress proxy's Unix-domain socket the relay forwards to, or null without egress. */
+  private Path egressSocket;
+  /** The relay's egress port in the namespace: 0 until the first relay picked one, then always that one. */
+  private int egressPort;
   private Running current;
   private boolean closed;
 
@@ -91,6 +95,38 @@ public final class NetnsRelay implements AutoCloseable {
     }
   }
 
+  /**
+   * Makes the relay also listen on {@code 127.0.0.1} inside the namespace and forward to the egress
+   * proxy at {@code proxySocket}; starts it now, and returns the port commands reach the proxy on.
+   * Every relay started later (after the holder was replaced) listens on the same port.
+   */
+  synchronized int forwardEgress(Path proxySocket) throws IOException {
+    egressSocket = proxySocket;
+    if (current != null) {
+      current.process().destroyForcibly();
+      current = null;
+    }
+    ensureRunning();
+    return egressPort;
+  }
+
+  /**
+   * With egress, makes sure a relay runs in the namespace new commands enter, so that their proxy
+   * port answers; a failure is logged (those commands then have no way out at all).
+   */
+  void ensureEgress() {
+    synchronized (this) {
+      if (egressSocket == null) {
+        return;
+      }
+    }
+    try {
+      ensureRunning();
+    } catch (IOException e) {
+      log.warn("cannot start the network relay, so commands cannot reach the egress proxy: {}", e.getMessage());
+    }
+  }
+
   /** The relay's pid, or -1 if none runs (for tests and diagnostics). */
   public synchronized long pid() {
     return current != null && current.process().isAlive() ? current.process().pid() : -1;
@@ -121,6 +157,10 @@ public final class NetnsRelay implements AutoCloseable {
     cmd.add(codeSource());
     cmd.add(RelayMain.class.getName());
     cmd.add(socket.toString());
+    if (egressSocket != null) {
+      cmd.add(egressSocket.toString());
+      cmd.add(Integer.toString(egressPort));
+    }
     long t0 = System.nanoTime();
     Process p = new ProcessBuilder(cmd).directory(socket.getParent().toFile())
         .redirectError(ProcessBuilder.Redirect.INHERIT).start();
@@ -134,7 +174,7 @@ public final class NetnsRelay implements AutoCloseable {
     });
     try {
       String line = ready.get(START_TIMEOUT_MS, TimeUnit.MILLISECONDS);
-      if (!RelayMain.READY.equals(line)) {
+      if (line == null || !(line.equals(RelayMain.READY) || line.startsWith(RelayMain.READY + " "))) {
         p.destroyForcibly();
         throw new IOException("the network relay did not start (exit "
             + (p.waitFor(1, TimeUnit.SECONDS) ? p.exitValue() : -1) + "; see the agent's log)");
@@ -146,6 +186,9 @@ public final class NetnsRelay implements AutoCloseable {
       p.destroyForcibly();
       Thread.currentThread().interrupt();
       throw new IOException("interrupted while starting the network relay", e);
+    }
+    if (egressSocket != null) {
+      egressPort = Integer.parseInt(ready.getNow("").substring(RelayMain.READY.length()).strip());
     }
     log.info("network relay started (pid {}, {} ms, socket {})", p.pid(),
         TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0), socket);

@@ -33,6 +33,8 @@ public final class ProcessManager implements AutoCloseable {
   private final CommandUser commandUser;
   /** Wraps every command in bubblewrap ({@code --isolation bwrap}), or null. */
   private final Bubblewrap bubblewrap;
+  /** The egress proxy commands go out through, or null without {@code --egress-policy}. */
+  private final dev.sandboxsdk.agent.egress.Egress egress;
   /** Why {@code --isolation auto} runs commands without isolation, or null. */
   private volatile String isolationUnavailable;
   private final ProcessGroups groups;
@@ -73,8 +75,16 @@ public final class ProcessManager implements AutoCloseable {
     // An isolated command cannot see the agent's HOME: its home is the workspace.
     String home = commandUser != null ? commandUser.home()
         : bubblewrap != null ? config.workspace().toString() : null;
+    try {
+      this.egress = EgressSetup.start(config, bubblewrap);
+    } catch (RuntimeException e) {
+      if (bubblewrap != null) {
+        bubblewrap.close();
+      }
+      throw e;
+    }
     CommandEnvironment environment = new CommandEnvironment(System.getenv(), config.inheritEnv(), config.workspace(),
-        runId, TOKEN_ENV, home);
+        runId, TOKEN_ENV, home, egress == null ? java.util.Map.of() : egress.environment());
     this.io = Executors.newCachedThreadPool(daemonThreads("agent-io"));
     ScheduledThreadPoolExecutor timers = new ScheduledThreadPoolExecutor(1, daemonThreads("agent-timer"));
     timers.setRemoveOnCancelPolicy(true);
@@ -148,6 +158,11 @@ public final class ProcessManager implements AutoCloseable {
    */
   public NetnsRelay relay() {
     return bubblewrap == null ? null : bubblewrap.relay();
+  }
+
+  /** The egress proxy and its URL, or null when the agent was started without a policy. */
+  public dev.sandboxsdk.agent.egress.Egress egress() {
+    return egress;
   }
 
   /** Whether commands may use the network: always without isolation, else as configured. */
@@ -337,5 +352,8 @@ public final class ProcessManager implements AutoCloseable {
     scheduler.shutdownNow();
     io.shutdownNow();
     spawner.close();
+    if (egress != null) {
+      egress.close(); // after the commands: none is left to use it
+    }
   }
 }

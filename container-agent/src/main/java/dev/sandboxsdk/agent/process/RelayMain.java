@@ -19,6 +19,12 @@ import java.nio.file.Path;
  * reads a two-byte port number, connects to that port on the namespace's loopback, answers one
  * status byte and then copies bytes both ways until either side is done.
  *
+ * <p>With egress ({@code RelayMain SOCKET_PATH EGRESS_SOCKET EGRESS_PORT}) it also listens on
+ * {@code 127.0.0.1:EGRESS_PORT} inside the namespace (0: a free port, printed after the ready
+ * word) and joins each connection made there to the agent's egress proxy on the Unix-domain
+ * socket {@code EGRESS_SOCKET}: that is the only way out of a namespace that has nothing but
+ * loopback.
+ *
  * <p>It uses nothing but the JDK (it runs with a small heap and no agent classes loaded) and
  * prints nothing but its ready line. It exits when its standard input reaches end of file: the
  * agent holds the other end of that pipe, so the relay ends with the agent however the agent
@@ -40,10 +46,10 @@ public final class RelayMain {
 
   private RelayMain() {}
 
-  /** {@code RelayMain SOCKET_PATH}. */
+  /** {@code RelayMain SOCKET_PATH [EGRESS_SOCKET EGRESS_PORT]}. */
   public static void main(String[] args) throws IOException {
-    if (args.length != 1) {
-      throw new IllegalArgumentException("usage: RelayMain SOCKET_PATH");
+    if (args.length != 1 && args.length != 3) {
+      throw new IllegalArgumentException("usage: RelayMain SOCKET_PATH [EGRESS_SOCKET EGRESS_PORT]");
     }
     Path socket = Path.of(args[0]);
     Files.deleteIfExists(socket);
@@ -70,7 +76,11 @@ public final class RelayMain {
     stdinWatch.start();
     // The ready line is the relay's protocol with the agent, not logging.
     java.io.PrintStream out = System.out;
-    out.println(READY);
+    String ready = READY;
+    if (args.length == 3) {
+      ready += " " + forwardEgress(Path.of(args[1]), Integer.parseInt(args[2]));
+    }
+    out.println(ready);
     out.flush();
     while (true) {
       SocketChannel client = server.accept();
@@ -124,6 +134,73 @@ public final class RelayMain {
       closeQuietly(up);
     } catch (IOException e) {
       closeQuietly(upstream);
+    }
+  }
+
+  /**
+   * Listens on {@code 127.0.0.1:port} of the namespace and joins each connection to the egress
+   * proxy's Unix-domain socket; returns the port.
+   */
+  private static int forwardEgress(Path proxy, int port) throws IOException {
+    ServerSocketChannel listener = ServerSocketChannel.open();
+    listener.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port), 1024);
+    Thread t = new Thread(null, () -> {
+      while (true) {
+        SocketChannel client;
+        try {
+          client = listener.accept();
+        } catch (IOException e) {
+          return;
+        }
+        Thread c = new Thread(null, () -> join(client, proxy), "relay-egress", STACK);
+        c.setDaemon(true);
+        c.start();
+      }
+    }, "relay-egress-accept", STACK);
+    t.setDaemon(true);
+    t.start();
+    return ((InetSocketAddress) listener.getLocalAddress()).getPort();
+  }
+
+  /** Copies both ways between a command's connection and the proxy; each side's end of file half-closes the other. */
+  private static void join(SocketChannel client, Path proxy) {
+    SocketChannel up;
+    try {
+      up = SocketChannel.open(UnixDomainSocketAddress.of(proxy));
+    } catch (IOException e) {
+      closeQuietly(client);
+      return;
+    }
+    Thread back = new Thread(null, () -> {
+      if (copy(up, client)) {
+        shutdownQuietly(client);
+      } else {
+        closeQuietly(up);
+        closeQuietly(client);
+      }
+    }, "relay-egress-back", STACK);
+    back.setDaemon(true);
+    back.start();
+    if (copy(client, up)) {
+      shutdownQuietly(up);
+    } else {
+      closeQuietly(up);
+      closeQuietly(client);
+    }
+    try {
+      back.join();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+    closeQuietly(up);
+    closeQuietly(client);
+  }
+
+  private static void shutdownQuietly(SocketChannel ch) {
+    try {
+      ch.shutdownOutput();
+    } catch (IOException e) {
+      closeQuietly(ch);
     }
   }
 
