@@ -34,6 +34,8 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
   /** The client of the running agent; null while this handle knows the sandbox stopped, and after close. */
   private volatile Sandbox client;
   private volatile boolean closed;
+  /** Whether a removal succeeded; guarded by {@link #lifecycle}. */
+  private boolean removed;
 
   /**
    * @param backend what starts, stops and removes the sandbox
@@ -157,36 +159,48 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
     finish(removeOnClose);
   }
 
+  /**
+   * The first call closes the client and releases the exit hook and what the handle owns; a call
+   * that removes does so until one removal succeeded. Under the lock, so that no wake swaps the
+   * client meanwhile and a second destroy() returns only once the sandbox is gone.
+   */
   private void finish(boolean remove) {
-    Sandbox c;
     synchronized (lifecycle) {
-      if (closed && !remove) {
+      if (closed && (!remove || removed)) {
         return;
       }
+      boolean first = !closed;
       closed = true;
-      c = client; // kept: a closed handle still tells where its agent was (see ContainerSandbox#baseUrl)
+      try {
+        Sandbox c = client; // kept: a closed handle still tells where its agent was (see ContainerSandbox#baseUrl)
+        if (first && c != null) {
+          c.close();
+        }
+        if (remove) {
+          backend.remove(id);
+          removed = true;
+        }
+      } finally {
+        if (first) {
+          release();
+        }
+      }
     }
-    try {
-      if (c != null) {
-        c.close();
+  }
+
+  private void release() {
+    if (shutdownHook != null) {
+      try {
+        Runtime.getRuntime().removeShutdownHook(shutdownHook);
+      } catch (IllegalStateException shuttingDown) {
+        // called from the hook itself
       }
-      if (remove) {
-        backend.remove(id);
-      }
-    } finally {
-      if (shutdownHook != null) {
-        try {
-          Runtime.getRuntime().removeShutdownHook(shutdownHook);
-        } catch (IllegalStateException shuttingDown) {
-          // called from the hook itself
-        }
-      }
-      if (owned != null) {
-        try {
-          owned.close();
-        } catch (Exception e) {
-          log.debug("could not release what the handle on the {} held: {}", what, e.toString());
-        }
+    }
+    if (owned != null) {
+      try {
+        owned.close();
+      } catch (Exception e) {
+        log.debug("could not release what the handle on the {} held: {}", what, e.toString());
       }
     }
   }
