@@ -119,7 +119,7 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
   public void wake() {
     synchronized (lifecycle) {
       if (closed) {
-        throw new IllegalStateException("this handle on the " + what + " is closed: get(\"" + id + "\") returns a new one");
+        throw closedForLifecycle();
       }
       Sandbox old = client;
       Sandbox now = backend.wake(id, old);
@@ -132,9 +132,16 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
     }
   }
 
+  private IllegalStateException closedForLifecycle() {
+    return new IllegalStateException("this handle on the " + what + " is closed: get(\"" + id + "\") returns a new one");
+  }
+
   @Override
   public void shutdown() {
     synchronized (lifecycle) {
+      if (closed) {
+        throw closedForLifecycle();
+      }
       boolean exists = backend.stop(id);
       Sandbox c = client;
       client = null;

@@ -122,6 +122,8 @@ class SandboxHandleTest {
     assertThatThrownBy(h::listProcesses).isInstanceOf(IllegalStateException.class)
         .hasMessageContaining("fake sandbox 'sb-1' is closed");
     assertThatThrownBy(h::wake).isInstanceOf(IllegalStateException.class).hasMessageContaining("get(\"sb-1\")");
+    assertThatThrownBy(h::shutdown).isInstanceOf(IllegalStateException.class).hasMessageContaining("is closed");
+    assertThat(backend.log).as("a closed handle neither wakes nor stops the sandbox").doesNotContain("wake", "stop");
     assertThat(h.info().id()).as("info() works after close").isEqualTo("sb-1");
     assertThat(client.calls).hasValue(1);
   }
