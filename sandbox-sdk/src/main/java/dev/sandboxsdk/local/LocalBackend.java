@@ -109,8 +109,13 @@ final class LocalBackend implements SandboxBackend {
     }
   }
 
+  /** Its messages name the sandbox as {@link LocalProviderSandbox} does. */
   @Override
-  public SandboxException notRunning(String name) {
+  public SandboxException notRunning(String name, String what) {
+    return notRunning(name);
+  }
+
+  private SandboxException notRunning(String name) {
     Optional<LocalState.Entry> record = state.read(name);
     if (record.isEmpty()) {
       return new SandboxException("the local sandbox '" + name + "' no longer exists (destroyed)", null);

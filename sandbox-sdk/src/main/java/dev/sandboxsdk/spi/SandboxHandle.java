@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  * {@link SandboxBackend}. Calls go to a client of the sandbox's agent while this handle knows it
  * runs; {@link #shutdown()} stops it (the backend keeps its files) and drops the client;
  * {@link #wake()} starts it and connects again; a call while stopped fails with the backend's
- * {@link SandboxBackend#notRunning(String) reason}; after {@link #close()} every call but
+ * {@link SandboxBackend#notRunning(String, String) reason}; after {@link #close()} every call but
  * {@link #info()} and {@link #destroy()} throws {@link IllegalStateException}. A handle that removes its sandbox on
  * {@link #close()} (an unnamed sandbox, from the handle that created it) also removes it when this
  * JVM exits. Providers subclass it to add what their sandboxes have beyond the seam (an address, a
@@ -105,7 +105,7 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
     }
     Sandbox c = client;
     if (c == null) {
-      throw backend.notRunning(id);
+      throw backend.notRunning(id, what);
     }
     return c;
   }

@@ -94,8 +94,8 @@ class SandboxHandleTest {
     }
 
     @Override
-    public SandboxException notRunning(String id) {
-      return new SandboxException("the fake sandbox " + id + " is stopped: call wake()", null);
+    public SandboxException notRunning(String id, String what) {
+      return new SandboxException("the " + what + " is stopped: call wake()", null);
     }
   }
 
@@ -207,7 +207,7 @@ class SandboxHandleTest {
     assertThat(client.closes).hasValue(1);
     assertThat(h.current()).isNull();
     assertThatThrownBy(h::listProcesses).isInstanceOf(SandboxException.class)
-        .hasMessage("the fake sandbox sb-1 is stopped: call wake()");
+        .hasMessage("the fake sandbox 'sb-1' is stopped: call wake()");
   }
 
   @Test
