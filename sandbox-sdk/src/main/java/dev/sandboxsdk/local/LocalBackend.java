@@ -116,6 +116,11 @@ final class LocalBackend implements SandboxBackend {
   }
 
   private SandboxException notRunning(String name) {
+    Running mine = agents.get(state.dir(name));
+    if (mine != null && mine.sandbox().agentAlive()) {
+      return new SandboxException("the local sandbox '" + name + "' runs again, woken through another handle since this"
+          + " handle shut it down: call wake() on this handle to use it", null);
+    }
     Optional<LocalState.Entry> record = state.read(name);
     if (record.isEmpty()) {
       return new SandboxException("the local sandbox '" + name + "' no longer exists (destroyed)", null);
