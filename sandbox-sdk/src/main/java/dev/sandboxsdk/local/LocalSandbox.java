@@ -97,7 +97,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     this.workspace = ws.toAbsolutePath();
     this.ownsWorkspace = owns;
     List<String> agentArgs = agentArguments(b);
-    this.stopWait = (b.grace != null ? b.grace : Duration.ofSeconds(5)).plusSeconds(5);
+    this.stopWait = b.gracePeriodInForce().plusSeconds(5);
     try {
       this.agent = AgentLauncher.start(b.javaExecutable, b.agentJar, workspace, b.jvmArguments, agentArgs, b.env,
           b.startupTimeout);
@@ -332,6 +332,11 @@ public final class LocalSandbox extends ForwardingSandbox {
     private boolean network;
 
     private Builder() {}
+
+    /** The grace period the agent uses: the one set, else its default of 5 s. */
+    Duration gracePeriodInForce() {
+      return grace != null ? grace : Duration.ofSeconds(5);
+    }
 
     /**
      * How commands are isolated from the host (default {@link Isolation#ISOLATED}: in bubblewrap
