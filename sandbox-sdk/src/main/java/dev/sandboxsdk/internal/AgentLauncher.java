@@ -202,7 +202,7 @@ public final class AgentLauncher {
       // the agent died at once; waiting for its ready line below reports why
     }
     Deque<String> tail = new ArrayDeque<>();
-    drain(process.getErrorStream(), "sandbox-agent-stderr-" + process.pid(), line -> {
+    Thread stderr = drain(process.getErrorStream(), "sandbox-agent-stderr-" + process.pid(), line -> {
       log.debug("{}", line);
       synchronized (tail) {
         if (tail.size() == STDERR_TAIL_LINES) {
@@ -219,21 +219,23 @@ public final class AgentLauncher {
     });
     process.onExit().thenRun(() -> ready.completeExceptionally(new IllegalStateException("exited")));
     process.onExit().thenAccept(p -> cds.agentExited(p.exitValue())); // an agent that stops on its own (idle)
-    String readyJson = readyLine(process, ready, startupTimeout, cmd, tail);
+    String readyJson = readyLine(process, ready, startupTimeout, cmd, tail, stderr);
     return agent(process, readyJson, token, cds);
   }
 
   /** Waits for the agent's ready line; stops the agent if it does not come. */
   private static String readyLine(Process process, CompletableFuture<String> ready, Duration startupTimeout,
-      List<String> cmd, Deque<String> tail) {
+      List<String> cmd, Deque<String> tail, Thread stderr) {
     try {
       return ready.get(startupTimeout.toMillis(), TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
       stop(process, Duration.ofSeconds(2));
+      joinQuietly(stderr);
       throw new SandboxException("the local agent did not print its ready line within " + startupTimeout.toMillis()
           + " ms; its last output:\n" + joined(tail), e);
     } catch (ExecutionException e) {
       waitQuietly(process);
+      joinQuietly(stderr);
       throw new SandboxException("the local agent exited during startup with status " + exitValue(process)
           + " (command: " + String.join(" ", cmd) + "); its last output:\n" + joined(tail), e);
     } catch (InterruptedException e) {
@@ -331,7 +333,7 @@ public final class AgentLauncher {
    * {@link #MAX_LINE_CHARS} is cut there (the rest up to its newline is dropped), so a child that
    * writes without newlines cannot grow this JVM's memory.
    */
-  private static void drain(InputStream in, String name, Consumer<String> lines) {
+  private static Thread drain(InputStream in, String name, Consumer<String> lines) {
     Thread t = new Thread(() -> {
       try (Reader r = new InputStreamReader(in, StandardCharsets.UTF_8)) {
         StringBuilder line = new StringBuilder();
@@ -360,6 +362,7 @@ public final class AgentLauncher {
     }, name);
     t.setDaemon(true);
     t.start();
+    return t;
   }
 
   private static String finish(StringBuilder line, boolean cut) {
@@ -370,6 +373,19 @@ public final class AgentLauncher {
   private static void waitQuietly(Process p) {
     try {
       p.waitFor(2, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
+  }
+
+  /**
+   * Lets the stderr reader reach end of file before its tail is reported: the exit is seen before
+   * the reader has taken the last lines from the pipe (say, while it skips a long line). Bounded,
+   * since a child the agent left behind may hold the pipe open.
+   */
+  private static void joinQuietly(Thread t) {
+    try {
+      t.join(2_000);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
