@@ -3,6 +3,9 @@
 # Arguments are the agent's (the image's CMD). Environment:
 #   SANDBOX_NETWORK=off   no new outgoing connection except on loopback (needs --cap-add NET_ADMIN
 #                         for this script only; the agent never keeps it). Default: on.
+#   SANDBOX_NETWORK=egress  commands reach the network only through the agent's egress proxy,
+#                         which decides by SANDBOX_EGRESS_POLICY (JSON, what --egress-policy
+#                         reads). Needs NET_ADMIN as off does, and --command-user.
 #   SANDBOX_AGENT_TOKEN   the agent's token (or pass --token-file); only root can read it here.
 #   JDK_JAVA_OPTIONS      more JVM flags (the java launcher reads them; commands do not get them).
 # 1. SANDBOX_NETWORK=off: installs an nftables ruleset whose output chain drops every packet that
@@ -11,6 +14,11 @@
 #    no connection anywhere else: not to the internet, the host, its bridge or other containers.
 #    If that fails the script stops with status 78: never run with the network open when it was
 #    asked to be off.
+#    SANDBOX_NETWORK=egress: the same, except that root (the agent, whose egress proxy connects
+#    out for the commands) may open connections, and nobody else may reach port 53 on loopback
+#    (an engine's embedded resolver listens there; names are the proxy's to resolve). Commands
+#    run as --command-user, never root, so the only way out they have is the proxy on loopback.
+#    The policy goes to a file only root can read, given to the agent as --egress-policy.
 # 2. Drops for good, before the JVM starts, every capability except the four the agent needs:
 #    SETUID, SETGID (start commands as --command-user), SETPCAP (clear the commands' bounding
 #    set) and KILL (signal them: they run under another uid). NET_ADMIN goes too, so neither the
@@ -24,28 +32,44 @@ fail() {
   exit "${2:-1}"
 }
 
+# Installs the output chain whose rules are given on stdin, atomically (nft applies the whole
+# file or nothing); "add table" + "flush table" make it idempotent should the network namespace
+# outlive the container (a pod's shared one). Stops with status 78 if it cannot.
+firewall() {
+  rules=$(cat)
+  if ! err=$(printf 'add table inet sandbox\nflush table inet sandbox\ntable inet sandbox {\n  chain output {\n    type filter hook output priority 0; policy drop;\n%s\n  }\n}\n' "$rules" | nft -f - 2>&1) \
+      || ! nft list chain inet sandbox output >/dev/null 2>&1; then
+    fail "SANDBOX_NETWORK=$SANDBOX_NETWORK, but the firewall that cuts the network off could not be installed \
+(${err:-no ruleset}); the container needs --cap-add NET_ADMIN for that. Not starting with the network open." 78
+  fi
+}
+
 case "${SANDBOX_NETWORK:-on}" in
   on) ;;
   off)
-    # Atomic: nft applies the whole file or nothing. "add table" + "flush table" make it
-    # idempotent should the network namespace outlive the container (a pod's shared one).
-    if ! err=$(nft -f - 2>&1 <<'RULES'
-add table inet sandbox
-flush table inet sandbox
-table inet sandbox {
-  chain output {
-    type filter hook output priority 0; policy drop;
+    firewall <<'RULES'
     oif "lo" accept
     ct state established,related accept
-  }
-}
 RULES
-    ) || ! nft list chain inet sandbox output >/dev/null 2>&1; then
-      fail "SANDBOX_NETWORK=off, but the firewall that cuts the network off could not be installed \
-(${err:-no ruleset}); the container needs --cap-add NET_ADMIN for that. Not starting with the network open." 78
-    fi
     ;;
-  *) fail "SANDBOX_NETWORK must be 'on' or 'off', not '$SANDBOX_NETWORK'" 2 ;;
+  egress)
+    [ -n "${SANDBOX_EGRESS_POLICY:-}" ] || fail "SANDBOX_NETWORK=egress needs SANDBOX_EGRESS_POLICY (the policy's JSON)" 2
+    case " $* " in
+      *" --command-user "* | *" --command-user="*) ;;
+      *) fail "SANDBOX_NETWORK=egress needs --command-user: commands run as root could bypass the proxy" 2 ;;
+    esac
+    firewall <<'RULES'
+    ct state established,related accept
+    meta skuid 0 accept
+    oif "lo" th dport 53 drop
+    oif "lo" accept
+RULES
+    policy=$(umask 077 && mktemp /tmp/.sandbox-egress-policy.XXXXXX) || fail "cannot write the egress policy" 1
+    printf '%s' "$SANDBOX_EGRESS_POLICY" > "$policy"
+    unset SANDBOX_EGRESS_POLICY
+    set -- "$@" --egress-policy "$policy"
+    ;;
+  *) fail "SANDBOX_NETWORK must be 'on', 'off' or 'egress', not '$SANDBOX_NETWORK'" 2 ;;
 esac
 
 # KILL (5), SETGID (6), SETUID (7), SETPCAP (8).

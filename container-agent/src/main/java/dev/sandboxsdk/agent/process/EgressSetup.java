@@ -38,7 +38,8 @@ final class EgressSetup {
       Egress egress = relay == null ? onLoopback(b) : inNamespace(b, relay, bubblewrap.scratch());
       log.info("egress proxy for commands at {} ({} with {} rule(s){})", egress.proxyUrl(),
           config.egressPolicy().mode(), config.egressPolicy().rules().size(),
-          relay == null ? "; a command that ignores the proxy variables is not stopped" : ", via the network relay");
+          relay == null ? "; only a firewall such as the image's SANDBOX_NETWORK=egress stops a command that"
+              + " ignores the proxy variables" : ", via the network relay");
       return egress;
     } catch (IOException e) {
       throw new UncheckedIOException("cannot start the egress proxy: " + e.getMessage(), e);
