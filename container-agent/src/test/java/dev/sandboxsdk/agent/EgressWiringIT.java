@@ -178,6 +178,8 @@ class EgressWiringIT {
       JsonNode raw = exec(agent, "python3 -c \"import socket; socket.create_connection(('127.0.0.1', " + port
           + "), 5)\"");
       assertThat(raw.path("exitCode").asInt()).as("a raw socket to the host's loopback port").isNotZero();
+      // refused by the namespace, not a python3 that is missing there (exit 127 passes the line above)
+      assertThat(raw.path("stderr").asText()).as("%s", raw).contains("ConnectionRefusedError");
       JsonNode outside = exec(agent, "curl -s -m 5 --noproxy '*' http://192.0.2.1/");
       assertThat(outside.path("exitCode").asInt()).as("no route to anywhere").isNotZero();
     }

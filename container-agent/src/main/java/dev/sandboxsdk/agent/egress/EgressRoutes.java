@@ -51,12 +51,18 @@ public final class EgressRoutes {
   void replace(HttpExchange exchange) throws IOException {
     Query.none(exchange);
     Egress e = running();
-    String declared = exchange.getRequestHeaders().getFirst("Content-Length");
-    if (declared != null && declared.strip().matches("[0-9]{1,18}") && Long.parseLong(declared.strip()) > maxBodyBytes) {
+    Json body;
+    try {
+      body = Json.read(exchange, maxBodyBytes, budget);
+    } catch (AgentException tooLarge) {
+      if (tooLarge.code() != ErrorCode.PAYLOAD_TOO_LARGE) {
+        throw tooLarge;
+      }
+      // the limit here is the policy's own, not only --max-body-bytes
       throw new AgentException(ErrorCode.PAYLOAD_TOO_LARGE, "an egress policy is at most " + maxBodyBytes + " bytes",
           Map.of("limit", maxBodyBytes));
     }
-    EgressPolicy next = EgressRequests.parse(Json.read(exchange, maxBodyBytes, budget));
+    EgressPolicy next = EgressRequests.parse(body);
     e.proxy().update(next);
     Responses.ok(exchange, answer(next));
   }

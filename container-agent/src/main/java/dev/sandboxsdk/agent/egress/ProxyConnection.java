@@ -64,7 +64,7 @@ final class ProxyConnection implements Runnable {
     try {
       RequestHead head;
       try {
-        head = RequestHead.read(client, proxy.limits().maxHeaderBytes(), () -> { });
+        head = RequestHead.read(client, proxy.limits().maxHeaderBytes());
       } catch (RequestHead.TooLarge e) {
         refuse(431, "Request Header Fields Too Large", "request-head-too-large");
         return;

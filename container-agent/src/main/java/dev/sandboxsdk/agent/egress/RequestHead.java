@@ -39,14 +39,13 @@ record RequestHead(String method, String target, String version, List<String[]> 
    * @throws Malformed if it is not a valid head
    * @throws EOFException if the client closed first
    */
-  static RequestHead read(ReadableByteChannel in, int max, Runnable onBytes) throws IOException {
+  static RequestHead read(ReadableByteChannel in, int max) throws IOException {
     ByteBuffer buf = ByteBuffer.allocate(max + 1);
     int scanned = 0;
     while (true) {
       if (in.read(buf) < 0) {
         throw new EOFException("client closed before its request head ended");
       }
-      onBytes.run();
       byte[] a = buf.array();
       for (int i = Math.max(3, scanned); i < buf.position(); i++) {
         if (a[i] == '\n' && a[i - 1] == '\r' && a[i - 2] == '\n' && a[i - 3] == '\r') {

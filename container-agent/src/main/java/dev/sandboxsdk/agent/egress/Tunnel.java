@@ -114,14 +114,24 @@ final class Tunnel {
     return !host.isLiteral() && HostNames.normalise(serverName).equals(host.name());
   }
 
+  /**
+   * Sends the request's body on. When the client ends its side first, a chunked body has ended
+   * (the server is told by a half-close), and a body shorter than its {@code Content-Length} can
+   * never complete: the exchange is closed both ways rather than left for the idle timeout, with
+   * the server waiting for the rest and the client perhaps long gone.
+   */
   private void upstreamBody(byte[] first, long body) throws IOException {
     SocketChannel server = connection.upstream;
     long remaining = body < 0 ? Long.MAX_VALUE : body;
     ByteBuffer head = ByteBuffer.wrap(first, 0, (int) Math.min(first.length, remaining));
     remaining -= head.remaining();
     send(server, head);
-    if (remaining > 0) {
-      copy(connection.client, server, up, remaining);
+    if (remaining > 0 && copy(connection.client, server, up, remaining) < remaining) {
+      if (body < 0) {
+        server.shutdownOutput();
+      } else {
+        connection.expire("closed");
+      }
     }
   }
 
@@ -146,8 +156,8 @@ final class Tunnel {
     up.addAndGet(n);
   }
 
-  /** Copies until end of stream or {@code limit} bytes, counting and marking activity. */
-  private void copy(SocketChannel from, SocketChannel to, AtomicLong counter, long limit) throws IOException {
+  /** Copies until end of stream or {@code limit} bytes, counting and marking activity; returns the bytes copied. */
+  private long copy(SocketChannel from, SocketChannel to, AtomicLong counter, long limit) throws IOException {
     ByteBuffer buf = ByteBuffer.allocate(BUFFER);
     long left = limit;
     while (left > 0) {
@@ -157,7 +167,7 @@ final class Tunnel {
       }
       int n = from.read(buf);
       if (n < 0) {
-        return;
+        break;
       }
       connection.lastActivity = System.nanoTime();
       buf.flip();
@@ -166,6 +176,7 @@ final class Tunnel {
       left -= n;
       connection.lastActivity = System.nanoTime();
     }
+    return limit - left;
   }
 
   private void pumpDone() {

@@ -62,39 +62,14 @@ final class FileOperations {
     return files;
   }
 
-  /** A file read whole; holds its share of the budget until closed (after the answer is sent). */
-  static final class WholeFile implements AutoCloseable {
-    private final String content;
-    private final boolean text;
-    private final String mimeType;
-    private final int size;
-    private final Runnable release;
-
-    private WholeFile(String content, boolean text, String mimeType, int size, Runnable release) {
-      this.content = content;
-      this.text = text;
-      this.mimeType = mimeType;
-      this.size = size;
-      this.release = release;
-    }
-
-    /** The file as UTF-8 text, or base64 when {@link #isText()} is false. */
-    String content() {
-      return content;
-    }
-
-    boolean isText() {
-      return text;
-    }
-
-    String mimeType() {
-      return mimeType;
-    }
-
-    int size() {
-      return size;
-    }
-
+  /**
+   * A file read whole; holds its share of the budget until closed (after the answer is sent).
+   *
+   * @param content the file as UTF-8 text, or base64 when {@code text} is false
+   * @param release gives the budget's share back
+   */
+  record WholeFile(String content, boolean text, String mimeType, int size, Runnable release)
+      implements AutoCloseable {
     @Override
     public void close() {
       release.run();

@@ -68,7 +68,7 @@ public final class FileRoutes {
     String raw = body.string("path");
     String encoding = encoding(body.string("encoding"));
     try (FileOperations.WholeFile file = operations.read(raw, encoding)) {
-      boolean text = file.isText();
+      boolean text = file.text();
       Responses.okAsIs(exchange, new FileMessages.Read(true, raw, file.content(), Instant.now().toString(),
           text ? "utf-8" : "base64", !text, file.mimeType(), file.size()));
     }

@@ -45,11 +45,28 @@ public final class Replies {
     }
   }
 
-  /** Reads what is left of a request body, up to a small limit; true if it reached the end. */
+  /** The most of a refused request's body that is read (and dropped) before its connection is closed. */
+  static final long DRAIN_LIMIT = 16L * 1024 * 1024;
+
+  /**
+   * Reads what is left of a refused request's body without keeping it; true if it reached the end.
+   * A client still sending when the answer comes and the connection closes gets a reset, which can
+   * overtake the answer (a 413 lost to "connection reset"), so a body of up to {@link #DRAIN_LIMIT}
+   * bytes is read to its end: it costs no memory, and the request deadline bounds the time. A larger
+   * declared body is not read at all (its connection is closed).
+   */
   static boolean drainRequestBody(HttpExchange exchange) {
+    String declared = exchange.getRequestHeaders().getFirst("Content-Length");
+    try {
+      if (declared != null && Long.parseLong(declared.trim()) > DRAIN_LIMIT) {
+        return false;
+      }
+    } catch (NumberFormatException e) {
+      return false;
+    }
     try {
       InputStream in = exchange.getRequestBody();
-      long left = 64 * 1024;
+      long left = DRAIN_LIMIT;
       byte[] skip = new byte[8192];
       while (left > 0) {
         int n = in.read(skip, 0, (int) Math.min(skip.length, left));

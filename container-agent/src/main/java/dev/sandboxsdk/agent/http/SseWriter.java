@@ -92,8 +92,21 @@ public final class SseWriter {
       error = new AgentMessages.ErrorEvent(dev.sandboxsdk.agent.ErrorCode.INTERNAL_ERROR.name(),
           "the agent failed while streaming: " + cause.getClass().getSimpleName());
     }
+    sendQuietly(error);
+  }
+
+  /**
+   * Sends one event, best effort: for the last word of a stream that is failing anyway, where a
+   * client that has hung up as well is no further error. Takes what {@link #send(Object)} and
+   * {@link #send(ObjectNode)} take.
+   */
+  public void sendQuietly(Object event) {
     try {
-      send(error);
+      if (event instanceof ObjectNode node) {
+        send(node);
+      } else {
+        send(event);
+      }
     } catch (IOException ignored) {
       // the client is gone as well
     }

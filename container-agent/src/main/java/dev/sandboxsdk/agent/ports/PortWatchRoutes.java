@@ -68,20 +68,10 @@ public final class PortWatchRoutes {
       log.debug("port-watch client of port {} went away: {}", w.port(), e.toString());
     } catch (AgentException e) {
       // A check could not be started (e.g. TOO_MANY_PROCESSES on an isolated agent): say why.
-      PortMessages.ErrorEvent error = new PortMessages.ErrorEvent(w.port(), e.getMessage(), e.code().name());
-      try {
-        sse.send(error);
-      } catch (IOException ignored) {
-        // the client is gone as well
-      }
+      sse.sendQuietly(new PortMessages.ErrorEvent(w.port(), e.getMessage(), e.code().name()));
     } catch (RuntimeException e) {
-      PortMessages.ErrorEvent error = new PortMessages.ErrorEvent(w.port(),
-          "the agent failed while watching: " + e.getClass().getSimpleName(), "INTERNAL_ERROR");
-      try {
-        sse.send(error);
-      } catch (IOException ignored) {
-        // the client is gone as well
-      }
+      sse.sendQuietly(new PortMessages.ErrorEvent(w.port(),
+          "the agent failed while watching: " + e.getClass().getSimpleName(), "INTERNAL_ERROR"));
       throw e;
     } finally {
       sse.close();

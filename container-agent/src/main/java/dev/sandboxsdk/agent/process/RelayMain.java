@@ -8,10 +8,12 @@ import java.net.SocketTimeoutException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.Semaphore;
 
 /**
  * The relay's own program ({@link NetnsRelay} starts it inside the sandbox's network namespace):
@@ -24,6 +26,15 @@ import java.nio.file.Path;
  * word) and joins each connection made there to the agent's egress proxy on the Unix-domain
  * socket {@code EGRESS_SOCKET}: that is the only way out of a namespace that has nothing but
  * loopback.
+ *
+ * <p>The egress side is the one a command reaches, so it is bounded: at most {@value
+ * #MAX_EGRESS_CONNECTIONS} joined connections at once (more than the proxy itself admits, so the
+ * proxy's cap is what a client normally meets; one more is answered {@code 503} and closed), each
+ * with two threads and a direct buffer of {@value #BUFFER} bytes, which fits the relay's small heap
+ * and direct memory. Accept loops outlive a failed accept (out of descriptors) or a thread that
+ * cannot start, and every connection closes its sockets however its threads end, so a command that
+ * floods the port is refused rather than ending the relay, and the relay is whole again once the
+ * command's connections close.
  *
  * <p>It uses nothing but the JDK (it runs with a small heap and no agent classes loaded) and
  * prints nothing but its ready line. It exits when its standard input reaches end of file: the
@@ -40,7 +51,13 @@ public final class RelayMain {
   /** The line the relay prints once it listens. */
   static final String READY = "relay-ready";
   static final int CONNECT_TIMEOUT_MS = 10_000;
-  private static final int BUFFER = 16 * 1024;
+  /** The most command connections joined to the egress proxy at once. */
+  static final int MAX_EGRESS_CONNECTIONS = 320;
+  private static final byte[] BUSY = ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain; charset=utf-8\r\n"
+      + "Content-Length: 35\r\nConnection: close\r\n\r\negress refused by connection-limit\n")
+      .getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+  /** Direct, so a copy needs no heap buffer and no per-thread temporary direct buffer of the JDK's. */
+  private static final int BUFFER = 8 * 1024;
   /** Each connection holds two threads; they copy bytes and need little stack. */
   private static final long STACK = 128 * 1024;
 
@@ -82,11 +99,70 @@ public final class RelayMain {
     }
     out.println(ready);
     out.flush();
-    while (true) {
-      SocketChannel client = server.accept();
-      Thread t = new Thread(null, () -> serve(client), "relay-conn", STACK);
-      t.setDaemon(true);
-      t.start();
+    acceptLoop(server, null, RelayMain::serve, "relay-conn");
+  }
+
+  /**
+   * Accepts until the listener closes, each connection on a thread of its own; with {@code slots},
+   * at most that many at once (one more is answered {@link #BUSY} and closed). A failed accept (out
+   * of descriptors) or a thread that cannot start costs that one connection and a short pause, not
+   * the loop.
+   */
+  private static void acceptLoop(ServerSocketChannel listener, Semaphore slots,
+      java.util.function.Consumer<SocketChannel> handler, String name) {
+    while (listener.isOpen()) {
+      SocketChannel client;
+      try {
+        client = listener.accept();
+      } catch (ClosedChannelException e) {
+        return;
+      } catch (IOException | Error e) { // EMFILE, or no memory for the channel
+        pause();
+        continue;
+      }
+      if (slots != null && !slots.tryAcquire()) {
+        busy(client);
+        continue;
+      }
+      try {
+        Thread t = new Thread(null, () -> {
+          try {
+            handler.accept(client);
+          } finally {
+            closeQuietly(client);
+            if (slots != null) {
+              slots.release();
+            }
+          }
+        }, name, STACK);
+        t.setDaemon(true);
+        t.start();
+      } catch (Error e) { // no thread: unable to create native thread, or no heap for it
+        closeQuietly(client);
+        if (slots != null) {
+          slots.release();
+        }
+        pause();
+      }
+    }
+  }
+
+  /** Over the cap: the proxy's own answer, written without blocking, then closed. */
+  private static void busy(SocketChannel client) {
+    try {
+      client.configureBlocking(false);
+      client.write(ByteBuffer.wrap(BUSY));
+    } catch (IOException e) {
+      // closed below either way
+    }
+    closeQuietly(client);
+  }
+
+  private static void pause() {
+    try {
+      Thread.sleep(50);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
     }
   }
 
@@ -131,9 +207,10 @@ public final class RelayMain {
       back.start();
       // Agent to upstream: the agent never half-closes, so its end of file (or an error) ends the exchange.
       copy(client, up);
-      closeQuietly(up);
     } catch (IOException e) {
-      closeQuietly(upstream);
+      // the agent or the server went away
+    } finally {
+      closeQuietly(upstream); // also when no thread could start for the way back
     }
   }
 
@@ -144,19 +221,9 @@ public final class RelayMain {
   private static int forwardEgress(Path proxy, int port) throws IOException {
     ServerSocketChannel listener = ServerSocketChannel.open();
     listener.bind(new InetSocketAddress(InetAddress.getByName("127.0.0.1"), port), 1024);
-    Thread t = new Thread(null, () -> {
-      while (true) {
-        SocketChannel client;
-        try {
-          client = listener.accept();
-        } catch (IOException e) {
-          return;
-        }
-        Thread c = new Thread(null, () -> join(client, proxy), "relay-egress", STACK);
-        c.setDaemon(true);
-        c.start();
-      }
-    }, "relay-egress-accept", STACK);
+    Semaphore slots = new Semaphore(MAX_EGRESS_CONNECTIONS);
+    Thread t = new Thread(null, () -> acceptLoop(listener, slots, c -> join(c, proxy), "relay-egress"),
+        "relay-egress-accept", STACK);
     t.setDaemon(true);
     t.start();
     return ((InetSocketAddress) listener.getLocalAddress()).getPort();
@@ -168,32 +235,31 @@ public final class RelayMain {
     try {
       up = SocketChannel.open(UnixDomainSocketAddress.of(proxy));
     } catch (IOException e) {
-      closeQuietly(client);
       return;
     }
-    Thread back = new Thread(null, () -> {
-      if (copy(up, client)) {
-        shutdownQuietly(client);
+    try {
+      Thread back = new Thread(null, () -> {
+        if (copy(up, client)) {
+          shutdownQuietly(client);
+        } else {
+          closeQuietly(up);
+          closeQuietly(client);
+        }
+      }, "relay-egress-back", STACK);
+      back.setDaemon(true);
+      back.start();
+      if (copy(client, up)) {
+        shutdownQuietly(up);
       } else {
         closeQuietly(up);
         closeQuietly(client);
       }
-    }, "relay-egress-back", STACK);
-    back.setDaemon(true);
-    back.start();
-    if (copy(client, up)) {
-      shutdownQuietly(up);
-    } else {
-      closeQuietly(up);
-      closeQuietly(client);
-    }
-    try {
-      back.join();
+      back.join(); // the connection's slot is free only once both directions are done
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
+    } finally {
+      closeQuietly(up); // the client is closed by the accept loop's thread
     }
-    closeQuietly(up);
-    closeQuietly(client);
   }
 
   private static void shutdownQuietly(SocketChannel ch) {
@@ -225,7 +291,7 @@ public final class RelayMain {
 
   /** Copies until end of file (true) or an error (false). */
   private static boolean copy(SocketChannel from, SocketChannel to) {
-    ByteBuffer buf = ByteBuffer.allocate(BUFFER);
+    ByteBuffer buf = ByteBuffer.allocateDirect(BUFFER);
     try {
       while (from.read(buf) >= 0) {
         buf.flip();

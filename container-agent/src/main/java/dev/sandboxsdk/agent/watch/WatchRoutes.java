@@ -73,11 +73,7 @@ public final class WatchRoutes {
         ObjectNode error = event("error");
         error.put("error", "the agent failed while watching: " + e.getClass().getSimpleName());
         error.put("code", ErrorCode.INTERNAL_ERROR.name());
-        try {
-          sse.send(error);
-        } catch (IOException ignored) {
-          // the client is gone as well
-        }
+        sse.sendQuietly(error);
         throw e;
       } finally {
         sse.close();
