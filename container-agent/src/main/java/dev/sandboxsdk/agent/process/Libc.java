@@ -34,7 +34,10 @@ final class Libc {
   static final int EPOLLERR = 0x008;
   static final int EPOLLHUP = 0x010;
   // <poll.h>
+  static final short POLLIN = 0x001;
   static final short POLLOUT = 0x004;
+  static final short POLLERR = 0x008;
+  static final short POLLHUP = 0x010;
   // <asm-generic/ioctls.h>, the same on x86-64 and aarch64
   static final long TIOCSWINSZ = 0x5414;
   // <termios.h>: IUTF8 in c_iflag, the first field of struct termios (60 bytes in glibc)

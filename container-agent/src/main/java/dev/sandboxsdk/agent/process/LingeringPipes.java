@@ -5,7 +5,10 @@ import java.util.concurrent.TimeUnit;
 /**
  * Decides when the output pipes of a process that has exited count as drained although they are
  * still open: another process holds them, either a background child in the group (given up on
- * soon) or one that escaped it (waited for longer), and never beyond a fixed limit.
+ * soon) or one that escaped it (waited for longer), and never beyond a fixed limit. A pipe that
+ * no process holds any more (the kernel says so: a poll reports hang-up) is never given up on,
+ * nor one with data waiting until the limit: an idle-looking reader may only be one that has not
+ * run yet (a busy or starved event loop), with the process's last output still unread.
  *
  * <p>Not thread-safe: its owner calls it under its own monitor ({@code ManagedProcess.maybeFinish}).
  */
@@ -45,9 +48,17 @@ final class LingeringPipes {
     if (exitSeenNanos == 0) {
       exitSeenNanos = now;
     }
+    OutputPump.Backlog out = stdoutPump.backlog();
+    OutputPump.Backlog err = stderrPump.backlog();
+    if (out == OutputPump.Backlog.END_OF_FILE || err == OutputPump.Backlog.END_OF_FILE) {
+      // No process holds that pipe any more, so nothing lingers: what is left in it is the exited
+      // process's own last output, and its reader reaches end of file once it has read that.
+      // Never given up on, whatever the clock says: the reader may just not have run yet.
+      return false;
+    }
     boolean lingeredTooLong = now - exitSeenNanos >= MAX_LINGER_NANOS;
-    boolean outIdle = lingeredTooLong || stdoutPump.idleFor(now, LINGER_IDLE_NANOS);
-    boolean errIdle = lingeredTooLong || stderrPump.idleFor(now, LINGER_IDLE_NANOS);
+    boolean outIdle = lingeredTooLong || stdoutPump.idleFor(now, LINGER_IDLE_NANOS, out);
+    boolean errIdle = lingeredTooLong || stderrPump.idleFor(now, LINGER_IDLE_NANOS, err);
     if (!outIdle || !errIdle) {
       return false;
     }
@@ -55,7 +66,7 @@ final class LingeringPipes {
       lingeringChildren = ProcessGroups.liveGroups().contains(pgid);
     }
     if (!lingeringChildren && !lingeredTooLong
-        && (!stdoutPump.idleFor(now, ESCAPED_IDLE_NANOS) || !stderrPump.idleFor(now, ESCAPED_IDLE_NANOS))) {
+        && (!stdoutPump.idleFor(now, ESCAPED_IDLE_NANOS, out) || !stderrPump.idleFor(now, ESCAPED_IDLE_NANOS, err))) {
       return false;
     }
     return true;

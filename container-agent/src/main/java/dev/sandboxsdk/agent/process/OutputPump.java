@@ -38,6 +38,17 @@ final class OutputPump {
    * that deletes the FIFO's name (a wiped temp directory) cannot then keep us from reading it.
    */
   private int early = -1;
+  /**
+   * A pooled-thread pump's own read end, kept only to {@link #backlog poll} the FIFO (the thread
+   * reads through a stream), or -1. Opened, polled and closed under {@link #fdLock}.
+   */
+  private int probe = -1;
+  /**
+   * Guards the closing of the descriptor {@link #backlog} polls ({@link #fd} or {@link #probe}),
+   * so a poll never lands on a number already reused. Only this: the loop thread holds the pump's
+   * monitor while it reads and the exit watcher holds the process's while it polls.
+   */
+  private final Object fdLock = new Object();
   private EventLoop loop;
   private long loopKey;
   private ManagedProcess.OutputSink loopSink;
@@ -116,6 +127,8 @@ final class OutputPump {
       } else {
         // Writers exist, so this does not block; through our early descriptor the name is not needed.
         in = new FileInputStream(early >= 0 ? "/proc/self/fd/" + early : fifo.toString());
+        probe = early;
+        early = -1;
       }
     } finally {
       if (early >= 0) {
@@ -148,9 +161,12 @@ final class OutputPump {
       if (in != null) {
         in.close();
       }
-      if (fd >= 0) {
-        Libc.close(fd);
-        fd = -1;
+      synchronized (fdLock) {
+        if (fd >= 0) {
+          Libc.close(fd);
+          fd = -1;
+        }
+        closeProbe();
       }
     } catch (IOException ignored) {
       // nothing was read through them
@@ -239,14 +255,18 @@ final class OutputPump {
       }
       if (n == 0) {
         loop.remove(loopKey, fd);
-        if (pty != null) {
-          pty.close();
-        } else {
-          Libc.close(fd);
+        synchronized (fdLock) {
+          if (pty != null) {
+            pty.close();
+          } else {
+            Libc.close(fd);
+          }
+          fd = -1;
+          done = true;
+        }
+        if (pty == null) {
           pool.give(fifo); // end of file: no writer is left
         }
-        fd = -1;
-        done = true;
         loopDone.run();
         return;
       }
@@ -273,17 +293,73 @@ final class OutputPump {
     return bytes;
   }
 
+  /** What waits in a pump's pipe or terminal to be read, as {@link #backlog} found it. */
+  enum Backlog {
+    /** Nothing: the pipe is empty (or the pump is done). */
+    NONE,
+    /** Bytes are waiting, and some process still holds the write end. */
+    DATA,
+    /**
+     * No process holds the write end (a terminal: the slave) any more: the reader gets end of
+     * file once it has read what is left, however late it gets to run.
+     */
+    END_OF_FILE,
+    /** Not known: no descriptor to poll (the JDK's spawn without the C library). */
+    UNKNOWN
+  }
+
+  /**
+   * Polls, without reading, what waits for this pump: the kernel's word, where {@link #idleFor}
+   * only sees whether the reader has read lately (a loop that is busy or starved of CPU has not,
+   * with the process's last output still waiting). For a terminal the poll also waits for output
+   * the kernel is still moving to the master.
+   */
+  Backlog backlog() {
+    synchronized (fdLock) {
+      if (done) {
+        return Backlog.NONE;
+      }
+      int target = loop != null ? fd : probe;
+      if (target < 0) {
+        return Backlog.UNKNOWN;
+      }
+      try (com.sun.jna.Memory pollfd = new com.sun.jna.Memory(8)) {
+        pollfd.setInt(0, target);
+        pollfd.setShort(4, Libc.POLLIN);
+        pollfd.setShort(6, (short) 0);
+        int n = Libc.poll(pollfd, 1, 0);
+        if (n <= 0) {
+          return n == 0 ? Backlog.NONE : Backlog.UNKNOWN;
+        }
+        short revents = pollfd.getShort(6);
+        if ((revents & (Libc.POLLHUP | Libc.POLLERR)) != 0) {
+          return Backlog.END_OF_FILE;
+        }
+        return (revents & Libc.POLLIN) != 0 ? Backlog.DATA : Backlog.NONE;
+      }
+    }
+  }
+
+  /** Closes {@link #probe}; the caller holds {@link #fdLock}. */
+  private void closeProbe() {
+    if (probe >= 0) {
+      Libc.close(probe);
+      probe = -1;
+    }
+  }
+
   /**
    * True once the pump has sat in the same read() call, with nothing arriving, for {@code
-   * idleNanos} of observation. Called only after the process exited, so data it wrote is already
-   * in the pipe and would have ended that read.
+   * idleNanos} of observation, and {@code backlog} (from {@link #backlog}, just before) finds
+   * nothing waiting. Called only after the process exited. Time alone proves nothing: a reader
+   * that is not scheduled reads nothing either, so waiting data restarts the observation.
    */
-  boolean idleFor(long now, long idleNanos) {
+  boolean idleFor(long now, long idleNanos, Backlog backlog) {
     if (done) {
       return true;
     }
     long seq = readSeq;
-    if ((seq & 1) == 0 || seq != observedSeq) {
+    if ((seq & 1) == 0 || seq != observedSeq || backlog == Backlog.DATA) {
       observedSeq = seq;
       observedSince = now;
       return false;
@@ -323,7 +399,10 @@ final class OutputPump {
     } catch (IOException e) {
       log.debug("pipe of {} failed: {}", name, e.toString());
     }
-    done = true;
+    synchronized (fdLock) {
+      closeProbe();
+      done = true;
+    }
     pool.give(fifo); // end of file: no writer is left
     whenDone.run();
   }
