@@ -175,6 +175,7 @@ public final class EgressProxy implements AutoCloseable {
       busy(ch);
       return;
     }
+    noDelay(ch);
     ProxyConnection connection = new ProxyConnection(this, ch);
     live.add(connection);
     if (closed) {
@@ -187,6 +188,21 @@ public final class EgressProxy implements AutoCloseable {
     } catch (RejectedExecutionException e) {
       connection.expire(closed ? "proxy-closed" : "refused");
       connection.end();
+    }
+  }
+
+  /**
+   * Small writes go at once: with Nagle on, the tunnel's second small write (a TLS server's next
+   * record after the {@code 200}) waits for the client's delayed ACK, some 40 ms per handshake.
+   * A Unix-domain channel (the relay's side, isolated) has no such option.
+   */
+  private static void noDelay(SocketChannel ch) {
+    try {
+      if (ch.supportedOptions().contains(java.net.StandardSocketOptions.TCP_NODELAY)) {
+        ch.setOption(java.net.StandardSocketOptions.TCP_NODELAY, true);
+      }
+    } catch (IOException e) {
+      // the client is gone; its connection fails on first use
     }
   }
 

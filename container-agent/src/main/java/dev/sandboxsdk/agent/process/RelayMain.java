@@ -233,6 +233,11 @@ public final class RelayMain {
   private static void join(SocketChannel client, Path proxy) {
     SocketChannel up;
     try {
+      client.socket().setTcpNoDelay(true); // as the proxy's own side: no delayed-ACK wait per TLS record
+    } catch (IOException e) {
+      return; // the command's connection is gone already
+    }
+    try {
       up = SocketChannel.open(UnixDomainSocketAddress.of(proxy));
     } catch (IOException e) {
       return;
