@@ -41,6 +41,7 @@ run sdk-bench bash benchmarks/scripts/sdk.sh ${smoke[@]+"${smoke[@]}"} --plots "
 run cancel-bench bash benchmarks/scripts/cancel.sh ${smoke[@]+"${smoke[@]}"}
 run files-bench bash benchmarks/scripts/files.sh "${files[@]}"
 run isolation-bench bash benchmarks/scripts/isolation.sh ${smoke[@]+"${smoke[@]}"}
+run egress-bench bash benchmarks/scripts/egress.sh ${smoke[@]+"${smoke[@]}"}
 run mcp-bench bash benchmarks/scripts/mcp.sh ${smoke[@]+"${smoke[@]}"}
 
 echo
