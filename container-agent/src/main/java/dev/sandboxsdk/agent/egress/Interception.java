@@ -63,6 +63,7 @@ final class Interception {
     }
     if (!sniMatches(server)) {
       connection.refuseInTunnel(Decision.SNI_MISMATCH);
+      connection.end();
       return;
     }
     RequestHead head;

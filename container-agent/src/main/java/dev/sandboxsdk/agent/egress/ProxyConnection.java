@@ -239,7 +239,9 @@ final class ProxyConnection implements Runnable {
   void refuse(int status, String reason, String rule) throws IOException {
     decision = Decision.deny(rule, decision.address());
     outcome.compareAndSet(null, "refused");
-    respond(status, reason, "egress " + (status == 403 ? "denied" : "refused") + " by " + rule + "\n");
+    List<String> names = secrets;
+    String because = names.isEmpty() ? rule : rule + " (" + String.join(", ", names) + ")";
+    respond(status, reason, "egress " + (status == 403 ? "denied" : "refused") + " by " + because + "\n");
   }
 
   private void respond(int status, String reason, String body) throws IOException {

@@ -181,6 +181,23 @@ class EgressSecretsIT {
   }
 
   @Test
+  void anInterceptedClientNamingAnotherServerIsRefused() throws Exception {
+    Socket s = send(proxy, "CONNECT secret.test:" + bound.port() + " HTTP/1.1\r\nHost: secret.test\r\n\r\n");
+    assertThat(readHead(s.getInputStream())).startsWith("HTTP/1.1 200");
+    try (SSLSocket tls = (SSLSocket) trusting(proxy.authority().certificate()).getSocketFactory().createSocket(s,
+        "other.test", bound.port(), true)) {
+      tls.startHandshake(); // no name check here: the proxy's certificate names secret.test
+      assertThat(exchange(tls, "GET / HTTP/1.1\r\nHost: secret.test\r\n\r\n")).isEmpty();
+    } catch (IOException e) {
+      // closed by the proxy
+    }
+    EgressEvent e = lastEvent();
+    assertThat(e.rule()).isEqualTo(Decision.SNI_MISMATCH);
+    assertThat(e.allowed()).isFalse();
+    assertThat(bound.heads).isEmpty();
+  }
+
+  @Test
   void anUpstreamTheProxyDoesNotTrustGetsNoRequest() throws Exception {
     proxy.close();
     proxy = proxy(EgressTrust.system());
