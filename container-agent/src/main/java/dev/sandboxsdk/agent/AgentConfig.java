@@ -33,6 +33,10 @@ import java.util.Objects;
  *     no proxy variables for commands)
  * @param egressTestHosts a test hook: names the egress proxy resolves to these addresses instead
  *     of asking DNS ({@code --egress-test-hosts}); empty (the default) in any real use
+ * @param egressSecrets secrets the egress proxy puts into requests to their hosts while commands
+ *     see placeholders ({@code --egress-secrets}); none by default; needs {@code egressPolicy}
+ * @param egressTestTrust a test hook: CAs the egress proxy trusts besides the JDK's on its own
+ *     TLS connections ({@code --egress-test-trust}); empty (the default) in any real use
  */
 public record AgentConfig(
     String bind,
@@ -61,7 +65,9 @@ public record AgentConfig(
     String spawn,
     Path checkpointDir,
     dev.sandboxsdk.agent.egress.EgressPolicy egressPolicy,
-    java.util.Map<String, String> egressTestHosts) {
+    java.util.Map<String, String> egressTestHosts,
+    dev.sandboxsdk.agent.egress.EgressSecrets egressSecrets,
+    java.util.List<java.security.cert.X509Certificate> egressTestTrust) {
 
   /**
    * The values of {@code --spawn}: {@code auto} (the default) starts commands with the native
@@ -136,6 +142,15 @@ public record AgentConfig(
     egressTestHosts = java.util.Map.copyOf(egressTestHosts);
     if (!egressTestHosts.isEmpty() && egressPolicy == null) {
       throw new IllegalArgumentException("--egress-test-hosts needs --egress-policy");
+    }
+    egressSecrets = egressSecrets == null ? dev.sandboxsdk.agent.egress.EgressSecrets.none() : egressSecrets;
+    egressTestTrust = java.util.List.copyOf(egressTestTrust);
+    if (!egressSecrets.isEmpty() && egressPolicy == null) {
+      throw new IllegalArgumentException("--egress-secrets needs --egress-policy: secrets are put in by the egress"
+          + " proxy, which runs only with a policy");
+    }
+    if (!egressTestTrust.isEmpty() && egressPolicy == null) {
+      throw new IllegalArgumentException("--egress-test-trust needs --egress-policy");
     }
     if (autoCleanupDelayMs < 0) {
       throw new IllegalArgumentException("autoCleanupDelayMs must be >= 0: " + autoCleanupDelayMs);
@@ -281,7 +296,8 @@ public record AgentConfig(
         + ", proxyTimeoutMs=" + proxyTimeoutMs + ", spawn=" + spawn
         + ", checkpointDir=" + (checkpointDir != null ? checkpointDir : "temporary")
         + ", egress=" + (egressPolicy == null ? "none" : egressPolicy.mode() + " with " + egressPolicy.rules().size()
-            + " rule(s)" + (egressTestHosts.isEmpty() ? "" : ", test hosts " + egressTestHosts))
+            + " rule(s)" + (egressTestHosts.isEmpty() ? "" : ", test hosts " + egressTestHosts)
+            + (egressSecrets.isEmpty() ? "" : ", secrets " + egressSecrets.placeholders().keySet()))
         + ", outputBudgetBytes=" + (outputBudgetBytes > 0 ? outputBudgetBytes : "auto(" + outputBudget() + ")") + "]";
   }
 
@@ -314,6 +330,8 @@ public record AgentConfig(
     private Path checkpointDir;
     private dev.sandboxsdk.agent.egress.EgressPolicy egressPolicy;
     private final java.util.Map<String, String> egressTestHosts = new java.util.LinkedHashMap<>();
+    private dev.sandboxsdk.agent.egress.EgressSecrets egressSecrets;
+    private final java.util.List<java.security.cert.X509Certificate> egressTestTrust = new java.util.ArrayList<>();
 
     public Builder bind(String bind) { this.bind = bind; return this; }
     public Builder port(int port) { this.port = port; return this; }
@@ -355,6 +373,13 @@ public record AgentConfig(
     public Builder egressPolicy(dev.sandboxsdk.agent.egress.EgressPolicy policy) { this.egressPolicy = policy; return this; }
     /** Test hook: names the egress proxy resolves to these IP addresses; none by default. */
     public Builder egressTestHosts(java.util.Map<String, String> hosts) { this.egressTestHosts.putAll(hosts); return this; }
+    /** Secrets the egress proxy puts into requests to their hosts; none by default. */
+    public Builder egressSecrets(dev.sandboxsdk.agent.egress.EgressSecrets secrets) { this.egressSecrets = secrets; return this; }
+    /** Test hook: CAs the egress proxy also trusts upstream; none by default. */
+    public Builder egressTestTrust(java.util.Collection<java.security.cert.X509Certificate> cas) {
+      this.egressTestTrust.addAll(cas);
+      return this;
+    }
 
     public AgentConfig build() {
       return new AgentConfig(bind, port, workspace, token, insecureNoAuth, maxProcesses, graceMs,
@@ -362,7 +387,7 @@ public record AgentConfig(
           maxConnections, requestTimeoutSeconds,
           java.util.List.copyOf(inheritEnv),
           outputBudgetBytes, commandUser, idleTimeoutMs, freshWorkspace, isolation, isolationNetwork,
-          proxyTimeoutMs, spawn, checkpointDir, egressPolicy, egressTestHosts);
+          proxyTimeoutMs, spawn, checkpointDir, egressPolicy, egressTestHosts, egressSecrets, egressTestTrust);
     }
   }
 }

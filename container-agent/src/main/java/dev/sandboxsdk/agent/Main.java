@@ -33,6 +33,9 @@ public final class Main {
   private static final String EGRESS_POLICY = "--egress-policy";
   /** A test hook: names the egress proxy resolves to given addresses instead of asking DNS. */
   private static final String EGRESS_TEST_HOSTS = "--egress-test-hosts";
+  private static final String EGRESS_SECRETS = "--egress-secrets";
+  /** A test hook: a CA the egress proxy trusts upstream besides the JDK's. */
+  private static final String EGRESS_TEST_TRUST = "--egress-test-trust";
   /** 30 days: far beyond any use, and far from overflowing System.nanoTime arithmetic. */
   private static final long MAX_IDLE_TIMEOUT_MS = 30L * 24 * 3600 * 1000;
 
@@ -63,7 +66,9 @@ public final class Main {
           AgentConfig.MAX_PROXY_TIMEOUT_MS))),
       Map.entry("--isolation-network", (b, v) -> b.isolationNetwork(onOff("--isolation-network", v))),
       Map.entry(EGRESS_POLICY, (b, v) -> b.egressPolicy(egressPolicy(v))),
-      Map.entry(EGRESS_TEST_HOSTS, Main::egressTestHosts));
+      Map.entry(EGRESS_TEST_HOSTS, Main::egressTestHosts),
+      Map.entry(EGRESS_SECRETS, (b, v) -> b.egressSecrets(egressSecrets(v))),
+      Map.entry(EGRESS_TEST_TRUST, Main::egressTestTrust));
 
   private Main() {}
 
@@ -257,6 +262,30 @@ public final class Main {
       throw new UsageException("cannot read " + EGRESS_POLICY + " " + file + ": " + e.getMessage());
     } catch (AgentException e) {
       throw new UsageException(EGRESS_POLICY + " " + file + ": " + e.getMessage());
+    }
+  }
+
+  /** The secrets in the file, read once: the JSON of {@code SecretsFile}. */
+  private static dev.sandboxsdk.agent.egress.EgressSecrets egressSecrets(String file) {
+    try {
+      Path p = Path.of(file);
+      if (Files.size(p) > dev.sandboxsdk.agent.egress.SecretsFile.MAX_FILE_BYTES) {
+        throw new UsageException(EGRESS_SECRETS + " " + file + " is larger than "
+            + dev.sandboxsdk.agent.egress.SecretsFile.MAX_FILE_BYTES + " bytes");
+      }
+      return dev.sandboxsdk.agent.egress.SecretsFile.parse(Files.readAllBytes(p));
+    } catch (IOException e) {
+      throw new UsageException("cannot read " + EGRESS_SECRETS + " " + file + ": " + e.getMessage());
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(EGRESS_SECRETS + " " + file + ": " + e.getMessage());
+    }
+  }
+
+  private static void egressTestTrust(AgentConfig.Builder b, String file) {
+    try {
+      b.egressTestTrust(dev.sandboxsdk.agent.egress.EgressTrust.readPem(Path.of(file)));
+    } catch (IllegalArgumentException e) {
+      throw new UsageException(EGRESS_TEST_TRUST + ": " + e.getMessage());
     }
   }
 

@@ -89,6 +89,26 @@ class MainTest {
   }
 
   @Test
+  void egressSecretsAreReadOnceFromAFileAndNeedAPolicy() throws Exception {
+    Path policy = Files.writeString(tmp.resolve("policy.json"), "{\"mode\":\"allow-list\",\"rules\":[]}");
+    Path secrets = Files.writeString(tmp.resolve("secrets.json"),
+        "[{\"name\":\"API_KEY\",\"value\":\"v-123\",\"hosts\":[\"api.example.com\"],\"header\":\"x-api-key\"}]");
+    AgentConfig config = parse(args("--egress-policy", policy.toString(), "--egress-secrets", secrets.toString()),
+        TOKEN, out);
+    assertThat(config.egressSecrets().placeholders()).containsOnlyKeys("API_KEY");
+    assertThat(config.toString()).contains("secrets [API_KEY]").doesNotContain("v-123");
+    assertThatThrownBy(() -> parse(args("--egress-secrets", secrets.toString()), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class).hasMessageContaining("--egress-secrets needs --egress-policy");
+    Path bad = Files.writeString(tmp.resolve("bad.json"), "[{\"name\":\"A\",\"value\":\"\",\"hosts\":[\"a.test\"]}]");
+    assertThatThrownBy(() -> parse(args("--egress-policy", policy.toString(), "--egress-secrets", bad.toString()),
+        TOKEN, out)).isInstanceOf(Main.UsageException.class)
+        .hasMessage("--egress-secrets " + bad + ": secrets[0].value: empty");
+    assertThatThrownBy(() -> parse(args("--egress-policy", policy.toString(), "--egress-secrets",
+        tmp.resolve("missing.json").toString()), TOKEN, out)).isInstanceOf(Main.UsageException.class)
+        .hasMessageStartingWith("cannot read --egress-secrets");
+  }
+
+  @Test
   void portZeroAsksForAFreePort() {
     assertThat(parse(args("--port", "0"), TOKEN, out).port()).isZero();
   }

@@ -1,6 +1,11 @@
 package dev.sandboxsdk.agent.egress;
 
+import java.io.IOException;
 import java.net.InetAddress;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -15,12 +20,30 @@ public final class Egress implements AutoCloseable {
   /** What {@code NO_PROXY} lists: the command's own loopback is never sent through the proxy. */
   public static final String NO_PROXY = "localhost,127.0.0.1,::1";
 
+  /** The variables common TLS clients read for a CA bundle: all get {@link #BUNDLE_FILE}. */
+  public static final List<String> CA_VARIABLES = List.of("SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS",
+      "REQUESTS_CA_BUNDLE", "CURL_CA_BUNDLE", "GIT_SSL_CAINFO");
+  /** The system's CAs and the proxy's, in the CA directory. */
+  public static final String BUNDLE_FILE = "ca-bundle.pem";
+  /** The proxy's CA alone, in the CA directory. */
+  public static final String CA_FILE = "egress-ca.pem";
+  /** Where distributions keep their CA bundle, the first that exists is used. */
+  static final List<String> SYSTEM_BUNDLES = List.of("/etc/ssl/certs/ca-certificates.crt",
+      "/etc/pki/tls/certs/ca-bundle.crt", "/etc/ssl/ca-bundle.pem", "/etc/ssl/cert.pem");
+
   private final EgressProxy proxy;
   private final String proxyUrl;
+  private final Path caDir;
 
   public Egress(EgressProxy proxy, String proxyUrl) {
+    this(proxy, proxyUrl, null);
+  }
+
+  /** {@code caDir}: the directory of {@link #writeCaFiles}, deleted on close; null without secrets. */
+  public Egress(EgressProxy proxy, String proxyUrl, Path caDir) {
     this.proxy = Objects.requireNonNull(proxy, "proxy");
     this.proxyUrl = Objects.requireNonNull(proxyUrl, "proxyUrl");
+    this.caDir = caDir;
   }
 
   public EgressProxy proxy() {
@@ -44,7 +67,74 @@ public final class Egress implements AutoCloseable {
     }
     env.put("NO_PROXY", NO_PROXY);
     env.put("no_proxy", NO_PROXY);
+    if (caDir != null) {
+      for (String name : CA_VARIABLES) {
+        env.put(name, caDir.resolve(BUNDLE_FILE).toString());
+      }
+    }
+    env.putAll(proxy.secrets().placeholders());
     return env;
+  }
+
+  /**
+   * Writes the CA's certificate (never its key) where commands can read it: a new directory
+   * (0755) with {@value #CA_FILE} and {@value #BUNDLE_FILE}, the system's bundle (the first of
+   * {@link #SYSTEM_BUNDLES}, else the JDK's trusted CAs) followed by the CA (0644 each).
+   */
+  public static Path writeCaFiles(CertificateAuthority ca) throws IOException {
+    Path dir = Files.createTempDirectory("sandbox-egress-ca-", PosixFilePermissions.asFileAttribute(
+        PosixFilePermissions.fromString("rwxr-xr-x")));
+    Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxr-xr-x")); // past the umask
+    StringBuilder bundle = new StringBuilder(systemBundle());
+    if (bundle.length() > 0 && bundle.charAt(bundle.length() - 1) != '\n') {
+      bundle.append('\n');
+    }
+    bundle.append(ca.pem());
+    for (String[] file : new String[][] {{CA_FILE, ca.pem()}, {BUNDLE_FILE, bundle.toString()}}) {
+      Path p = dir.resolve(file[0]);
+      Files.writeString(p, file[1], StandardCharsets.US_ASCII);
+      Files.setPosixFilePermissions(p, PosixFilePermissions.fromString("rw-r--r--"));
+    }
+    return dir;
+  }
+
+  private static String systemBundle() throws IOException {
+    for (String candidate : SYSTEM_BUNDLES) {
+      Path p = Path.of(candidate);
+      if (Files.isReadable(p)) {
+        return Files.readString(p, StandardCharsets.ISO_8859_1);
+      }
+    }
+    StringBuilder out = new StringBuilder();
+    try {
+      javax.net.ssl.TrustManagerFactory tmf = javax.net.ssl.TrustManagerFactory.getInstance(
+          javax.net.ssl.TrustManagerFactory.getDefaultAlgorithm());
+      tmf.init((java.security.KeyStore) null);
+      for (javax.net.ssl.TrustManager tm : tmf.getTrustManagers()) {
+        if (tm instanceof javax.net.ssl.X509TrustManager x) {
+          for (java.security.cert.X509Certificate c : x.getAcceptedIssuers()) {
+            out.append(CertificateAuthority.pem(c));
+          }
+        }
+      }
+    } catch (java.security.GeneralSecurityException e) {
+      throw new IOException("no system CA bundle and no JDK trust store: " + e.getMessage(), e);
+    }
+    return out.toString();
+  }
+
+  /** Deletes the directory of {@link #writeCaFiles} (null: nothing). */
+  public static void deleteCaFiles(Path dir) {
+    if (dir == null) {
+      return;
+    }
+    try {
+      Files.deleteIfExists(dir.resolve(CA_FILE));
+      Files.deleteIfExists(dir.resolve(BUNDLE_FILE));
+      Files.deleteIfExists(dir);
+    } catch (IOException e) {
+      // a temporary directory: left for the system's cleaner
+    }
   }
 
   /**
@@ -97,5 +187,6 @@ public final class Egress implements AutoCloseable {
   @Override
   public void close() {
     proxy.close();
+    deleteCaFiles(caDir);
   }
 }

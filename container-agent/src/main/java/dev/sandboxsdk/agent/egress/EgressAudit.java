@@ -36,11 +36,12 @@ public final class EgressAudit {
   EgressEvent record(EgressEvent event) {
     EgressEvent numbered = recordQuietly(event);
     if (numbered.allowed()) {
-      log.debug("egress allowed {}:{} -> {} by '{}' ({}; up {} B, down {} B)", numbered.host(), numbered.port(),
-          numbered.address(), numbered.rule(), numbered.outcome(), numbered.bytesUp(), numbered.bytesDown());
+      log.debug("egress allowed {}:{} -> {} by '{}' ({}; up {} B, down {} B{})", numbered.host(), numbered.port(),
+          numbered.address(), numbered.rule(), numbered.outcome(), numbered.bytesUp(), numbered.bytesDown(),
+          numbered.secrets().isEmpty() ? "" : "; secrets " + numbered.secrets());
     } else {
-      log.info("egress denied {}:{} ({}) by '{}'", numbered.host(), numbered.port(), numbered.address(),
-          numbered.rule());
+      log.info("egress denied {}:{} ({}) by '{}'{}", numbered.host(), numbered.port(), numbered.address(),
+          numbered.rule(), numbered.secrets().isEmpty() ? "" : " (secrets " + numbered.secrets() + ")");
     }
     return numbered;
   }

@@ -1,6 +1,7 @@
 package dev.sandboxsdk.agent.egress;
 
 import java.time.Instant;
+import java.util.List;
 
 /**
  * One connection attempt through the proxy, as the audit keeps it.
@@ -16,12 +17,21 @@ import java.time.Instant;
  * @param bytesDown bytes relayed from the destination to the client
  * @param closedAt when the connection ended
  * @param outcome how it ended: {@code closed}, {@code refused}, {@code connect-failed},
- *     {@code idle-timeout}, {@code handshake-timeout}, {@code error}, {@code proxy-closed}
+ *     {@code idle-timeout}, {@code handshake-timeout}, {@code tls-failed}, {@code error},
+ *     {@code proxy-closed}
+ * @param secrets the names of the secrets the request carried: put in when allowed, the cause of
+ *     the refusal otherwise ({@link EgressSecrets}); never a value
  */
 public record EgressEvent(long sequence, Instant time, String host, int port, String address,
-    boolean allowed, String rule, long bytesUp, long bytesDown, Instant closedAt, String outcome) {
+    boolean allowed, String rule, long bytesUp, long bytesDown, Instant closedAt, String outcome,
+    List<String> secrets) {
+
+  public EgressEvent {
+    secrets = List.copyOf(secrets);
+  }
 
   EgressEvent withSequence(long seq) {
-    return new EgressEvent(seq, time, host, port, address, allowed, rule, bytesUp, bytesDown, closedAt, outcome);
+    return new EgressEvent(seq, time, host, port, address, allowed, rule, bytesUp, bytesDown, closedAt, outcome,
+        secrets);
   }
 }

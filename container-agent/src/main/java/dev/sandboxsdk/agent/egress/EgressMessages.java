@@ -16,11 +16,11 @@ final class EgressMessages {
 
   /** One connection attempt ({@link EgressEvent}); {@code address} is null when refused before one was known. */
   record Event(long sequence, String time, String host, int port, String address, boolean allowed, String rule,
-      long bytesUp, long bytesDown, String closedAt, String outcome) {
+      long bytesUp, long bytesDown, String closedAt, String outcome, List<String> secrets) {
 
     static Event of(EgressEvent e) {
       return new Event(e.sequence(), e.time().toString(), e.host(), e.port(), e.address(), e.allowed(), e.rule(),
-          e.bytesUp(), e.bytesDown(), e.closedAt().toString(), e.outcome());
+          e.bytesUp(), e.bytesDown(), e.closedAt().toString(), e.outcome(), e.secrets());
     }
   }
 

@@ -10,6 +10,7 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.time.Instant;
+import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.Queue;
@@ -63,6 +64,9 @@ public final class EgressProxy implements AutoCloseable {
   private final EgressLimits limits;
   private final EgressAudit audit;
   private volatile EgressPolicy policy;
+  private final EgressSecrets secrets;
+  private final CertificateAuthority authority;
+  private final EgressTrust trust;
   private final Semaphore permits;
   private final Set<ProxyConnection> live = ConcurrentHashMap.newKeySet();
   private final Queue<Lingering> lingering = new ConcurrentLinkedQueue<>();
@@ -78,6 +82,10 @@ public final class EgressProxy implements AutoCloseable {
     this.limits = b.limits;
     this.audit = b.audit;
     this.policy = b.policy;
+    this.secrets = b.secrets;
+    this.authority = b.secrets.isEmpty() ? null
+        : b.authority != null ? b.authority : CertificateAuthority.create("Sandbox egress CA");
+    this.trust = b.trust != null ? b.trust : EgressTrust.system();
     this.permits = new Semaphore(limits.maxConnections());
     int id = IDS.incrementAndGet();
     AtomicInteger threads = new AtomicInteger();
@@ -137,6 +145,21 @@ public final class EgressProxy implements AutoCloseable {
 
   EgressResolver resolver() {
     return resolver;
+  }
+
+  /** The secrets the proxy puts into requests (none by default). */
+  public EgressSecrets secrets() {
+    return secrets;
+  }
+
+  /** The authority whose leaves intercepted connections present; null without secrets. */
+  public CertificateAuthority authority() {
+    return authority;
+  }
+
+  /** What the proxy trusts on its own TLS connections to intercepted hosts. */
+  EgressTrust trust() {
+    return trust;
   }
 
   void execute(Runnable task) {
@@ -231,7 +254,7 @@ public final class EgressProxy implements AutoCloseable {
       log.warn("egress proxy at its cap of {} connections: refusing more", limits.maxConnections());
     }
     audit.recordQuietly(new EgressEvent(0, Instant.now(), "", 0, null, false, "connection-limit", 0, 0,
-        Instant.now(), "refused"));
+        Instant.now(), "refused", List.of()));
   }
 
   private void watchLoop() {
@@ -340,8 +363,32 @@ public final class EgressProxy implements AutoCloseable {
     private EgressResolver resolver = EgressResolver.system();
     private EgressLimits limits = EgressLimits.defaults();
     private EgressAudit audit = new EgressAudit();
+    private EgressSecrets secrets = EgressSecrets.none();
+    private CertificateAuthority authority;
+    private EgressTrust trust;
 
     private Builder() {}
+
+    /**
+     * Secrets to put into requests to their hosts; connections to those hosts are intercepted
+     * (TLS terminated with a leaf of {@link #authority}).
+     */
+    public Builder secrets(EgressSecrets s) {
+      this.secrets = Objects.requireNonNull(s, "secrets");
+      return this;
+    }
+
+    /** The authority that issues the leaves; one is made if secrets are given without it. */
+    public Builder authority(CertificateAuthority a) {
+      this.authority = Objects.requireNonNull(a, "authority");
+      return this;
+    }
+
+    /** What upstream TLS connections trust: the JDK's default unless told (tests add their CA). */
+    public Builder trust(EgressTrust t) {
+      this.trust = Objects.requireNonNull(t, "trust");
+      return this;
+    }
 
     public Builder policy(EgressPolicy p) {
       this.policy = Objects.requireNonNull(p, "policy");

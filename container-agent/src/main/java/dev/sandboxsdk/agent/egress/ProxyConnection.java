@@ -47,6 +47,8 @@ final class ProxyConnection implements Runnable {
   private volatile String host = "";
   private volatile int port;
   private volatile Decision decision = Decision.deny("malformed-request", null);
+  /** The secrets the request carried (put in, or the cause of its refusal). */
+  volatile List<String> secrets = List.of();
   final Tunnel tunnel = new Tunnel(this);
 
   ProxyConnection(EgressProxy proxy, SocketChannel client) {
@@ -98,6 +100,10 @@ final class ProxyConnection implements Runnable {
       return;
     }
     write(client, "HTTP/1.1 200 Connection established\r\n\r\n");
+    if (proxy.secrets().intercepts(target.host(), target.port())) {
+      new Interception(this, target).run(head.rest());
+      return;
+    }
     deadline = 0;
     lastActivity = System.nanoTime();
     relaying = true;
@@ -133,10 +139,20 @@ final class ProxyConnection implements Runnable {
       refuse(400, "Bad Request", "malformed-request");
       return;
     }
+    EgressSecrets.Rewrite rewrite = proxy.secrets().rewrite(head.target(), head.headers(), target.host(),
+        target.port(), false);
+    if (rewrite.refused()) {
+      host = target.host().text();
+      port = target.port();
+      secrets = rewrite.secrets();
+      refuse(403, "Forbidden", rewrite.refusal());
+      return;
+    }
     if (!open(target)) {
       return;
     }
-    byte[] upstreamHead = originForm(head, target).getBytes(StandardCharsets.ISO_8859_1);
+    byte[] upstreamHead = originForm(head.method(), target.path(), head.headers())
+        .getBytes(StandardCharsets.ISO_8859_1);
     write(upstream, ByteBuffer.wrap(upstreamHead));
     tunnel.addUp(upstreamHead.length);
     deadline = 0;
@@ -146,7 +162,7 @@ final class ProxyConnection implements Runnable {
   }
 
   /** Content-Length, -1 for a chunked body (relayed until the answer ends), -2 if invalid. */
-  private static long bodyLength(RequestHead head) {
+  static long bodyLength(RequestHead head) {
     List<String> lengths = head.values("content-length");
     List<String> encodings = head.values("transfer-encoding");
     if (!encodings.isEmpty()) {
@@ -162,9 +178,10 @@ final class ProxyConnection implements Runnable {
     return Long.parseLong(lengths.get(0));
   }
 
-  private static String originForm(RequestHead head, Targets target) {
-    StringBuilder sb = new StringBuilder(head.method()).append(' ').append(target.path()).append(" HTTP/1.1\r\n");
-    for (String[] h : head.headers()) {
+  /** A request head as sent on: origin form, no hop-by-hop or proxy headers, {@code Connection: close}. */
+  static String originForm(String method, String path, List<String[]> headers) {
+    StringBuilder sb = new StringBuilder(method).append(' ').append(path).append(" HTTP/1.1\r\n");
+    for (String[] h : headers) {
       if (!HOP_BY_HOP.contains(h[0].toLowerCase(Locale.ROOT))) {
         sb.append(h[0]).append(": ").append(h[1]).append("\r\n");
       }
@@ -222,7 +239,9 @@ final class ProxyConnection implements Runnable {
   void refuse(int status, String reason, String rule) throws IOException {
     decision = Decision.deny(rule, decision.address());
     outcome.compareAndSet(null, "refused");
-    respond(status, reason, "egress " + (status == 403 ? "denied" : "refused") + " by " + rule + "\n");
+    List<String> names = secrets;
+    String because = names.isEmpty() ? rule : rule + " (" + String.join(", ", names) + ")";
+    respond(status, reason, "egress " + (status == 403 ? "denied" : "refused") + " by " + because + "\n");
   }
 
   private void respond(int status, String reason, String body) throws IOException {
@@ -233,7 +252,7 @@ final class ProxyConnection implements Runnable {
   }
 
   /** Lets the client read the answer: stop sending, take what it still sends for a second, close. */
-  private void lingeringClose() {
+  void lingeringClose() {
     try {
       client.shutdownOutput();
       deadline = System.nanoTime() + LINGER_NANOS;
@@ -273,6 +292,18 @@ final class ProxyConnection implements Runnable {
     }
   }
 
+  /** An intercepted request refused by the rule: the decision becomes a refusal naming the secrets. */
+  void refuseIntercepted(String rule, List<String> names) {
+    decision = Decision.deny(rule, decision.address());
+    secrets = names;
+    outcome.compareAndSet(null, "refused");
+  }
+
+  /** The proxy's TLS to the destination failed (its certificate, say). */
+  void failUpstream() {
+    outcome.compareAndSet(null, "connect-failed");
+  }
+
   /** A tunnel refused by the ClientHello check: the decision becomes a refusal. */
   void refuseInTunnel(String rule) {
     decision = Decision.deny(rule, decision.address());
@@ -295,7 +326,7 @@ final class ProxyConnection implements Runnable {
     Decision d = decision;
     InetAddress address = d.address();
     proxy.ended(this, new EgressEvent(0, time, host, port, address == null ? null : address.getHostAddress(),
-        d.allowed(), d.rule(), tunnel.bytesUp(), tunnel.bytesDown(), Instant.now(), outcome.get()));
+        d.allowed(), d.rule(), tunnel.bytesUp(), tunnel.bytesDown(), Instant.now(), outcome.get(), secrets));
   }
 
   private void write(SocketChannel ch, String text) throws IOException {

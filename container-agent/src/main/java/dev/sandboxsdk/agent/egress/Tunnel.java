@@ -38,6 +38,10 @@ final class Tunnel {
     up.addAndGet(n);
   }
 
+  void addDown(long n) {
+    down.addAndGet(n);
+  }
+
   /**
    * Runs the tunnel: starts the destination's pump and runs the client's on this thread.
    *

@@ -12,5 +12,10 @@
  * EgressRequests} (the policy's JSON, also read from {@code --egress-policy FILE}) are the
  * capability's wire. {@code Egress} is the running proxy and the URL commands reach it at; the
  * process layer starts it ({@code EgressSetup}) and gives every command the proxy variables.
+ *
+ * <p>Secrets: {@code EgressSecrets} (read from {@code --egress-secrets FILE} by {@code
+ * SecretsFile}) are put into requests for their placeholders by {@code Interception}, which
+ * terminates TLS to the bound hosts with leaves of an in-memory {@code CertificateAuthority} over
+ * {@code TlsChannel} and verifies the upstream against {@code EgressTrust}.
  */
 package dev.sandboxsdk.agent.egress;

@@ -71,7 +71,7 @@ public final class Bubblewrap {
   private final NetnsRelay relay;
   /** The agent's directory holding the sandbox's {@code /tmp} and {@code /var/tmp}. */
   private final Path scratch;
-  private final List<String> mounts;
+  private volatile List<String> mounts;
   /** Threads that start isolated commands and live as long as the agent (see the class comment). */
   private final ExecutorService spawner = Executors.newFixedThreadPool(SPAWN_THREADS,
       ProcessManager.daemonThreads("agent-spawn"));
@@ -183,6 +183,16 @@ public final class Bubblewrap {
   }
 
   private static final List<String> OWN_DIRS = List.of("/tmp", "/var/tmp", "/proc", "/dev");
+
+  /**
+   * Binds a host directory read-only, at its own path, into the sandbox of every command started
+   * from now on (the egress CA bundle's directory); it lies over the sandbox's own /tmp.
+   */
+  synchronized void bindReadOnly(Path dir) {
+    List<String> m = new ArrayList<>(mounts);
+    m.addAll(List.of("--ro-bind", dir.toString(), dir.toString()));
+    mounts = List.copyOf(m);
+  }
 
   /** What goes between {@code setsid} and the command's argv, for a command that starts in {@code cwd}. */
   List<String> prefix(Path cwd) {

@@ -1,8 +1,10 @@
 package dev.sandboxsdk.agent.process;
 
 import dev.sandboxsdk.agent.AgentConfig;
+import dev.sandboxsdk.agent.egress.CertificateAuthority;
 import dev.sandboxsdk.agent.egress.Egress;
 import dev.sandboxsdk.agent.egress.EgressProxy;
+import dev.sandboxsdk.agent.egress.EgressTrust;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.net.StandardProtocolFamily;
@@ -33,25 +35,45 @@ final class EgressSetup {
     }
     EgressProxy.Builder b = EgressProxy.builder().policy(config.egressPolicy())
         .resolver(Egress.resolver(config.egressTestHosts()));
+    Path caDir = null;
+    if (!config.egressSecrets().isEmpty()) {
+      CertificateAuthority ca = CertificateAuthority.create("Sandbox egress CA");
+      b.secrets(config.egressSecrets()).authority(ca)
+          .trust(EgressTrust.systemAnd(config.egressTestTrust()));
+      try {
+        caDir = Egress.writeCaFiles(ca);
+      } catch (IOException e) {
+        throw new UncheckedIOException("cannot write the egress CA's certificate: " + e.getMessage(), e);
+      }
+      if (bubblewrap != null) {
+        bubblewrap.bindReadOnly(caDir);
+      }
+      log.info("egress secrets {} with TLS interception for their hosts; CA bundle for commands in {}",
+          config.egressSecrets(), caDir);
+    }
     NetnsRelay relay = bubblewrap == null ? null : bubblewrap.relay();
     try {
-      Egress egress = relay == null ? onLoopback(b) : inNamespace(b, relay, bubblewrap.scratch());
+      Egress egress = relay == null ? onLoopback(b, caDir) : inNamespace(b, relay, bubblewrap.scratch(), caDir);
       log.info("egress proxy for commands at {} ({} with {} rule(s){})", egress.proxyUrl(),
           config.egressPolicy().mode(), config.egressPolicy().rules().size(),
           relay == null ? "; only a firewall such as the image's SANDBOX_NETWORK=egress stops a command that"
               + " ignores the proxy variables" : ", via the network relay");
       return egress;
     } catch (IOException e) {
+      Egress.deleteCaFiles(caDir);
       throw new UncheckedIOException("cannot start the egress proxy: " + e.getMessage(), e);
+    } catch (RuntimeException e) {
+      Egress.deleteCaFiles(caDir);
+      throw e;
     }
   }
 
-  private static Egress onLoopback(EgressProxy.Builder b) throws IOException {
+  private static Egress onLoopback(EgressProxy.Builder b, Path caDir) throws IOException {
     EgressProxy proxy = b.start();
-    return new Egress(proxy, "http://127.0.0.1:" + proxy.port());
+    return new Egress(proxy, "http://127.0.0.1:" + proxy.port(), caDir);
   }
 
-  private static Egress inNamespace(EgressProxy.Builder b, NetnsRelay relay, Path dir) throws IOException {
+  private static Egress inNamespace(EgressProxy.Builder b, NetnsRelay relay, Path dir, Path caDir) throws IOException {
     Path socket = dir.resolve("egress.sock");
     Files.deleteIfExists(socket);
     ServerSocketChannel ch = ServerSocketChannel.open(StandardProtocolFamily.UNIX);
@@ -64,7 +86,7 @@ final class EgressSetup {
       throw e;
     }
     try {
-      return new Egress(proxy, "http://127.0.0.1:" + relay.forwardEgress(socket));
+      return new Egress(proxy, "http://127.0.0.1:" + relay.forwardEgress(socket), caDir);
     } catch (IOException | RuntimeException e) {
       proxy.close();
       throw e;

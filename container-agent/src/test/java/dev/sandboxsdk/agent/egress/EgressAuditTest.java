@@ -8,7 +8,7 @@ import org.junit.jupiter.api.Test;
 class EgressAuditTest {
   private static EgressEvent event(String host, boolean allowed) {
     return new EgressEvent(0, Instant.now(), host, 443, "93.184.216.34", allowed, allowed ? "allow x" : "no-rule",
-        1, 2, Instant.now(), "closed");
+        1, 2, Instant.now(), "closed", java.util.List.of());
   }
 
   @Test

@@ -32,7 +32,8 @@ final class EgressFixtures {
   /** Test names: most map to loopback, a few elsewhere. */
   static final Map<String, String> NAMES = Map.of("allowed.test", "127.0.0.1", "tls.test", "127.0.0.1",
       "other.test", "127.0.0.1", "denied.test", "127.0.0.1", "meta.test", "169.254.169.254",
-      "public.test", "192.0.2.1", "loopback2.test", "127.0.0.2");
+      "public.test", "192.0.2.1", "loopback2.test", "127.0.0.2", "secret.test", "127.0.0.1",
+      "bound.secret.test", "127.0.0.1");
 
   /** A resolver seam that knows the test names only, and counts its lookups. */
   static final class Resolver implements EgressResolver {
@@ -88,7 +89,12 @@ final class EgressFixtures {
     final List<String> heads = new java.util.concurrent.CopyOnWriteArrayList<>();
 
     HttpUpstream() throws IOException {
-      server = new ServerSocket(0, 1024, InetAddress.getLoopbackAddress());
+      this(new ServerSocket(0, 1024, InetAddress.getLoopbackAddress()));
+    }
+
+    /** On a server socket of the caller's (a TLS one, say). */
+    HttpUpstream(ServerSocket server) {
+      this.server = server;
       serveEach(server, "test-http-upstream", this::serve);
     }
 

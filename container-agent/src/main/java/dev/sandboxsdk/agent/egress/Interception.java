@@ -1,0 +1,231 @@
+package dev.sandboxsdk.agent.egress;
+
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.channels.ReadableByteChannel;
+import java.nio.channels.WritableByteChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.atomic.AtomicInteger;
+import javax.net.ssl.ExtendedSSLSession;
+import javax.net.ssl.SNIHostName;
+import javax.net.ssl.SNIServerName;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLParameters;
+
+/**
+ * A CONNECT to a host a secret is bound to, after the proxy's {@code 200}: the proxy terminates the
+ * client's TLS with a leaf from its {@link CertificateAuthority} (ALPN: {@code http/1.1} only),
+ * reads one HTTP/1.1 request head, puts the secrets' values in for their placeholders ({@link
+ * EgressSecrets#rewrite}), opens its own TLS connection to the address the policy allowed
+ * (certificate and host name verified against {@link EgressTrust}), and relays the request's body
+ * up and the answer down until the answer ends. One request per connection, as for plain HTTP:
+ * the request goes up with {@code Connection: close}.
+ *
+ * <p>The deadlines are the tunnel's: from the {@code 200}, the client's handshake, its request
+ * head and the upstream handshake must finish within the handshake deadline; then the idle
+ * timeout applies. The watchdog enforces both by closing the channels.
+ */
+final class Interception {
+  private static final String[] ALPN = {"http/1.1"};
+  private static final int BUFFER = 16 * 1024;
+
+  private final ProxyConnection connection;
+  private final Targets target;
+  private final String host;
+  private final AtomicInteger running = new AtomicInteger(2);
+  private TlsChannel client;
+  private TlsChannel upstream;
+
+  Interception(ProxyConnection connection, Targets target) {
+    this.connection = connection;
+    this.target = target;
+    this.host = target.host().name();
+  }
+
+  /** Runs the interception on the connection's thread; {@code first}: bytes after the CONNECT head. */
+  void run(byte[] first) throws IOException {
+    EgressProxy proxy = connection.proxy();
+    connection.deadline = System.nanoTime() + proxy.limits().handshakeTimeout().toNanos();
+    SSLEngine server = proxy.authority().serverContext(host).createSSLEngine(host, target.port());
+    server.setUseClientMode(false);
+    SSLParameters sp = server.getSSLParameters();
+    sp.setApplicationProtocols(ALPN);
+    server.setSSLParameters(sp);
+    client = new TlsChannel(connection.client, server, first);
+    try {
+      client.handshake();
+    } catch (SSLException e) {
+      connection.fail("tls-failed");
+      return;
+    }
+    if (!sniMatches(server)) {
+      connection.refuseInTunnel(Decision.SNI_MISMATCH);
+      connection.end();
+      return;
+    }
+    RequestHead head;
+    try {
+      head = RequestHead.read(client, proxy.limits().maxHeaderBytes());
+    } catch (RequestHead.TooLarge e) {
+      answer(431, "Request Header Fields Too Large", "request-head-too-large", List.of());
+      return;
+    } catch (RequestHead.Malformed e) {
+      answer(400, "Bad Request", "malformed-request", List.of());
+      return;
+    }
+    long body = ProxyConnection.bodyLength(head);
+    String invalid = invalid(head, body);
+    if (invalid != null) {
+      answer(400, "Bad Request", invalid, List.of());
+      return;
+    }
+    EgressSecrets.Rewrite rewrite = proxy.secrets().rewrite(head.target(), head.headers(), target.host(),
+        target.port(), true);
+    if (rewrite.refused()) {
+      answer(403, "Forbidden", rewrite.refusal(), rewrite.secrets());
+      return;
+    }
+    connection.secrets = rewrite.secrets();
+    if (!openUpstream(proxy)) {
+      return;
+    }
+    byte[] up = ProxyConnection.originForm(head.method(), rewrite.target(), rewrite.headers())
+        .getBytes(StandardCharsets.ISO_8859_1);
+    upstream.write(ByteBuffer.wrap(up));
+    connection.tunnel.addUp(up.length);
+    relay(head.rest(), body);
+  }
+
+  /** Why the head cannot be forwarded (a reason for a 400), or null. */
+  private String invalid(RequestHead head, long body) {
+    if (!head.target().startsWith("/")) {
+      return "not-origin-form";
+    }
+    List<String> hosts = head.values("host");
+    try {
+      if (hosts.size() != 1 || !Targets.authority(hosts.get(0), 443).sameDestination(target)) {
+        return Decision.HOST_MISMATCH;
+      }
+    } catch (IllegalArgumentException e) {
+      return Decision.HOST_MISMATCH;
+    }
+    return body == -2 ? "malformed-request" : null;
+  }
+
+  private boolean sniMatches(SSLEngine engine) {
+    List<SNIServerName> names = ((ExtendedSSLSession) engine.getSession()).getRequestedServerNames();
+    for (SNIServerName n : names) {
+      if (n instanceof SNIHostName h && !HostNames.normalise(h.getAsciiName()).equals(host)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /** The proxy's own TLS to the allowed address; false (the client answered 502) if it fails. */
+  private boolean openUpstream(EgressProxy proxy) throws IOException {
+    SSLEngine engine = proxy.trust().context().createSSLEngine(host, target.port());
+    engine.setUseClientMode(true);
+    SSLParameters p = engine.getSSLParameters();
+    p.setEndpointIdentificationAlgorithm("HTTPS");
+    p.setServerNames(List.of(new SNIHostName(host)));
+    p.setApplicationProtocols(ALPN);
+    engine.setSSLParameters(p);
+    upstream = new TlsChannel(connection.upstream, engine, new byte[0]);
+    try {
+      upstream.handshake();
+      return true;
+    } catch (SSLException e) {
+      connection.failUpstream();
+      respond(502, "Bad Gateway", "egress: TLS to " + host + ":" + target.port() + " failed: " + e.getMessage() + "\n");
+      return false;
+    }
+  }
+
+  /** Refuses over the client's TLS, naming the rule (and the secrets that caused it). */
+  private void answer(int status, String reason, String rule, List<String> secrets) throws IOException {
+    connection.refuseIntercepted(rule, secrets);
+    String because = secrets.isEmpty() ? rule : rule + " (" + String.join(", ", secrets) + ")";
+    respond(status, reason, "egress " + (status == 403 ? "denied" : "refused") + " by " + because + "\n");
+  }
+
+  private void respond(int status, String reason, String body) throws IOException {
+    byte[] bytes = body.getBytes(StandardCharsets.UTF_8);
+    String head = "HTTP/1.1 " + status + " " + reason + "\r\nContent-Type: text/plain; charset=utf-8\r\n"
+        + "Content-Length: " + bytes.length + "\r\nConnection: close\r\n\r\n";
+    client.write(ByteBuffer.wrap((head + body).getBytes(StandardCharsets.UTF_8)));
+    client.shutdownOutput();
+    connection.lingeringClose();
+  }
+
+  private void relay(byte[] rest, long body) {
+    connection.deadline = 0;
+    connection.lastActivity = System.nanoTime();
+    connection.relaying = true;
+    try {
+      connection.proxy().execute(this::downstream);
+    } catch (RejectedExecutionException e) {
+      connection.fail("proxy-closed");
+      return;
+    }
+    try {
+      long remaining = body < 0 ? Long.MAX_VALUE : body;
+      ByteBuffer head = ByteBuffer.wrap(rest, 0, (int) Math.min(rest.length, remaining));
+      remaining -= head.remaining();
+      int n = head.remaining();
+      upstream.write(head);
+      connection.tunnel.addUp(n);
+      if (remaining > 0) {
+        copy(client, upstream, connection.tunnel::addUp, remaining);
+      }
+    } catch (IOException e) {
+      connection.expire("error");
+    } finally {
+      pumpDone();
+    }
+  }
+
+  private void downstream() {
+    try {
+      copy(upstream, client, connection.tunnel::addDown, Long.MAX_VALUE);
+      client.shutdownOutput();
+      connection.expire("closed"); // one request per connection: the answer has ended
+    } catch (IOException e) {
+      connection.expire("error");
+    } finally {
+      pumpDone();
+    }
+  }
+
+  /** Copies until end of stream or {@code limit} bytes, counting and marking activity. */
+  private void copy(ReadableByteChannel from, WritableByteChannel to, java.util.function.LongConsumer counter,
+      long limit) throws IOException {
+    ByteBuffer buf = ByteBuffer.allocate(BUFFER);
+    long left = limit;
+    while (left > 0) {
+      buf.clear();
+      if (left < BUFFER) {
+        buf.limit((int) left);
+      }
+      int n = from.read(buf);
+      if (n < 0) {
+        return;
+      }
+      connection.lastActivity = System.nanoTime();
+      buf.flip();
+      to.write(buf);
+      counter.accept(n);
+      left -= n;
+      connection.lastActivity = System.nanoTime();
+    }
+  }
+
+  private void pumpDone() {
+    if (running.decrementAndGet() == 0) {
+      connection.end();
+    }
+  }
+}
