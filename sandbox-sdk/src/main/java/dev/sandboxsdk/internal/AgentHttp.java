@@ -222,6 +222,11 @@ final class AgentHttp {
         .post(RequestBody.create(Wire.bytes(body), JSON)).build();
   }
 
+  Request put(HttpUrl url, JsonNode body) {
+    return new Request.Builder().url(url).header("Authorization", authorization)
+        .put(RequestBody.create(Wire.bytes(body), JSON)).build();
+  }
+
   Request get(HttpUrl url) {
     return new Request.Builder().url(url).header("Authorization", authorization).get().build();
   }

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.local;
 
+import dev.sandboxsdk.EgressPolicy;
 import dev.sandboxsdk.ForwardingSandbox;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxException;
@@ -7,6 +8,7 @@ import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.internal.Activity;
 import dev.sandboxsdk.internal.AgentLauncher;
 import dev.sandboxsdk.internal.Checks;
+import dev.sandboxsdk.internal.EgressPolicyFile;
 import dev.sandboxsdk.internal.RealSandbox;
 import dev.sandboxsdk.internal.SdkTimer;
 import dev.sandboxsdk.internal.Workspaces;
@@ -19,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -66,8 +69,7 @@ public final class LocalSandbox extends ForwardingSandbox {
   private static final Logger log = LoggerFactory.getLogger(LocalSandbox.class);
 
   /** Whether the fallback from {@link Isolation#ISOLATED} to none was logged yet (once per JVM). */
-  private static final java.util.concurrent.atomic.AtomicBoolean FALLBACK_LOGGED =
-      new java.util.concurrent.atomic.AtomicBoolean();
+  private static final AtomicBoolean FALLBACK_LOGGED = new AtomicBoolean();
 
   private final AgentLauncher.Agent agent;
   private final Isolation isolation;
@@ -98,7 +100,9 @@ public final class LocalSandbox extends ForwardingSandbox {
     this.ownsWorkspace = owns;
     List<String> agentArgs = agentArguments(b);
     this.stopWait = (b.grace != null ? b.grace : Duration.ofSeconds(5)).plusSeconds(5);
-    try {
+    // The agent reads the policy file while it starts: deleted once it is up (or failed).
+    try (EgressPolicyFile policy = EgressPolicyFile.write(b.egressPolicy)) {
+      agentArgs.addAll(0, policy.arguments()); // first: an --egress-policy among the caller's arguments wins
       this.agent = AgentLauncher.start(b.javaExecutable, b.agentJar, workspace, b.jvmArguments, agentArgs, b.env,
           b.startupTimeout);
     } catch (RuntimeException e) {
@@ -330,6 +334,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     private final java.util.Map<String, String> env = new java.util.LinkedHashMap<>();
     private Isolation isolation = Isolation.ISOLATED;
     private boolean network;
+    private EgressPolicy egressPolicy;
 
     private Builder() {}
 
@@ -349,6 +354,17 @@ public final class LocalSandbox extends ForwardingSandbox {
      */
     public Builder network(boolean network) {
       this.network = network;
+      return this;
+    }
+
+    /**
+     * Runs an egress proxy with this policy (the agent's {@code --egress-policy}, from an owner-only
+     * file deleted once the agent is up); see {@link dev.sandboxsdk.SandboxEgress}. Isolated without
+     * {@link #network(boolean) network}, the proxy is the commands' only way out; unisolated, or with
+     * network, it is advisory. Default null: no proxy.
+     */
+    public Builder egressPolicy(EgressPolicy policy) {
+      this.egressPolicy = policy;
       return this;
     }
 
