@@ -13,7 +13,7 @@ import java.util.Objects;
  * mode unless an address rule covers them ({@code allow 127.0.0.1/32}).
  *
  * <pre>{@code
- * EgressPolicy p = EgressPolicy.allowList("*.pypi.org", "files.pythonhosted.org:443")
+ * EgressPolicy p = EgressPolicy.allowList("pypi.org:443", "files.pythonhosted.org:443")
  *     .withDeny("evil.example.com");        // appended: rules are read in order
  * }</pre>
  *

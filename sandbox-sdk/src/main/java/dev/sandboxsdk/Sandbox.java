@@ -311,7 +311,7 @@ public interface Sandbox extends AutoCloseable {
    * The egress proxy: the policy outbound connections go through, and what they tried.
    *
    * <pre>{@code
-   * sandbox.egress().update(EgressPolicy.allowList("*.pypi.org"));
+   * sandbox.egress().update(EgressPolicy.allowList("pypi.org:443"));
    * }</pre>
    *
    * @see SandboxEgress

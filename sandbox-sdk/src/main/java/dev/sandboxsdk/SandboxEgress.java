@@ -5,7 +5,7 @@ package dev.sandboxsdk;
  * connections go through, and the audit of what they tried.
  *
  * <pre>{@code
- * sandbox.egress().update(EgressPolicy.allowList("*.pypi.org", "files.pythonhosted.org:443"));
+ * sandbox.egress().update(EgressPolicy.allowList("pypi.org:443", "files.pythonhosted.org:443"));
  * sandbox.exec("pip install requests");
  * for (EgressEvent e : sandbox.egress().events(0, 100).events()) {
  *   System.out.println(e.host() + ":" + e.port() + (e.allowed() ? " allowed by " : " refused by ") + e.rule());
