@@ -13,7 +13,7 @@ import java.util.List;
 
 /**
  * A {@link SandboxProbe} for a sandbox on this host ({@link LocalSandbox}, {@link ItAgent}): looks
- * at the host's /proc through {@link ItProcs} and at the workspace directory directly.
+ * at the host's /proc through the testkit's {@link Procs} and at the workspace directory directly.
  */
 final class HostProbe implements SandboxProbe {
   private final Path workspace;

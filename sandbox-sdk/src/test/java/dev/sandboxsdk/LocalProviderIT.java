@@ -119,6 +119,13 @@ class LocalProviderIT {
     });
     a.wake(); // a no-op when running
     assertThat(provider().get("life-a").orElseThrow().exec("echo shared").stdout()).isEqualTo("shared\n");
+    ManagedSandbox second = provider().get("life-a").orElseThrow();
+    second.shutdown();
+    a.wake();
+    assertThatThrownBy(() -> second.exec("true")).isInstanceOf(SandboxException.class)
+        .hasMessageContaining("'life-a' runs again").hasMessageContaining("call wake() on this handle");
+    second.wake(); // connects again: the agent runs already
+    assertThat(second.exec("echo again").stdout()).isEqualTo("again\n");
 
     ManagedSandbox b = create(SandboxSpec.builder().name("life-b").keepAlive().build());
     b.files().writeString("b.txt", "from the first JVM\n");

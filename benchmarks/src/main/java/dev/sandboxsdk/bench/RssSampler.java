@@ -46,16 +46,8 @@ public final class RssSampler {
 
   /** Resident set size of a process, from /proc/PID/status (VmRSS), in bytes; 0 if it is gone. */
   public static long rss(long pid) {
-    try {
-      for (String line : Files.readAllLines(Path.of("/proc", Long.toString(pid), "status"))) {
-        if (line.startsWith("VmRSS:")) {
-          return Long.parseLong(line.replaceAll("[^0-9]", "")) * 1024;
-        }
-      }
-    } catch (IOException | RuntimeException e) {
-      // gone
-    }
-    return 0;
+    String vmRss = Procs.status(pid).get("VmRSS");
+    return vmRss == null ? 0 : Procs.kib(vmRss) * 1024;
   }
 
   /** The process's children, from /proc/PID/task/TID/children; empty if it is gone. */

@@ -223,10 +223,8 @@ public final class ContainerProvider implements SandboxProvider {
     }
 
     @Override
-    public SandboxException notRunning(String id) {
-      return new SandboxException("the sandbox container " + engine.find(id).map(f -> ContainerSandbox.label(id, f.name()))
-          .orElse(ContainerSandbox.label(id, null)) + " is stopped (its files are kept): call wake() to start it again",
-          null);
+    public SandboxException notRunning(String id, String what) {
+      return new SandboxException("the " + what + " is stopped (its files are kept): call wake() to start it again", null);
     }
   }
 

@@ -40,7 +40,8 @@ class ContainerPathRaceIT {
       assertThat(sandbox.exec(setup).exitCode()).isZero();
       String before = sandbox.exec("cd /tmp/outside && ls | sort | md5sum && cat * | md5sum").stdout();
       SandboxProcess swapper = sandbox.startProcess(SWAPPER);
-      Await.until(10_000, () -> sandbox.files().exists(PathSwapper.READY));
+      assertThat(Await.until(10_000, () -> sandbox.files().exists(PathSwapper.READY)))
+          .as("the swapper created %s", PathSwapper.READY).isTrue();
 
       List<String> escapes = race(sandbox, token);
       assertThat(swapper.status().isTerminal()).as("the swapper ran throughout: %s", swapper.logs()).isFalse();

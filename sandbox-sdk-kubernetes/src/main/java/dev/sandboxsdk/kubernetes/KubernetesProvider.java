@@ -207,7 +207,7 @@ public final class KubernetesProvider implements SandboxProvider {
     @Override
     public Sandbox wake(String pod, Sandbox current) {
       if (current == null || !info(pod).isRunning()) {
-        throw notRunning(pod);
+        throw notRunning(pod, "sandbox pod " + KubernetesSandbox.label(pod, null));
       }
       return current;
     }
@@ -226,8 +226,8 @@ public final class KubernetesProvider implements SandboxProvider {
     }
 
     @Override
-    public SandboxException notRunning(String pod) {
-      return new SandboxException("the sandbox pod " + pod + " is not running (its agent ended, e.g. after its idle"
+    public SandboxException notRunning(String pod, String what) {
+      return new SandboxException("the " + what + " is not running (its agent ended, e.g. after its idle"
           + " timeout): a pod cannot start again, so destroy() it and create a new sandbox", null);
     }
   }

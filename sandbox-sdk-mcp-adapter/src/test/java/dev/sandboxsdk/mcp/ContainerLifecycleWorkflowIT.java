@@ -8,6 +8,7 @@ import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.container.ContainerEngine;
 import dev.sandboxsdk.container.ContainerProvider;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
@@ -72,6 +73,28 @@ class ContainerLifecycleWorkflowIT extends LifecycleWorkflow {
 
   private static Optional<SandboxInfo> container(String sandboxId) {
     return engine.list().stream().filter(i -> sandboxId.equals(i.labels().get("mcp.sandbox-id"))).findFirst();
+  }
+
+  @Test
+  void wakeSandboxReconnectsToASandboxWokenBehindTheServersBack() throws Exception {
+    String sandboxId = "woken-elsewhere";
+    try (JarClient a = JarClient.start(false, tmp, serverArgs(), Map.of())) {
+      ok(a.call("getSandbox", args("sandboxId", sandboxId, "persistent", true)));
+      ok(a.call("exec", args("sandboxId", sandboxId, "command", "echo kept > kept.txt")));
+      ok(a.call("shutdownSandbox", args("sandboxId", sandboxId)));
+      SandboxInfo stopped = container(sandboxId).orElseThrow();
+      try (ManagedSandbox elsewhere = engine.get(stopped.id()).orElseThrow()) {
+        elsewhere.wake(); // another program starts it again
+      }
+      assertThat(container(sandboxId).orElseThrow().isRunning()).isTrue();
+
+      JsonNode up = ok(a.call("wakeSandbox", args("sandboxId", sandboxId)));
+      assertThat(sc(up).get("wasRunning").asBoolean()).isTrue();
+      assertThat(sc(ok(a.call("exec", args("sandboxId", sandboxId, "command", "cat kept.txt")))).get("stdout").asText())
+          .as("the server's handle is connected again").isEqualTo("kept\n");
+    } finally {
+      cleanUp(sandboxId);
+    }
   }
 
   @Test

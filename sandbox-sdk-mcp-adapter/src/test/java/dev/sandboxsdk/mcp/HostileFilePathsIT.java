@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.sandboxsdk.testkit.Await;
 import dev.sandboxsdk.testkit.HostBait;
 import dev.sandboxsdk.testkit.PathSwapper;
 import java.nio.file.Path;
@@ -42,6 +43,8 @@ class HostileFilePathsIT {
       assertThat(made.path("isError").asBoolean()).as("setup: %s", made).isFalse();
       JsonNode swapper = server.call("startProcess", args("command", "exec python3 swap.py"));
       assertThat(swapper.path("isError").asBoolean()).as("swapper: %s", swapper).isFalse();
+      assertThat(Await.until(10_000, () -> exists(server, PathSwapper.READY)))
+          .as("the swapper created %s", PathSwapper.READY).isTrue();
 
       List<String> escapes = new ArrayList<>();
       long end = System.currentTimeMillis() + RACE_MS;
@@ -88,6 +91,15 @@ class HostileFilePathsIT {
         return args("path", "d/hostonly");
       default:
         return args("path", "d/hostonly");
+    }
+  }
+
+  /** Whether the fileExists tool finds {@code path} in the workspace. */
+  private static boolean exists(JarClient.Stdio server, String path) {
+    try {
+      return server.call("fileExists", args("path", path)).path("structuredContent").path("exists").asBoolean();
+    } catch (Exception e) {
+      throw new IllegalStateException("fileExists " + path, e);
     }
   }
 

@@ -399,26 +399,19 @@ class HostileInputIT {
     return ProcStats.fds(child.pid());
   }
 
-
   private static long threads() {
     return ProcStats.threads(child.pid());
   }
-
-
-
 
   private static long rssKib() {
     return ProcStats.rssKib(child.pid());
   }
 
-
   private static void awaitQuiet() throws InterruptedException {
     ProcStats.awaitSteadyFds(child.pid());
   }
 
-
   private static void await(java.util.function.BooleanSupplier condition, int seconds) throws InterruptedException {
     Await.until(Duration.ofSeconds(seconds), Duration.ofMillis(100), condition);
   }
-
 }

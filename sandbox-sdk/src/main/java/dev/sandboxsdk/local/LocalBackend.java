@@ -109,8 +109,18 @@ final class LocalBackend implements SandboxBackend {
     }
   }
 
+  /** Its messages name the sandbox as {@link LocalProviderSandbox} does. */
   @Override
-  public SandboxException notRunning(String name) {
+  public SandboxException notRunning(String name, String what) {
+    return notRunning(name);
+  }
+
+  private SandboxException notRunning(String name) {
+    Running mine = agents.get(state.dir(name));
+    if (mine != null && mine.sandbox().agentAlive()) {
+      return new SandboxException("the local sandbox '" + name + "' runs again, woken through another handle since this"
+          + " handle shut it down: call wake() on this handle to use it", null);
+    }
     Optional<LocalState.Entry> record = state.read(name);
     if (record.isEmpty()) {
       return new SandboxException("the local sandbox '" + name + "' no longer exists (destroyed)", null);

@@ -15,12 +15,11 @@ import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HexFormat;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.Set;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.function.Consumer;
 
 /**
  * Local sandboxes as a {@link SandboxProvider}: each one an agent JVM on 127.0.0.1 as
@@ -69,24 +68,17 @@ public final class LocalProvider implements SandboxProvider {
 
   private final LocalState state;
   private final Path stateDirectory;
-  private final Isolation isolation;
-  private final Path agentJar;
-  private final Path javaExecutable;
-  private final List<String> jvmArguments;
+  /** The settings of the provider's builder that every sandbox's agent gets, in the order they were given. */
+  private final List<Consumer<LocalSandbox.Builder>> agentSettings;
   private final Duration grace;
-  private final Set<String> inheritEnv;
   private final LocalBackend backend;
 
   private LocalProvider(Builder b) {
     this.stateDirectory = (b.stateDirectory != null ? b.stateDirectory : LocalState.defaultDirectory())
         .toAbsolutePath().normalize();
     this.state = new LocalState(stateDirectory);
-    this.isolation = b.isolation;
-    this.agentJar = b.agentJar;
-    this.javaExecutable = b.javaExecutable;
-    this.jvmArguments = List.copyOf(b.jvmArguments);
-    this.grace = b.grace;
-    this.inheritEnv = Set.copyOf(b.inheritEnv);
+    this.agentSettings = List.copyOf(b.agentSettings);
+    this.grace = b.checked.gracePeriodInForce();
     this.backend = new LocalBackend(this);
   }
 
@@ -169,25 +161,14 @@ public final class LocalProvider implements SandboxProvider {
 
   /** The settings of the agent of sandbox {@code name}, from the provider and the sandbox's record. */
   LocalSandbox.Builder agentFor(String name, LocalState.Entry record) {
-    LocalSandbox.Builder b = LocalSandbox.builder()
-        .workspace(state.workspace(name))
+    LocalSandbox.Builder b = LocalSandbox.builder();
+    agentSettings.forEach(setting -> setting.accept(b));
+    b.workspace(state.workspace(name))
         .checkpointDirectory(state.checkpoints(name)) // kept across shutdown and wake
         .keepAlive(true) // the agent's own --idle-timeout-ms stops it, keeping the files
-        .isolation(isolation)
         .network(record.network)
         .egressPolicy(record.egressPolicy)
         .startupTimeout(Duration.ofMillis(Math.max(1, record.startupTimeoutMs)));
-    if (agentJar != null) {
-      b.agentJar(agentJar);
-    }
-    if (javaExecutable != null) {
-      b.javaExecutable(javaExecutable);
-    }
-    if (grace != null) {
-      b.gracePeriod(grace);
-    }
-    jvmArguments.forEach(b::jvmArgument);
-    b.inheritEnv(inheritEnv);
     b.env(record.env);
     record.agentArguments.forEach(b::agentArgument);
     if (record.idleTimeoutMs != null) {
@@ -198,7 +179,7 @@ public final class LocalProvider implements SandboxProvider {
 
   /** How long an agent has to stop its processes before SIGKILL. */
   Duration gracePeriod() {
-    return grace != null ? grace : Duration.ofSeconds(5);
+    return grace;
   }
 
   /**
@@ -249,17 +230,23 @@ public final class LocalProvider implements SandboxProvider {
     return "LocalProvider{" + stateDirectory + "}";
   }
 
-  /** Configures a {@link LocalProvider}. Not thread-safe. */
+  /**
+   * Configures a {@link LocalProvider}: its state directory, and the settings its agents share,
+   * which mean what they mean on {@link LocalSandbox.Builder}. Not thread-safe.
+   */
   public static final class Builder {
     private Path stateDirectory;
-    private Isolation isolation = Isolation.ISOLATED;
-    private Path agentJar;
-    private Path javaExecutable;
-    private final List<String> jvmArguments = new ArrayList<>();
-    private Duration grace;
-    private final Set<String> inheritEnv = new LinkedHashSet<>();
+    private final List<Consumer<LocalSandbox.Builder>> agentSettings = new ArrayList<>();
+    /** Every agent setting applied as it is given: checks it at once, and holds the grace period in force. */
+    private final LocalSandbox.Builder checked = LocalSandbox.builder();
 
     private Builder() {}
+
+    private Builder agent(Consumer<LocalSandbox.Builder> setting) {
+      setting.accept(checked);
+      agentSettings.add(setting);
+      return this;
+    }
 
     /**
      * Where the sandboxes live (default {@code $XDG_STATE_HOME/sandbox-sdk}, else
@@ -272,41 +259,33 @@ public final class LocalProvider implements SandboxProvider {
 
     /** How commands are isolated; see {@link LocalSandbox.Builder#isolation(Isolation)}. */
     public Builder isolation(Isolation isolation) {
-      this.isolation = Objects.requireNonNull(isolation, "isolation == null");
-      return this;
+      return agent(b -> b.isolation(isolation));
     }
 
     /** See {@link LocalSandbox.Builder#agentJar(Path)}. */
     public Builder agentJar(Path agentJar) {
-      this.agentJar = Objects.requireNonNull(agentJar, "agentJar == null");
-      return this;
+      return agent(b -> b.agentJar(agentJar));
     }
 
     /** See {@link LocalSandbox.Builder#javaExecutable(Path)}. */
     public Builder javaExecutable(Path java) {
-      this.javaExecutable = Objects.requireNonNull(java, "java == null");
-      return this;
+      return agent(b -> b.javaExecutable(java));
     }
 
     /** See {@link LocalSandbox.Builder#jvmArgument(String)}. */
     public Builder jvmArgument(String argument) {
-      jvmArguments.add(Objects.requireNonNull(argument, "argument == null"));
-      return this;
+      return agent(b -> b.jvmArgument(argument));
     }
 
     /** See {@link LocalSandbox.Builder#gracePeriod(Duration)}. */
     public Builder gracePeriod(Duration grace) {
-      this.grace = Checks.positive(grace, "gracePeriod");
-      return this;
+      return agent(b -> b.gracePeriod(grace));
     }
 
     /** See {@link LocalSandbox.Builder#inheritEnv(String...)}. */
     public Builder inheritEnv(String... names) {
-      for (String name : names) {
-        Checks.inheritableEnvName(name);
-        inheritEnv.add(name);
-      }
-      return this;
+      List<String> copy = List.of(names);
+      return agent(b -> b.inheritEnv(copy));
     }
 
     /** The provider; creates nothing on disk until a sandbox is created. */

@@ -99,9 +99,8 @@ public final class LocalSandbox extends ForwardingSandbox {
     this.workspace = ws.toAbsolutePath();
     this.ownsWorkspace = owns;
     List<String> agentArgs = agentArguments(b);
-    this.stopWait = (b.grace != null ? b.grace : Duration.ofSeconds(5)).plusSeconds(5);
-    // The agent reads the policy file while it starts: deleted once it is up (or failed).
-    try (EgressPolicyFile policy = EgressPolicyFile.write(b.egressPolicy)) {
+    this.stopWait = b.gracePeriodInForce().plusSeconds(5);
+    try (EgressPolicyFile policy = EgressPolicyFile.write(b.egressPolicy)) { // read at start, deleted once up
       agentArgs.addAll(0, policy.arguments()); // first: an --egress-policy among the caller's arguments wins
       this.agent = AgentLauncher.start(b.javaExecutable, b.agentJar, workspace, b.jvmArguments, agentArgs, b.env,
           b.startupTimeout);
@@ -157,7 +156,6 @@ public final class LocalSandbox extends ForwardingSandbox {
   /** The agent's arguments for {@code b}: its isolation first, so one among the caller's own comes later and wins. */
   private static List<String> agentArguments(Builder b) {
     List<String> agentArgs = new ArrayList<>();
-    // First: an --isolation among the caller's own agent arguments comes later and wins.
     agentArgs.addAll(List.of("--isolation", switch (b.isolation) {
       case NONE -> "none";
       case ISOLATED -> "auto";
@@ -338,6 +336,11 @@ public final class LocalSandbox extends ForwardingSandbox {
 
     private Builder() {}
 
+    /** The grace period the agent uses: the one set, else its default of 5 s. */
+    Duration gracePeriodInForce() {
+      return grace != null ? grace : Duration.ofSeconds(5);
+    }
+
     /**
      * How commands are isolated from the host (default {@link Isolation#ISOLATED}: in bubblewrap
      * where it works, else without isolation and one warning in the log). See {@link Isolation}.
@@ -358,10 +361,8 @@ public final class LocalSandbox extends ForwardingSandbox {
     }
 
     /**
-     * Runs an egress proxy with this policy (the agent's {@code --egress-policy}, from an owner-only
-     * file deleted once the agent is up); see {@link dev.sandboxsdk.SandboxEgress}. Isolated without
-     * {@link #network(boolean) network}, the proxy is the commands' only way out; unisolated, or with
-     * network, it is advisory. Default null: no proxy.
+     * Runs an egress proxy with this policy (see {@link dev.sandboxsdk.SandboxEgress}); default null: no proxy.
+     * Isolated without {@link #network(boolean) network} it is the commands' only way out, else advisory.
      */
     public Builder egressPolicy(EgressPolicy policy) {
       this.egressPolicy = policy;

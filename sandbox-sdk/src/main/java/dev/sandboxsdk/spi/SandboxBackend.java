@@ -34,6 +34,11 @@ public interface SandboxBackend {
   /** Removes the sandbox and everything it created (its files and checkpoints); a no-op if it is gone. */
   void remove(String id);
 
-  /** The error for a call on the sandbox while it is not running: what happened and what to do. */
-  SandboxException notRunning(String id);
+  /**
+   * The error for a call on the sandbox while it is not running: what happened and what to do.
+   * Called on the failing call's thread, so it should not ask a remote engine or API server.
+   *
+   * @param what how the handle names the sandbox in messages, e.g. {@code sandbox container 'review'}
+   */
+  SandboxException notRunning(String id, String what);
 }

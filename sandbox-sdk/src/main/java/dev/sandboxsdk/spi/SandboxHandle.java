@@ -15,7 +15,7 @@ import org.slf4j.LoggerFactory;
  * {@link SandboxBackend}. Calls go to a client of the sandbox's agent while this handle knows it
  * runs; {@link #shutdown()} stops it (the backend keeps its files) and drops the client;
  * {@link #wake()} starts it and connects again; a call while stopped fails with the backend's
- * {@link SandboxBackend#notRunning(String) reason}; after {@link #close()} every call but
+ * {@link SandboxBackend#notRunning(String, String) reason}; after {@link #close()} every call but
  * {@link #info()} and {@link #destroy()} throws {@link IllegalStateException}. A handle that removes its sandbox on
  * {@link #close()} (an unnamed sandbox, from the handle that created it) also removes it when this
  * JVM exits. Providers subclass it to add what their sandboxes have beyond the seam (an address, a
@@ -34,6 +34,8 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
   /** The client of the running agent; null while this handle knows the sandbox stopped, and after close. */
   private volatile Sandbox client;
   private volatile boolean closed;
+  /** Whether a removal succeeded; guarded by {@link #lifecycle}. */
+  private boolean removed;
 
   /**
    * @param backend what starts, stops and removes the sandbox
@@ -103,7 +105,7 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
     }
     Sandbox c = client;
     if (c == null) {
-      throw backend.notRunning(id);
+      throw backend.notRunning(id, what);
     }
     return c;
   }
@@ -117,7 +119,7 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
   public void wake() {
     synchronized (lifecycle) {
       if (closed) {
-        throw new IllegalStateException("this handle on the " + what + " is closed: get(\"" + id + "\") returns a new one");
+        throw closedForLifecycle();
       }
       Sandbox old = client;
       Sandbox now = backend.wake(id, old);
@@ -130,9 +132,16 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
     }
   }
 
+  private IllegalStateException closedForLifecycle() {
+    return new IllegalStateException("this handle on the " + what + " is closed: get(\"" + id + "\") returns a new one");
+  }
+
   @Override
   public void shutdown() {
     synchronized (lifecycle) {
+      if (closed) {
+        throw closedForLifecycle();
+      }
       boolean exists = backend.stop(id);
       Sandbox c = client;
       client = null;
@@ -157,36 +166,48 @@ public class SandboxHandle extends ForwardingSandbox implements ManagedSandbox {
     finish(removeOnClose);
   }
 
+  /**
+   * The first call closes the client and releases the exit hook and what the handle owns; a call
+   * that removes does so until one removal succeeded. Under the lock, so that no wake swaps the
+   * client meanwhile and a second destroy() returns only once the sandbox is gone.
+   */
   private void finish(boolean remove) {
-    Sandbox c;
     synchronized (lifecycle) {
-      if (closed && !remove) {
+      if (closed && (!remove || removed)) {
         return;
       }
+      boolean first = !closed;
       closed = true;
-      c = client; // kept: a closed handle still tells where its agent was (see ContainerSandbox#baseUrl)
+      try {
+        Sandbox c = client; // kept: a closed handle still tells where its agent was (see ContainerSandbox#baseUrl)
+        if (first && c != null) {
+          c.close();
+        }
+        if (remove) {
+          backend.remove(id);
+          removed = true;
+        }
+      } finally {
+        if (first) {
+          release();
+        }
+      }
     }
-    try {
-      if (c != null) {
-        c.close();
+  }
+
+  private void release() {
+    if (shutdownHook != null) {
+      try {
+        Runtime.getRuntime().removeShutdownHook(shutdownHook);
+      } catch (IllegalStateException shuttingDown) {
+        // called from the hook itself
       }
-      if (remove) {
-        backend.remove(id);
-      }
-    } finally {
-      if (shutdownHook != null) {
-        try {
-          Runtime.getRuntime().removeShutdownHook(shutdownHook);
-        } catch (IllegalStateException shuttingDown) {
-          // called from the hook itself
-        }
-      }
-      if (owned != null) {
-        try {
-          owned.close();
-        } catch (Exception e) {
-          log.debug("could not release what the handle on the {} held: {}", what, e.toString());
-        }
+    }
+    if (owned != null) {
+      try {
+        owned.close();
+      } catch (Exception e) {
+        log.debug("could not release what the handle on the {} held: {}", what, e.toString());
       }
     }
   }

@@ -52,11 +52,6 @@ public final class HostBait {
     return dir;
   }
 
-  /** The bait files by name, with what each holds. */
-  public Map<String, String> files() {
-    return files;
-  }
-
   /**
    * What the race did to the host directory: files gone, files new and files whose content
    * changed, one line each; empty when every bait file is as planted and nothing was added.

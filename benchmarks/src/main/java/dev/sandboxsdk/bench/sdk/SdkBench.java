@@ -21,6 +21,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * Benchmark of the SDK against the real agent (see docs/performance.md, "SDK"). Run from the
@@ -167,30 +168,10 @@ public class SdkBench {
     int block = 50;
     for (int from = 0; from < execCalls; from += block) {
       int to = Math.min(execCalls, from + block);
-      for (int i = from; i < to; i++) {
-        long t0 = System.nanoTime();
-        String r = rawExec(raw, argvBody);
-        rawArgv[i] = System.nanoTime() - t0;
-        succeeded(r);
-      }
-      for (int i = from; i < to; i++) {
-        long t0 = System.nanoTime();
-        ExecResult r = sdk.exec(Command.of("true"), ExecOptions.defaults());
-        sdkArgv[i] = System.nanoTime() - t0;
-        succeeded(r);
-      }
-      for (int i = from; i < to; i++) {
-        long t0 = System.nanoTime();
-        String r = rawExec(raw, shellBody);
-        rawShell[i] = System.nanoTime() - t0;
-        succeeded(r);
-      }
-      for (int i = from; i < to; i++) {
-        long t0 = System.nanoTime();
-        ExecResult r = sdk.exec("true");
-        sdkShell[i] = System.nanoTime() - t0;
-        succeeded(r);
-      }
+      timeBlock(rawArgv, from, to, () -> rawExec(raw, argvBody), SdkBench::succeeded);
+      timeBlock(sdkArgv, from, to, () -> sdk.exec(Command.of("true"), ExecOptions.defaults()), SdkBench::succeeded);
+      timeBlock(rawShell, from, to, () -> rawExec(raw, shellBody), SdkBench::succeeded);
+      timeBlock(sdkShell, from, to, () -> sdk.exec("true"), SdkBench::succeeded);
     }
     if (!streamOnly) {
       System.out.printf(Locale.ROOT, "exec argv  true, raw HTTP client: %s%n", stats(rawArgv));
@@ -220,6 +201,21 @@ public class SdkBench {
         succeeded(f.get());
       }
       System.out.printf(Locale.ROOT, "%d concurrent execAsync(true): %.2f s, %.0f exec/s%n", concurrent, s, concurrent / s);
+    }
+  }
+
+  /** One exec of a latency series. */
+  interface Call<T> {
+    T run() throws Exception;
+  }
+
+  /** Times {@code call} for samples {@code from} to {@code to - 1}, checking each result after the clock stops. */
+  static <T> void timeBlock(long[] samples, int from, int to, Call<T> call, Consumer<T> check) throws Exception {
+    for (int i = from; i < to; i++) {
+      long t0 = System.nanoTime();
+      T r = call.run();
+      samples[i] = System.nanoTime() - t0;
+      check.accept(r);
     }
   }
 

@@ -19,7 +19,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.function.BooleanSupplier;
 import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLServerSocket;
@@ -247,16 +246,5 @@ final class EgressFixtures {
     } catch (IOException e) {
       throw new IllegalStateException(e);
     }
-  }
-
-  static boolean await(long millis, BooleanSupplier condition) throws InterruptedException {
-    long deadline = System.nanoTime() + millis * 1_000_000;
-    while (System.nanoTime() < deadline) {
-      if (condition.getAsBoolean()) {
-        return true;
-      }
-      Thread.sleep(20);
-    }
-    return condition.getAsBoolean();
   }
 }

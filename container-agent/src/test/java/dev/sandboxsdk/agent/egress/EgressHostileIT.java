@@ -1,6 +1,5 @@
 package dev.sandboxsdk.agent.egress;
 
-import static dev.sandboxsdk.agent.egress.EgressFixtures.await;
 import static dev.sandboxsdk.agent.egress.EgressFixtures.fds;
 import static dev.sandboxsdk.agent.egress.EgressFixtures.readAll;
 import static dev.sandboxsdk.agent.egress.EgressFixtures.readHead;
@@ -8,6 +7,7 @@ import static dev.sandboxsdk.agent.egress.EgressFixtures.send;
 import static dev.sandboxsdk.agent.egress.EgressFixtures.threads;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.sandboxsdk.testkit.Await;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.OutputStream;
@@ -45,7 +45,7 @@ class EgressHostileIT {
     proxy = EgressProxy.builder().policy(EgressFixtures.policy()).resolver(new EgressFixtures.Resolver())
         .limits(EgressLimits.defaults().withHandshakeTimeout(HANDSHAKE).withIdleTimeout(IDLE)).start();
     assertServes(); // loads the classes and starts what a first request starts
-    assertThat(await(15_000, () -> proxy.liveConnections() == 0)).isTrue();
+    assertThat(Await.until(15_000, () -> proxy.liveConnections() == 0)).isTrue();
     Thread.sleep(1_500); // the pool's idle threads end
     baselineThreads = threads();
     baselineFds = fds();
@@ -66,7 +66,7 @@ class EgressHostileIT {
 
   private void assertBackToBaseline() throws InterruptedException {
     // Threads end within the pool's keep-alive (1 s); descriptors as soon as both sides closed.
-    boolean back = await(20_000, () -> proxy.liveConnections() == 0 && threads() <= baselineThreads
+    boolean back = Await.until(20_000, () -> proxy.liveConnections() == 0 && threads() <= baselineThreads
         && fds() <= baselineFds);
     assertThat(back).as("back to %d threads and %d fds, now %d and %d (%d live)", baselineThreads, baselineFds,
         threads(), fds(), proxy.liveConnections()).isTrue();
@@ -107,7 +107,7 @@ class EgressHostileIT {
         s.close();
       }
     }
-    assertThat(await(15_000, () -> proxy.liveConnections() == 0)).isTrue();
+    assertThat(Await.until(15_000, () -> proxy.liveConnections() == 0)).isTrue();
     assertServes();
     assertThat(proxy.audit().since(0)).filteredOn(e -> e.rule().equals("connection-limit")).hasSize(45);
     assertBackToBaseline();
@@ -122,7 +122,7 @@ class EgressHostileIT {
         cuts.add(slow.submit(() -> trickle(connect())));
       }
       // while they all hold a handshake open, the proxy answers others
-      assertThat(await(HANDSHAKE.toMillis(), () -> proxy.liveConnections() >= 10)).isTrue();
+      assertThat(Await.until(HANDSHAKE.toMillis(), () -> proxy.liveConnections() >= 10)).isTrue();
       assertServes();
       for (Future<Long> cut : cuts) {
         long millis = cut.get();
@@ -132,7 +132,7 @@ class EgressHostileIT {
     } finally {
       slow.shutdownNow();
     }
-    assertThat(await(15_000, () -> proxy.audit().since(0).stream()
+    assertThat(Await.until(15_000, () -> proxy.audit().since(0).stream()
         .filter(e -> "handshake-timeout".equals(e.outcome())).count() == 20)).isTrue();
     assertBackToBaseline();
   }
@@ -189,7 +189,7 @@ class EgressHostileIT {
     }
     long millis = (System.nanoTime() - start) / 1_000_000;
     assertThat(millis).isBetween(IDLE.toMillis() - 100, IDLE.toMillis() + 10_000);
-    assertThat(await(15_000, () -> proxy.audit().since(0).stream()
+    assertThat(Await.until(15_000, () -> proxy.audit().since(0).stream()
         .anyMatch(e -> "idle-timeout".equals(e.outcome())))).isTrue();
     assertBackToBaseline();
   }
@@ -215,7 +215,7 @@ class EgressHostileIT {
     } finally {
       clients.shutdownNow();
     }
-    assertThat(await(15_000, () -> proxy.audit().lastSequence() >= 401)).isTrue();
+    assertThat(Await.until(15_000, () -> proxy.audit().lastSequence() >= 401)).isTrue();
     assertBackToBaseline();
   }
 }

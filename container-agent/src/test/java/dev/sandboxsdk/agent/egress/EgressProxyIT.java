@@ -1,12 +1,12 @@
 package dev.sandboxsdk.agent.egress;
 
-import static dev.sandboxsdk.agent.egress.EgressFixtures.await;
 import static dev.sandboxsdk.agent.egress.EgressFixtures.readAll;
 import static dev.sandboxsdk.agent.egress.EgressFixtures.readHead;
 import static dev.sandboxsdk.agent.egress.EgressFixtures.send;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.sandboxsdk.testkit.Await;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.ProxySelector;
@@ -76,7 +76,7 @@ class EgressProxyIT {
   }
 
   private EgressEvent awaitEvent(Predicate<EgressEvent> match) throws InterruptedException {
-    assertThat(await(15_000, () -> proxy.audit().since(0).stream().anyMatch(match)))
+    assertThat(Await.until(15_000, () -> proxy.audit().since(0).stream().anyMatch(match)))
         .as("an event matching in %s", proxy.audit().since(0)).isTrue();
     return proxy.audit().since(0).stream().filter(match).reduce((a, b) -> b).orElseThrow();
   }
@@ -279,7 +279,7 @@ class EgressProxyIT {
     assertThat(held.getInputStream().read()).isEqualTo(-1);
     held.close();
     assertThat(awaitEvent("allowed.test").outcome()).isEqualTo("proxy-closed");
-    assertThat(await(10_000, () -> Thread.getAllStackTraces().keySet().stream()
+    assertThat(Await.until(10_000, () -> Thread.getAllStackTraces().keySet().stream()
         .noneMatch(t -> t.getName().startsWith("egress-")))).as("no egress thread left").isTrue();
     assertThatThrownBy(() -> new Socket("127.0.0.1", port).close()).isInstanceOf(IOException.class);
   }

@@ -194,15 +194,16 @@ final class LifecycleTools implements ToolGroup {
     SandboxInfo before = sandboxes.status(e);
     boolean wasRunning = before != null && before.isRunning();
     long t0 = System.nanoTime();
-    if (!wasRunning) {
-      try {
-        e.managed().wake();
-      } catch (SandboxException ex) {
-        if (!sandboxes.capabilities().resumable()) {
-          throw new ToolException(SandboxLiveness.ended(id).getMessage() + " (The provider says: " + ex.getMessage() + ".)");
-        }
-        throw ex;
+    // Always through the handle, also when the sandbox runs: something else may have woken it after
+    // this server shut it down, and only wake() connects this server's handle to it again (a no-op
+    // when the handle is connected already).
+    try {
+      e.managed().wake();
+    } catch (SandboxException ex) {
+      if (!sandboxes.capabilities().resumable()) {
+        throw new ToolException(SandboxLiveness.ended(id).getMessage() + " (The provider says: " + ex.getMessage() + ".)");
       }
+      throw ex;
     }
     sandboxes.stateChanged(e, true);
     SandboxInfo info = sandboxes.status(e);
