@@ -33,6 +33,8 @@ public record EgressPolicy(Mode mode, List<String> rules) {
   public static final int MAX_RULES = 1_000;
   /** The longest rule, in characters (the agent's limit). */
   public static final int MAX_RULE_CHARS = 512;
+  /** The largest policy as the JSON the agent reads, in bytes (the agent's limit on its body and file). */
+  public static final int MAX_JSON_BYTES = 256 * 1024;
 
   /** What a policy does with a connection that no rule matches. */
   public enum Mode {
@@ -67,20 +69,30 @@ public record EgressPolicy(Mode mode, List<String> rules) {
   /**
    * Validates and copies.
    *
+   * @throws NullPointerException if {@code mode}, {@code rules} or a rule is null (the message
+   *     names its index)
    * @throws IllegalArgumentException if a rule is not {@code allow|deny DESTINATION}, is longer
-   *     than {@value #MAX_RULE_CHARS} characters or has control characters, or there are more
-   *     than {@value #MAX_RULES}
+   *     than {@value #MAX_RULE_CHARS} characters or has control characters, there are more
+   *     than {@value #MAX_RULES}, or together they come to more than {@value #MAX_JSON_BYTES}
+   *     bytes of JSON
    */
   public EgressPolicy {
     Objects.requireNonNull(mode, "mode == null");
     Objects.requireNonNull(rules, "rules == null");
-    rules = List.copyOf(rules);
+    rules = new ArrayList<>(rules); // one snapshot, so a list changed meanwhile is checked as it is kept
     if (rules.size() > MAX_RULES) {
       throw new IllegalArgumentException("a policy has at most " + MAX_RULES + " rules, got " + rules.size());
     }
+    long jsonBytes = 40; // {"mode":"allow-list","rules":[]}
     for (int i = 0; i < rules.size(); i++) {
       checkRule(rules.get(i), i);
+      jsonBytes += jsonBytes(rules.get(i)) + 3; // quotes and comma
     }
+    if (jsonBytes > MAX_JSON_BYTES) {
+      throw new IllegalArgumentException("the rules come to " + jsonBytes + " bytes of JSON; the agent reads at most "
+          + MAX_JSON_BYTES);
+    }
+    rules = List.copyOf(rules);
   }
 
   /** A policy of this mode and these rules. */
@@ -141,6 +153,16 @@ public record EgressPolicy(Mode mode, List<String> rules) {
           + " 10.0.0.0/8, each optionally with :port or :from-to)");
     }
     return destination;
+  }
+
+  /** The bytes of {@code text} in a JSON string: UTF-8, quote, backslash and tab escaped. */
+  private static long jsonBytes(String text) {
+    long n = 0;
+    for (int i = 0; i < text.length(); i++) {
+      char c = text.charAt(i);
+      n += c == '"' || c == '\\' || c == '\t' ? 2 : c < 0x80 ? 1 : c < 0x800 || Character.isSurrogate(c) ? 2 : 3;
+    }
+    return n;
   }
 
   private static void checkRule(String rule, int index) {

@@ -59,6 +59,22 @@ class EgressPolicyTest {
   }
 
   @Test
+  void aNullRuleIsNamedByItsIndex() {
+    assertThatThrownBy(() -> EgressPolicy.of(EgressPolicy.Mode.OPEN, java.util.Arrays.asList("deny a.test", null)))
+        .isInstanceOf(NullPointerException.class).hasMessage("rules[1] == null");
+  }
+
+  @Test
+  void rulesThatWouldOverflowTheAgentsBodyBoundAreRefused() {
+    String longRule = "deny " + "a".repeat(EgressPolicy.MAX_RULE_CHARS - 10) + ".test";
+    List<String> rules = new ArrayList<>(Collections.nCopies(500, longRule)); // about 256 KB of JSON
+    assertThat(EgressPolicy.of(EgressPolicy.Mode.OPEN, rules).rules()).hasSize(500);
+    rules.addAll(Collections.nCopies(20, longRule));
+    assertThatThrownBy(() -> EgressPolicy.of(EgressPolicy.Mode.OPEN, rules)).isInstanceOf(IllegalArgumentException.class)
+        .hasMessageContaining("bytes of JSON").hasMessageContaining(String.valueOf(EgressPolicy.MAX_JSON_BYTES));
+  }
+
+  @Test
   void rulesAreCopied() {
     List<String> rules = new ArrayList<>(List.of("allow a.test"));
     EgressPolicy p = EgressPolicy.of(EgressPolicy.Mode.ALLOW_LIST, rules);

@@ -144,4 +144,12 @@ class RealEgressTest extends MockAgentTest {
     assertThatThrownBy(() -> sandbox.egress().update(null)).isInstanceOf(NullPointerException.class);
     assertThat(server.getRequestCount()).isZero();
   }
+
+  @Test
+  void aLimitAboveTheAgentsIsSentAsItIsForTheAgentToLower() throws Exception {
+    server.enqueue(Fixtures.json(Fixtures.read("egress-events-response.json")));
+
+    assertThat(sandbox.egress().events(0, Integer.MAX_VALUE).events()).hasSize(2);
+    assertThat(server.takeRequest().getRequestUrl().query()).isEqualTo("since=0&limit=2147483647");
+  }
 }
