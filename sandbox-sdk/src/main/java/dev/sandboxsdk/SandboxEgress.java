@@ -1,5 +1,7 @@
 package dev.sandboxsdk;
 
+import java.util.concurrent.Flow;
+
 /**
  * The egress proxy of a sandbox ({@link Sandbox#egress()}): the policy its commands' outbound
  * connections go through, and the audit of what they tried.
@@ -22,9 +24,10 @@ package dev.sandboxsdk;
  * <p><b>Errors.</b> Every method throws unchecked exceptions: the ones each method names, plus
  * the connection, timeout and auth exceptions of every {@link Sandbox} call.
  *
- * <p><b>Threading.</b> Thread-safe and stateless: each call is one request, which blocks the
- * calling thread until the agent answered. The view costs nothing to get. After the sandbox is
- * closed every method throws {@link IllegalStateException}.
+ * <p><b>Threading.</b> Thread-safe and stateless: each call but {@link #watch} is one request,
+ * which blocks the calling thread until the agent answered. The view costs nothing to get. After
+ * the sandbox is closed every method throws {@link IllegalStateException} ({@link #watch}'s
+ * publisher signals it to its subscriber).
  */
 public interface SandboxEgress {
 
@@ -67,4 +70,44 @@ public interface SandboxEgress {
    * @throws EgressNotEnabledException if the sandbox has no egress proxy
    */
   EgressEventPage events(long since, int limit);
+
+  /**
+   * Follows the audit: every connection attempt recorded after {@code since}, oldest first, and
+   * then each new one as the agent records it (when its connection ends), until cancelled.
+   *
+   * <pre>{@code
+   * sandbox.egress().watch(0).subscribe(new Flow.Subscriber<>() {
+   *   Flow.Subscription s;
+   *   public void onSubscribe(Flow.Subscription s) { this.s = s; s.request(16); }
+   *   public void onNext(EgressEvent e) {
+   *     if (!e.allowed()) log.warn("refused {}:{} by {}", e.host(), e.port(), e.rule());
+   *     s.request(1);
+   *   }
+   *   public void onError(Throwable t) { }
+   *   public void onComplete() { }
+   * });
+   * }</pre>
+   *
+   * <p>The agent has no stream of its audit, so the publisher polls {@link #events(long, int)}:
+   * at once again while events are waiting, and every half second when there were none. Like the
+   * SDK's other publishers it is lazy (nothing is asked before the first {@code request}),
+   * single-subscriber (a second subscriber gets {@code onError(IllegalStateException)}) and
+   * demand-driven: it polls only while the subscriber has requested more than it got, and it
+   * holds at most one page (1,000 events) that was not yet delivered. {@code cancel()} stops the
+   * polling and cancels a poll in flight. An open watch counts as an open stream, so the
+   * sandbox's idle timeout does not end it. Signals come on an SDK thread, never on the caller's.
+   *
+   * <p>It never completes: it ends with {@code onError} when the sandbox is closed
+   * ({@link SandboxConnectionException}; {@link IllegalStateException} if it was closed before
+   * the first request), when the sandbox has no egress proxy
+   * ({@link EgressNotEnabledException}, at the first poll), or when a poll fails (the connection,
+   * auth and server exceptions of every call). The agent keeps the latest 1,000 events; a
+   * subscriber that falls further behind than that sees a gap in the {@link EgressEvent#sequence()
+   * sequence} numbers where events were dropped.
+   *
+   * @param since the sequence number after which to start (0 for the oldest kept; the
+   *     {@link EgressEventPage#lastSequence()} of a page to go on from it)
+   * @throws IllegalArgumentException if {@code since} is negative
+   */
+  Flow.Publisher<EgressEvent> watch(long since);
 }

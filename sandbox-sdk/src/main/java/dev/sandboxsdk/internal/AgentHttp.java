@@ -260,6 +260,22 @@ final class AgentHttp {
     }
   }
 
+  /**
+   * {@link #call(Request, String)} for a call that another thread may cancel: {@code onCall} gets
+   * the call before it is sent (a poll that a cancelled subscription must not wait out).
+   */
+  JsonNode call(Request request, String what, java.util.function.Consumer<Call> onCall) {
+    ensureOpen();
+    activity.begin();
+    try {
+      Call call = client.newCall(request);
+      onCall.accept(call);
+      return execute(call, what, MAX_ANSWER_BYTES);
+    } finally {
+      activity.end();
+    }
+  }
+
   /** The agent's published limits ({@code /api/version}), fetched once and only when needed. */
   private JsonNode limits() {
     JsonNode l = limits;

@@ -7,9 +7,11 @@ import dev.sandboxsdk.EgressEventPage;
 import dev.sandboxsdk.EgressPolicy;
 import dev.sandboxsdk.SandboxEgress;
 import dev.sandboxsdk.SandboxNotFoundException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.Flow;
 import java.util.function.Supplier;
 import okhttp3.HttpUrl;
 
@@ -17,13 +19,24 @@ import okhttp3.HttpUrl;
  * The {@link SandboxEgress} of a {@link RealSandbox}, over {@code GET} and {@code PUT
  * /api/egress/policy} and {@code GET /api/egress/events} (docs/protocol/egress.md). An agent
  * without egress answers 404 {@code NOT_FOUND} on each, which {@link ErrorMapper#egressNotEnabled}
- * turns into the exception that says so. Stateless and thread-safe.
+ * turns into the exception that says so. {@link #watch} polls the events route
+ * ({@link EgressWatchCursor}) behind the same {@link EventPublisher} as the SDK's other streams.
+ * Stateless and thread-safe.
  */
 final class RealEgress implements SandboxEgress {
+  /** How long {@link #watch} waits before asking again when the agent had nothing new. */
+  static final Duration POLL_INTERVAL = Duration.ofMillis(500);
+
   private final AgentHttp http;
+  private final Duration pollInterval;
 
   RealEgress(AgentHttp http) {
+    this(http, POLL_INTERVAL);
+  }
+
+  RealEgress(AgentHttp http, Duration pollInterval) {
     this.http = http;
+    this.pollInterval = pollInterval;
   }
 
   @Override
@@ -40,15 +53,36 @@ final class RealEgress implements SandboxEgress {
 
   @Override
   public EgressEventPage events(long since, int limit) {
-    if (since < 0) {
-      throw new IllegalArgumentException("since must be at least 0: " + since);
-    }
+    checkSince(since);
     if (limit < 1) {
       throw new IllegalArgumentException("limit must be at least 1: " + limit);
     }
-    HttpUrl url = http.url("api", "egress", "events").newBuilder()
+    return guarded(() -> page(http.call(http.get(eventsUrl(since, limit)), "egress().events")));
+  }
+
+  @Override
+  public Flow.Publisher<EgressEvent> watch(long since) {
+    checkSince(since);
+    String what = "egress().watch";
+    EgressWatchCursor.Pages pages = (after, onCall) -> guarded(() -> page(http.call(
+        http.get(eventsUrl(after, EgressWatchCursor.PAGE)), what, onCall)));
+    return new EventPublisher<>(abort -> {
+      http.ensureOpen();
+      EgressWatchCursor cursor = http.track(new EgressWatchCursor(http, pages, since, pollInterval));
+      abort.onAbort(cursor::close);
+      return cursor;
+    }, http.executor(), t -> http.streamError(t, what));
+  }
+
+  private static void checkSince(long since) {
+    if (since < 0) {
+      throw new IllegalArgumentException("since must be at least 0: " + since);
+    }
+  }
+
+  private HttpUrl eventsUrl(long since, int limit) {
+    return http.url("api", "egress", "events").newBuilder()
         .addQueryParameter("since", Long.toString(since)).addQueryParameter("limit", Integer.toString(limit)).build();
-    return guarded(() -> page(http.call(http.get(url), "egress().events")));
   }
 
   /** The body of {@code PUT /api/egress/policy}, and of the agent's {@code --egress-policy} file. */
