@@ -9,7 +9,7 @@ import java.util.Map;
 import java.util.function.Supplier;
 
 /**
- * The egress tool group: {@code getEgressPolicy}, {@code setEgressPolicy}, {@code
+ * The egress tool group: {@code getEgressPolicy}, {@code updateEgressPolicy}, {@code
  * listEgressEvents}, over {@link dev.sandboxsdk.SandboxEgress}. A sandbox has an egress proxy only
  * if it was created with a policy (the server's {@code --egress-policy}); on any other each tool
  * answers an error result that says so. Thread-safe.
@@ -27,7 +27,7 @@ final class EgressTools implements ToolGroup {
   @Override
   public void register(Map<String, ToolHandler> tools) {
     tools.put("getEgressPolicy", ToolHandler.blocking(EgressArgs.Get.class, this::getEgressPolicy));
-    tools.put("setEgressPolicy", ToolHandler.blocking(EgressArgs.Update.class, this::setEgressPolicy));
+    tools.put("updateEgressPolicy", ToolHandler.blocking(EgressArgs.Update.class, this::updateEgressPolicy));
     tools.put("listEgressEvents", ToolHandler.blocking(EgressArgs.Listing.class, this::listEgressEvents));
   }
 
@@ -57,7 +57,7 @@ final class EgressTools implements ToolGroup {
     return new ToolOutcome(SandboxTools.json(Policy.of(p, sb.id())), describe(sb, p), false);
   }
 
-  ToolOutcome setEgressPolicy(EgressArgs.Update args) {
+  ToolOutcome updateEgressPolicy(EgressArgs.Update args) {
     Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
     EgressPolicy wanted;
     try {

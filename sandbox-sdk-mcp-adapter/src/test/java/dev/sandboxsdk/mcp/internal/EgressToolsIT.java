@@ -23,7 +23,7 @@ import org.junit.jupiter.api.TestInstance;
 /**
  * The egress tools against real local sandboxes of a server started with {@code --egress-policy}:
  * curl, told to use the sandbox's proxy even for loopback, reaches a loopback upstream while
- * {@code allow 127.0.0.1/32} stands and gets 403 once setEgressPolicy removed it; listEgressEvents
+ * {@code allow 127.0.0.1/32} stands and gets 403 once updateEgressPolicy removed it; listEgressEvents
  * shows both. A server without the option says its sandboxes have no egress proxy.
  */
 @TestInstance(TestInstance.Lifecycle.PER_CLASS)
@@ -69,7 +69,7 @@ class EgressToolsIT {
     assertThat(sc(got).get("rules").toString()).isEqualTo("[\"allow 127.0.0.1/32\"]");
     assertThat(curl()).isEqualTo("hello from upstream 200");
 
-    JsonNode set = mcp.call("setEgressPolicy", args("mode", "allow-list", "rules", List.of("deny 127.0.0.1")));
+    JsonNode set = mcp.call("updateEgressPolicy", args("mode", "allow-list", "rules", List.of("deny 127.0.0.1")));
     assertThat(set.has("isError")).as("%s", set).isFalse();
     assertThat(sc(set).get("rules").toString()).isEqualTo("[\"deny 127.0.0.1/32\"]");
     assertThat(text(set)).contains("deny 127.0.0.1/32");
@@ -94,13 +94,13 @@ class EgressToolsIT {
   @Test
   void badPoliciesAreErrorsTheModelCanActOnAndChangeNothing() {
     mcp.call("getSandbox", args("sandboxId", "bad"));
-    JsonNode agentRefused = mcp.call("setEgressPolicy", args("sandboxId", "bad", "mode", "open",
+    JsonNode agentRefused = mcp.call("updateEgressPolicy", args("sandboxId", "bad", "mode", "open",
         "rules", List.of("deny a.test", "allow *.example..com")));
     assertThat(agentRefused.get("isError").asBoolean()).as("%s", agentRefused).isTrue();
     assertThat(text(agentRefused)).contains("allow *.example..com").contains("rejected");
-    JsonNode shape = mcp.call("setEgressPolicy", args("sandboxId", "bad", "mode", "open", "rules", List.of("permit x")));
+    JsonNode shape = mcp.call("updateEgressPolicy", args("sandboxId", "bad", "mode", "open", "rules", List.of("permit x")));
     assertThat(text(shape)).contains("Not a valid egress policy").contains("Nothing was changed");
-    JsonNode mode = mcp.call("setEgressPolicy", args("sandboxId", "bad", "mode", "closed"));
+    JsonNode mode = mcp.call("updateEgressPolicy", args("sandboxId", "bad", "mode", "closed"));
     assertThat(text(mode)).contains("must be one of off, allow-list, open");
     assertThat(sc(mcp.call("getEgressPolicy", args("sandboxId", "bad"))).get("rules").toString())
         .as("the policy stands").isEqualTo("[\"allow 127.0.0.1/32\"]");
