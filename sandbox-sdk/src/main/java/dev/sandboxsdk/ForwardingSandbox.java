@@ -108,4 +108,9 @@ public abstract class ForwardingSandbox implements Sandbox {
   public SandboxTerminals terminals() {
     return delegate().terminals();
   }
+
+  @Override
+  public SandboxEgress egress() {
+    return delegate().egress();
+  }
 }

@@ -15,8 +15,8 @@ import okhttp3.OkHttpClient;
 /**
  * A sandbox: a place to run commands and manage the processes started there. Every further
  * capability is a facet, a view got from the sandbox: its files ({@link #files()}), ports
- * ({@link #ports()}), git ({@link #git()}), checkpoints ({@link #checkpoints()}) and terminals
- * ({@link #terminals()}).
+ * ({@link #ports()}), git ({@link #git()}), checkpoints ({@link #checkpoints()}), terminals
+ * ({@link #terminals()}) and egress ({@link #egress()}).
  *
  * <p>Get one with {@link LocalSandbox#start()} (the embedded default: a local agent, no Docker)
  * or {@link #connect(URI, String)} (an agent that already runs, e.g. in a container).
@@ -306,6 +306,17 @@ public interface Sandbox extends AutoCloseable {
    * @see SandboxTerminals
    */
   SandboxTerminals terminals();
+
+  /**
+   * The egress proxy: the policy outbound connections go through, and what they tried.
+   *
+   * <pre>{@code
+   * sandbox.egress().update(EgressPolicy.allowList("pypi.org:443"));
+   * }</pre>
+   *
+   * @see SandboxEgress
+   */
+  SandboxEgress egress();
 
   // ---- lifecycle
 

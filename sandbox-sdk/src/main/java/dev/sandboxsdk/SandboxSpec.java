@@ -44,6 +44,7 @@ public final class SandboxSpec {
   private final String name;
   private final String gitRepository;
   private final GitCheckoutOptions gitOptions;
+  private final EgressPolicy egressPolicy;
 
   private SandboxSpec(Builder b) {
     this.image = b.image;
@@ -59,6 +60,7 @@ public final class SandboxSpec {
     this.name = b.name;
     this.gitRepository = b.gitRepository;
     this.gitOptions = b.gitOptions;
+    this.egressPolicy = b.egressPolicy;
   }
 
   /** A spec with every setting at its default. */
@@ -87,6 +89,7 @@ public final class SandboxSpec {
     b.name = name;
     b.gitRepository = gitRepository;
     b.gitOptions = gitOptions;
+    b.egressPolicy = egressPolicy;
     return b;
   }
 
@@ -158,12 +161,22 @@ public final class SandboxSpec {
     return gitOptions;
   }
 
+  /**
+   * The policy of the sandbox's egress proxy, or {@code null} for none (then {@link Sandbox#egress()}
+   * throws {@link EgressNotEnabledException}). See {@link Builder#egressPolicy(EgressPolicy)}.
+   */
+  public EgressPolicy egressPolicy() {
+    return egressPolicy;
+  }
+
   @Override
   public String toString() {
     // Values of env may be secrets: names only.
     return "SandboxSpec{image=" + image + ", memoryBytes=" + memoryBytes + ", cpus=" + cpus
         + ", pidsLimit=" + pidsLimit + ", network=" + network + ", env=" + env.keySet()
         + ", labels=" + labels + ", idleTimeout=" + idleTimeout + (name != null ? ", name=" + name : "")
+        + (egressPolicy != null ? ", egress=" + egressPolicy.mode().wireName() + " with " + egressPolicy.rules().size()
+            + " rules" : "")
         + (gitRepository != null ? ", gitRepository=" + gitRepository.replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1***@") : "") + "}";
   }
 
@@ -182,6 +195,7 @@ public final class SandboxSpec {
     private String name;
     private String gitRepository;
     private GitCheckoutOptions gitOptions = GitCheckoutOptions.defaults();
+    private EgressPolicy egressPolicy;
 
     private Builder() {}
 
@@ -316,6 +330,22 @@ public final class SandboxSpec {
     /** How long creation may take (default 60 s). */
     public Builder startupTimeout(Duration timeout) {
       this.startupTimeout = Checks.positive(timeout, "startupTimeout");
+      return this;
+    }
+
+    /**
+     * Runs an egress proxy in the sandbox with this policy: its commands get proxy variables
+     * ({@code HTTP_PROXY}, ...), their connections through it are decided by the policy and
+     * recorded, and {@link Sandbox#egress()} reads and changes it. What that enforces depends on
+     * the provider: the local provider with isolation and without {@link #network(boolean)
+     * network} makes the proxy the only way out (the kernel enforces it); without isolation, or
+     * with network on, the proxy is advisory (a program that ignores the variables goes around
+     * it). The container and Kubernetes providers cannot deliver a policy to their agent yet and
+     * refuse a spec that has one, rather than create a sandbox that ignores it. {@code null}
+     * (the default) means no proxy.
+     */
+    public Builder egressPolicy(EgressPolicy policy) {
+      this.egressPolicy = policy;
       return this;
     }
 

@@ -180,6 +180,7 @@ public final class ContainerSandbox extends SandboxHandle {
           .network(s.network()).env(s.env()).startupTimeout(s.startupTimeout());
       s.labels().forEach(spec::label);
       s.agentArguments().forEach(spec::agentArgument);
+      spec.egressPolicy(s.egressPolicy()); // refused by the provider: see ContainerProvider.create
       if (s.name() != null) {
         spec.name(s.name());
       }

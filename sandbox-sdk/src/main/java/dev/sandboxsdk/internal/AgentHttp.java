@@ -222,6 +222,11 @@ final class AgentHttp {
         .post(RequestBody.create(Wire.bytes(body), JSON)).build();
   }
 
+  Request put(HttpUrl url, JsonNode body) {
+    return new Request.Builder().url(url).header("Authorization", authorization)
+        .put(RequestBody.create(Wire.bytes(body), JSON)).build();
+  }
+
   Request get(HttpUrl url) {
     return new Request.Builder().url(url).header("Authorization", authorization).get().build();
   }
@@ -250,6 +255,22 @@ final class AgentHttp {
     activity.begin();
     try {
       return execute(c.newCall(request), what, maxAnswerBytes);
+    } finally {
+      activity.end();
+    }
+  }
+
+  /**
+   * {@link #call(Request, String)} for a call that another thread may cancel: {@code onCall} gets
+   * the call before it is sent (a poll that a cancelled subscription must not wait out).
+   */
+  JsonNode call(Request request, String what, java.util.function.Consumer<Call> onCall) {
+    ensureOpen();
+    activity.begin();
+    try {
+      Call call = client.newCall(request);
+      onCall.accept(call);
+      return execute(call, what, MAX_ANSWER_BYTES);
     } finally {
       activity.end();
     }

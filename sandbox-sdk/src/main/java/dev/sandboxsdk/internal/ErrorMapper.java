@@ -1,6 +1,7 @@
 package dev.sandboxsdk.internal;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import dev.sandboxsdk.EgressNotEnabledException;
 import dev.sandboxsdk.ProcessNotFoundException;
 import dev.sandboxsdk.SandboxAuthException;
 import dev.sandboxsdk.SandboxConflictException;
@@ -98,6 +99,19 @@ public final class ErrorMapper {
       return new SandboxInvalidRequestException(message, null, code, status, context);
     }
     return new SandboxException(message, null, code, status, context);
+  }
+
+  /**
+   * A 404 of an egress route: {@code NOT_FOUND} (an agent without {@code --egress-policy}, or one
+   * too old to have the routes) means the sandbox has no egress proxy; any other code stays as it is.
+   */
+  static SandboxException egressNotEnabled(SandboxNotFoundException e) {
+    if (!"NOT_FOUND".equals(e.code())) {
+      return e;
+    }
+    return new EgressNotEnabledException("egress is not enabled for this sandbox: it was created without an egress"
+        + " policy (SandboxSpec.Builder.egressPolicy, LocalSandbox.Builder.egressPolicy), or its agent has no egress"
+        + " proxy; the agent said: " + e.getMessage(), e, e.code(), e.httpStatus(), e.context());
   }
 
   /** An I/O failure while talking to the agent at {@code what} (e.g. "POST /api/execute"). */

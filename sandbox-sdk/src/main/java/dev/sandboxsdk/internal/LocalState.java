@@ -221,6 +221,8 @@ public final class LocalState {
     public List<String> agentArguments = new ArrayList<>();
     /** The repository cloned at creation, without credentials; for people reading the record. */
     public String gitRepository;
+    /** The policy of the sandbox's egress proxy, or null for none. */
+    public dev.sandboxsdk.EgressPolicy egressPolicy;
 
     /** Records this JVM as the owner: the sandbox is removed once this JVM is gone. */
     public void ownedByThisJvm() {
@@ -270,6 +272,9 @@ public final class LocalState {
       if (gitRepository != null) {
         st.put("gitRepository", gitRepository);
       }
+      if (egressPolicy != null) {
+        st.set("egressPolicy", RealEgress.body(egressPolicy));
+      }
       return o;
     }
 
@@ -291,6 +296,7 @@ public final class LocalState {
       st.path("labels").fields().forEachRemaining(f -> e.labels.put(f.getKey(), f.getValue().asText()));
       st.path("agentArguments").forEach(a -> e.agentArguments.add(a.asText()));
       e.gitRepository = st.hasNonNull("gitRepository") ? st.path("gitRepository").asText() : null;
+      e.egressPolicy = st.path("egressPolicy").isObject() ? RealEgress.policy(st.get("egressPolicy")) : null;
       return e;
     }
 

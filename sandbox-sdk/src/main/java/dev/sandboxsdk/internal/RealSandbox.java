@@ -12,6 +12,7 @@ import dev.sandboxsdk.ProcessLogs;
 import dev.sandboxsdk.ProcessOptions;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxCheckpoints;
+import dev.sandboxsdk.SandboxEgress;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxFiles;
 import dev.sandboxsdk.SandboxGit;
@@ -48,6 +49,7 @@ public final class RealSandbox implements Sandbox {
   private final RealCheckpoints checkpoints;
   private final RealPorts ports;
   private final RealTerminals terminals;
+  private final RealEgress egress;
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -61,6 +63,7 @@ public final class RealSandbox implements Sandbox {
     this.checkpoints = new RealCheckpoints(this);
     this.ports = new RealPorts(this);
     this.terminals = new RealTerminals(this);
+    this.egress = new RealEgress(http);
   }
 
   @Override
@@ -162,6 +165,11 @@ public final class RealSandbox implements Sandbox {
   @Override
   public SandboxTerminals terminals() {
     return terminals;
+  }
+
+  @Override
+  public SandboxEgress egress() {
+    return egress;
   }
 
   // ---- lifecycle

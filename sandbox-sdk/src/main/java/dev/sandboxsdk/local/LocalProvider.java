@@ -55,7 +55,9 @@ import java.util.function.Consumer;
  *
  * <p>The local provider runs no image and enforces no memory, CPU or process limits: it ignores
  * those settings of the {@link SandboxSpec}. It applies the name, the network, the environment,
- * the labels, the idle timeout, the agent arguments, the start-up timeout and the repository to clone.
+ * the labels, the idle timeout, the agent arguments, the start-up timeout, the repository to clone
+ * and the egress policy (which each wake starts the agent with again: a policy changed with
+ * {@link dev.sandboxsdk.SandboxEgress#update} lasts until the sandbox stops).
  * Thread-safe.
  */
 public final class LocalProvider implements SandboxProvider {
@@ -146,6 +148,7 @@ public final class LocalProvider implements SandboxProvider {
     record.env.putAll(spec.env());
     record.labels.putAll(spec.labels());
     record.agentArguments.addAll(spec.agentArguments());
+    record.egressPolicy = spec.egressPolicy();
     if (spec.gitRepository() != null) {
       record.gitRepository = spec.gitRepository().replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1***@");
     }
@@ -164,6 +167,7 @@ public final class LocalProvider implements SandboxProvider {
         .checkpointDirectory(state.checkpoints(name)) // kept across shutdown and wake
         .keepAlive(true) // the agent's own --idle-timeout-ms stops it, keeping the files
         .network(record.network)
+        .egressPolicy(record.egressPolicy)
         .startupTimeout(Duration.ofMillis(Math.max(1, record.startupTimeoutMs)));
     b.env(record.env);
     record.agentArguments.forEach(b::agentArgument);

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.local;
 
+import dev.sandboxsdk.EgressPolicy;
 import dev.sandboxsdk.ForwardingSandbox;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxException;
@@ -7,6 +8,7 @@ import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.internal.Activity;
 import dev.sandboxsdk.internal.AgentLauncher;
 import dev.sandboxsdk.internal.Checks;
+import dev.sandboxsdk.internal.EgressPolicyFile;
 import dev.sandboxsdk.internal.RealSandbox;
 import dev.sandboxsdk.internal.SdkTimer;
 import dev.sandboxsdk.internal.Workspaces;
@@ -19,6 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -66,8 +69,7 @@ public final class LocalSandbox extends ForwardingSandbox {
   private static final Logger log = LoggerFactory.getLogger(LocalSandbox.class);
 
   /** Whether the fallback from {@link Isolation#ISOLATED} to none was logged yet (once per JVM). */
-  private static final java.util.concurrent.atomic.AtomicBoolean FALLBACK_LOGGED =
-      new java.util.concurrent.atomic.AtomicBoolean();
+  private static final AtomicBoolean FALLBACK_LOGGED = new AtomicBoolean();
 
   private final AgentLauncher.Agent agent;
   private final Isolation isolation;
@@ -98,7 +100,8 @@ public final class LocalSandbox extends ForwardingSandbox {
     this.ownsWorkspace = owns;
     List<String> agentArgs = agentArguments(b);
     this.stopWait = b.gracePeriodInForce().plusSeconds(5);
-    try {
+    try (EgressPolicyFile policy = EgressPolicyFile.write(b.egressPolicy)) { // read at start, deleted once up
+      agentArgs.addAll(0, policy.arguments()); // first: an --egress-policy among the caller's arguments wins
       this.agent = AgentLauncher.start(b.javaExecutable, b.agentJar, workspace, b.jvmArguments, agentArgs, b.env,
           b.startupTimeout);
     } catch (RuntimeException e) {
@@ -153,7 +156,6 @@ public final class LocalSandbox extends ForwardingSandbox {
   /** The agent's arguments for {@code b}: its isolation first, so one among the caller's own comes later and wins. */
   private static List<String> agentArguments(Builder b) {
     List<String> agentArgs = new ArrayList<>();
-    // First: an --isolation among the caller's own agent arguments comes later and wins.
     agentArgs.addAll(List.of("--isolation", switch (b.isolation) {
       case NONE -> "none";
       case ISOLATED -> "auto";
@@ -330,6 +332,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     private final java.util.Map<String, String> env = new java.util.LinkedHashMap<>();
     private Isolation isolation = Isolation.ISOLATED;
     private boolean network;
+    private EgressPolicy egressPolicy;
 
     private Builder() {}
 
@@ -354,6 +357,15 @@ public final class LocalSandbox extends ForwardingSandbox {
      */
     public Builder network(boolean network) {
       this.network = network;
+      return this;
+    }
+
+    /**
+     * Runs an egress proxy with this policy (see {@link dev.sandboxsdk.SandboxEgress}); default null: no proxy.
+     * Isolated without {@link #network(boolean) network} it is the commands' only way out, else advisory.
+     */
+    public Builder egressPolicy(EgressPolicy policy) {
+      this.egressPolicy = policy;
       return this;
     }
 

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.mcp.internal;
 
+import dev.sandboxsdk.EgressPolicy;
 import dev.sandboxsdk.local.Isolation;
 import dev.sandboxsdk.local.LocalProvider;
 import dev.sandboxsdk.ProviderCapabilities;
@@ -44,6 +45,8 @@ import java.util.regex.Pattern;
  * @param stateDir with {@link SandboxMode#LOCAL}, where persistent sandboxes keep their workspaces and
  *     checkpoints ({@code --state-dir}); null for the SDK's default (LocalProvider's)
  * @param kubernetes with {@link SandboxMode#KUBERNETES}, the cluster, namespace and access; else null
+ * @param egressPolicy with {@link SandboxMode#LOCAL}, the egress policy of every sandbox the server
+ *     creates ({@code --egress-policy}); null for none
  */
 public record AdapterConfig(
     boolean http,
@@ -66,7 +69,8 @@ public record AdapterConfig(
     Isolation localIsolation,
     boolean localNetwork,
     Path stateDir,
-    Kubernetes kubernetes) {
+    Kubernetes kubernetes,
+    EgressPolicy egressPolicy) {
 
   /** The help text of {@code --help}: the synopsis, then each option (see {@link AdapterOptions}). */
   public static final String USAGE = AdapterOptions.USAGE;
@@ -132,7 +136,7 @@ public record AdapterConfig(
   public AdapterConfig withMaxOutputBytes(int bytes) {
     return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agentUrl, agentToken, passEnv,
         bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive, maxConnections, maxConcurrentCalls,
-        localIsolation, localNetwork, stateDir, kubernetes);
+        localIsolation, localNetwork, stateDir, kubernetes, egressPolicy);
   }
 
   @Override

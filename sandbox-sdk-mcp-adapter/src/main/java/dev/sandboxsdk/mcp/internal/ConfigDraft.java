@@ -48,6 +48,7 @@ final class ConfigDraft {
   Boolean network;
   Isolation isolation;
   String stateDir;
+  String egressPolicyFile;
   final Map<String, String> passEnv = new LinkedHashMap<>();
   int maxOutput = 16_384;
   int maxSandboxes = 8;
@@ -105,7 +106,7 @@ final class ConfigDraft {
         Map.copyOf(passEnv),
         maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds),
         maxConnections, maxCalls, isolation != null ? isolation : Isolation.ISOLATED, network != null && network, state,
-        kubernetes);
+        kubernetes, egressPolicyFile != null ? EgressPolicyFiles.read(egressPolicyFile) : null);
   }
 
   /** Checks the transport's options; returns the HTTP token, null for stdio or {@code --no-auth}. */
@@ -157,6 +158,10 @@ final class ConfigDraft {
           (d, mode) -> "--network applies to --provider local, container or kubernetes, not to a remote agent"),
       new ProviderRule(d -> d.isolation != null, EnumSet.of(SandboxMode.LOCAL),
           (d, mode) -> "--isolation applies to --provider local only (a container or pod is isolated by its engine)"),
+      new ProviderRule(d -> d.egressPolicyFile != null, EnumSet.of(SandboxMode.LOCAL),
+          (d, mode) -> "--egress-policy applies to --provider local only (" + (mode == SandboxMode.REMOTE
+              ? "a remote agent has its own --egress-policy)"
+              : "the container and Kubernetes providers cannot enforce an egress policy yet)")),
       new ProviderRule(d -> d.stateDir != null, EnumSet.of(SandboxMode.LOCAL),
           (d, mode) -> "--state-dir applies to --provider local only (a container or Kubernetes provider's"
               + " persistent sandboxes live on its engine or cluster)"));

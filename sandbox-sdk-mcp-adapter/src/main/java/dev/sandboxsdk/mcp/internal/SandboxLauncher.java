@@ -63,7 +63,7 @@ final class SandboxLauncher {
       if (how.persistent()) {
         SandboxProvider provider = providers.persistentProvider();
         SandboxSpec.Builder spec = (provider.capabilities().fromImage() ? imageSpec()
-            : SandboxSpec.builder().network(config.localNetwork()))
+            : SandboxSpec.builder().network(config.localNetwork()).egressPolicy(config.egressPolicy()))
             .name(id)
             .label(Sandboxes.ID_LABEL, id)
             .label(Sandboxes.PERSISTENT_LABEL, "true")
@@ -82,7 +82,7 @@ final class SandboxLauncher {
             s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false, can.isolation());
       }
       LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
-          .isolation(config.localIsolation()).network(config.localNetwork()).start();
+          .isolation(config.localIsolation()).network(config.localNetwork()).egressPolicy(config.egressPolicy()).start();
       log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
           (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
       return localEntry(id, s, config.mode(), keepAlive, idle);

@@ -132,7 +132,7 @@ class McpServerTest {
         "getSandbox", "listSandboxes", "destroy", "readFile", "writeFile", "listFiles", "mkdir", "deleteFile",
         "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout", "watchFiles", "exposePort", "unexposePort",
         "listExposedPorts", "shutdownSandbox", "wakeSandbox", "createCheckpoint", "listCheckpoints", "restoreCheckpoint",
-        "deleteCheckpoint");
+        "deleteCheckpoint", "getEgressPolicy", "updateEgressPolicy", "listEgressEvents");
     Set<String> implemented = new HashSet<>();
     try (SandboxTools impl = new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults()))) {
       impl.names().forEach(implemented::add);
@@ -178,7 +178,10 @@ class McpServerTest {
         java.util.Map.entry("createCheckpoint", List.of(false, false, false)),
         java.util.Map.entry("listCheckpoints", List.of(true, false, true)),
         java.util.Map.entry("restoreCheckpoint", List.of(false, true, true)),
-        java.util.Map.entry("deleteCheckpoint", List.of(false, true, true)));
+        java.util.Map.entry("deleteCheckpoint", List.of(false, true, true)),
+        java.util.Map.entry("getEgressPolicy", List.of(true, false, true)),
+        java.util.Map.entry("updateEgressPolicy", List.of(false, true, true)),
+        java.util.Map.entry("listEgressEvents", List.of(true, false, true)));
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
     assertThat(tools).hasSize(expected.size());
     for (JsonNode t : tools) {
