@@ -340,9 +340,11 @@ public final class SandboxSpec {
      * the provider: the local provider with isolation and without {@link #network(boolean)
      * network} makes the proxy the only way out (the kernel enforces it); without isolation, or
      * with network on, the proxy is advisory (a program that ignores the variables goes around
-     * it). The container and Kubernetes providers cannot deliver a policy to their agent yet and
-     * refuse a spec that has one, rather than create a sandbox that ignores it. {@code null}
-     * (the default) means no proxy.
+     * it). The container and Kubernetes providers make it the only way out whatever {@code
+     * network} says: the agent image's firewall lets only the agent connect out (see
+     * docs/containers.md, "Network only through the egress proxy"); a policy changed while the
+     * sandbox runs lasts until it stops, and it wakes with this one. {@code null} (the default)
+     * means no proxy.
      */
     public Builder egressPolicy(EgressPolicy policy) {
       this.egressPolicy = policy;

@@ -118,9 +118,6 @@ public final class ContainerProvider implements SandboxProvider {
    * JVM's exit) removes it, see {@link ContainerSandbox.Builder#removeOnClose(boolean)}; a named one
    * ({@link SandboxSpec.Builder#name}) stays until {@code destroy()}, also when its idle timeout
    * stops it.
-   *
-   * @throws SandboxException if the spec has an {@link SandboxSpec#egressPolicy() egress policy},
-   *     which this provider cannot enforce yet (nothing is created)
    */
   @Override
   public ContainerSandbox create(SandboxSpec spec) {
@@ -129,14 +126,6 @@ public final class ContainerProvider implements SandboxProvider {
 
   ContainerSandbox create(SandboxSpec spec, boolean removeOnClose, boolean handOverProvider) {
     Objects.requireNonNull(spec, "spec == null");
-    if (spec.egressPolicy() != null) {
-      // The image's own firewall (network off) or the engine's network (on) decides, not a policy:
-      // creating the sandbox anyway would let its commands out where the caller asked for a policy.
-      throw new SandboxException("the container provider cannot enforce an egress policy yet (the agent's"
-          + " --egress-policy needs a file in the container, and unisolated commands could go around the proxy);"
-          + " the sandbox was not created. Use network(false) to keep commands off the network, or the local"
-          + " provider with isolation for a policy (docs/user-guide.md, \"Network egress\")", null);
-    }
     removeExited();
     long t0 = System.nanoTime();
     Launch.Started s = Launch.start(engine, spec, publishAddress, connectHost);

@@ -116,6 +116,15 @@ public final class ContainerSandbox extends SandboxHandle {
       return this;
     }
 
+    /**
+     * Commands go out only through the agent's egress proxy, which decides by {@code policy};
+     * see {@link SandboxSpec.Builder#egressPolicy(dev.sandboxsdk.EgressPolicy)}.
+     */
+    public Builder egressPolicy(dev.sandboxsdk.EgressPolicy policy) {
+      spec.egressPolicy(policy);
+      return this;
+    }
+
     /** A variable every command gets; see {@link SandboxSpec.Builder#env(String, String)}. */
     public Builder env(String name, String value) {
       spec.env(name, value);
@@ -180,7 +189,7 @@ public final class ContainerSandbox extends SandboxHandle {
           .network(s.network()).env(s.env()).startupTimeout(s.startupTimeout());
       s.labels().forEach(spec::label);
       s.agentArguments().forEach(spec::agentArgument);
-      spec.egressPolicy(s.egressPolicy()); // refused by the provider: see ContainerProvider.create
+      spec.egressPolicy(s.egressPolicy());
       if (s.name() != null) {
         spec.name(s.name());
       }

@@ -3,9 +3,7 @@ package dev.sandboxsdk.container;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.sandboxsdk.EgressPolicy;
 import dev.sandboxsdk.SandboxConnectionException;
-import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxSpec;
 import java.net.URI;
 import java.nio.file.Path;
@@ -27,20 +25,6 @@ class ContainerProviderTest {
       assertThatThrownBy(p::list).isInstanceOf(SandboxConnectionException.class);
       assertThatThrownBy(p::ping).isInstanceOf(SandboxConnectionException.class);
     }
-  }
-
-  @Test
-  void aSpecWithAnEgressPolicyIsRefusedBeforeTheEngineIsAsked(@TempDir Path dir) {
-    URI nowhere = URI.create("unix://" + dir.resolve("no-engine.sock"));
-    SandboxSpec spec = SandboxSpec.builder().egressPolicy(EgressPolicy.allowList("pypi.org:443")).build();
-
-    try (ContainerProvider p = ContainerProvider.builder().dockerHost(nowhere).build()) {
-      assertThatThrownBy(() -> p.create(spec)).isInstanceOf(SandboxException.class)
-          .isNotInstanceOf(SandboxConnectionException.class)
-          .hasMessageContaining("cannot enforce an egress policy").hasMessageContaining("was not created");
-    }
-    assertThatThrownBy(() -> ContainerSandbox.builder().dockerHost(nowhere).spec(spec).start())
-        .isInstanceOf(SandboxException.class).hasMessageContaining("cannot enforce an egress policy");
   }
 
   @Test

@@ -115,19 +115,10 @@ public final class KubernetesProvider implements SandboxProvider {
    *     the pod cannot be scheduled within the start-up timeout (e.g. no node has the CPU or memory
    *     asked for), a ResourceQuota refuses it, the agent exited (with its last output)
    * @throws dev.sandboxsdk.SandboxConflictException if a sandbox of the spec's name exists
-   * @throws SandboxException if the spec has an {@link SandboxSpec#egressPolicy() egress policy},
-   *     which this provider cannot enforce yet (nothing is created)
    */
   @Override
   public KubernetesSandbox create(SandboxSpec spec) {
     Objects.requireNonNull(spec, "spec == null");
-    if (spec.egressPolicy() != null) {
-      // A pod's egress is its NetworkPolicy's: creating it anyway would let commands out that a policy should stop.
-      throw new SandboxException("the Kubernetes provider cannot enforce an egress policy yet (the agent's"
-          + " --egress-policy needs a file in the pod, and the pod's commands could go around the proxy);"
-          + " the pod was not created. Use network(false) for a pod whose NetworkPolicy denies all egress, or the"
-          + " local provider with isolation for a policy (docs/user-guide.md, \"Network egress\")", null);
-    }
     if (spec.pidsLimit() != SandboxSpec.DEFAULT_PIDS_LIMIT) {
       log.warn("pidsLimit {} is not applied on Kubernetes: a pod spec has no pids limit; the kubelet's podPidsLimit"
           + " bounds every pod of the node (docs/kubernetes.md)", spec.pidsLimit());

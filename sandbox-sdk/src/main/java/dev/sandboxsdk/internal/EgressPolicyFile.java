@@ -43,6 +43,11 @@ public final class EgressPolicyFile implements AutoCloseable {
     }
   }
 
+  /** The policy as the agent reads it: the JSON of {@code PUT /api/egress/policy}. */
+  public static String json(EgressPolicy policy) {
+    return new String(Wire.bytes(RealEgress.body(policy)), java.nio.charset.StandardCharsets.UTF_8);
+  }
+
   /** The agent's arguments: {@code --egress-policy FILE}, or none. */
   public List<String> arguments() {
     return file == null ? List.of() : List.of("--egress-policy", file.toString());

@@ -14,6 +14,7 @@ import com.github.dockerjava.api.model.Ulimit;
 import com.github.dockerjava.api.model.Volume;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.spi.AgentImage;
 import dev.sandboxsdk.SandboxTimeoutException;
 import java.io.IOException;
 import java.io.InputStream;
@@ -46,8 +47,6 @@ public final class Launch {
   public static final String COMMAND_USER = "sandbox";
   /** The variable that carries the token to the agent; only root (the agent) can read it in /proc. */
   public static final String TOKEN_ENV = "SANDBOX_AGENT_TOKEN";
-  /** Tells the image's entry script to cut the network off ("off") before the agent starts. */
-  public static final String NETWORK_ENV = "SANDBOX_NETWORK";
 
   private static final SecureRandom RANDOM = new SecureRandom();
   private static final int LOG_LINES = 20;
@@ -114,7 +113,7 @@ public final class Launch {
 
   private static String create(Engine engine, SandboxSpec spec, String name, String token, String publishAddress) {
     List<Capability> caps = new ArrayList<>(List.of(Capability.SETUID, Capability.SETGID, Capability.SETPCAP, Capability.KILL));
-    if (!spec.network()) {
+    if (AgentImage.needsNetAdmin(spec)) {
       // Only the entry script uses it, to install the egress firewall; it drops it before the agent starts.
       caps.add(Capability.NET_ADMIN);
     }
@@ -135,7 +134,7 @@ public final class Launch {
         .withInit(false);
     List<String> env = new ArrayList<>();
     env.add(TOKEN_ENV + "=" + token);
-    env.add(NETWORK_ENV + "=" + (spec.network() ? "on" : "off"));
+    AgentImage.networkEnvironment(spec).forEach((k, v) -> env.add(k + "=" + v));
     spec.env().forEach((k, v) -> env.add(k + "=" + v));
     List<String> cmd = new ArrayList<>(List.of("--port", String.valueOf(AGENT_PORT), "--bind", "0.0.0.0",
         "--workspace", WORKSPACE, "--command-user", COMMAND_USER, "--checkpoint-dir", CHECKPOINTS));

@@ -5,6 +5,7 @@ import dev.sandboxsdk.SandboxConnectionException;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxInfo;
 import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.spi.AgentImage;
 import dev.sandboxsdk.SandboxTimeoutException;
 import dev.sandboxsdk.kubernetes.KubernetesAccess;
 import io.fabric8.kubernetes.api.model.ContainerStatus;
@@ -130,7 +131,7 @@ public final class Cluster implements AutoCloseable {
             s.getMetadata().setOwnerReferences(List.of(PodSpecs.ownedBy(pod)));
             return s;
           }));
-      if (!spec.network()) {
+      if (AgentImage.noEgressAtAll(spec)) { // with an egress policy the agent's proxy connects out
         create("create the NetworkPolicy of " + name, () -> client.network().v1().networkPolicies().inNamespace(namespace)
             .resource(PodSpecs.denyEgress(pod)).create(), spec);
       }

@@ -2,6 +2,7 @@ package dev.sandboxsdk.kubernetes.internal;
 
 import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.SandboxSpec;
+import dev.sandboxsdk.spi.AgentImage;
 import io.fabric8.kubernetes.api.model.Capabilities;
 import io.fabric8.kubernetes.api.model.CapabilitiesBuilder;
 import io.fabric8.kubernetes.api.model.ContainerBuilder;
@@ -165,11 +166,11 @@ public final class PodSpecs {
 
     List<String> args = agentArguments(spec);
     List<EnvVar> env = new ArrayList<>();
-    env.add(new EnvVar("SANDBOX_NETWORK", spec.network() ? "on" : "off", null));
+    AgentImage.networkEnvironment(spec).forEach((k, v) -> env.add(new EnvVar(k, v, null)));
     spec.env().forEach((k, v) -> env.add(new EnvVar(k, v, null)));
 
     List<String> add = new ArrayList<>(List.of("SETUID", "SETGID", "SETPCAP", "KILL"));
-    if (!spec.network()) {
+    if (AgentImage.needsNetAdmin(spec)) {
       add.add("NET_ADMIN"); // the image's start script installs the egress firewall with it, then drops it
     }
     Capabilities caps = new CapabilitiesBuilder().withDrop("ALL").withAdd(add).build();

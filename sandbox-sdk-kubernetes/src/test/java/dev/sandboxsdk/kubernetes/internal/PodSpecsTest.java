@@ -59,6 +59,22 @@ class PodSpecsTest {
   }
 
   @Test
+  void anEgressPolicyMakesTheImageFirewallLetOnlyTheAgentOut() {
+    Pod p = pod(SandboxSpec.builder().network(true)
+        .egressPolicy(dev.sandboxsdk.EgressPolicy.allowList("pypi.org:443")).build());
+    Container c = p.getSpec().getContainers().get(0);
+
+    assertThat(c.getEnv().stream().collect(Collectors.toMap(e -> e.getName(), e -> e.getValue())))
+        .as("egress whatever network says, and the policy as the agent reads it")
+        .isEqualTo(Map.of("SANDBOX_NETWORK", "egress",
+            "SANDBOX_EGRESS_POLICY", "{\"mode\":\"allow-list\",\"rules\":[\"allow pypi.org:443\"]}"));
+    assertThat(c.getSecurityContext().getCapabilities().getAdd()).contains("NET_ADMIN");
+    assertThat(c.getArgs()).as("the image's egress mode needs it").contains("--command-user");
+    assertThat(pod(SandboxSpec.builder().network(true).build()).getSpec().getContainers().get(0)
+        .getSecurityContext().getCapabilities().getAdd()).doesNotContain("NET_ADMIN");
+  }
+
+  @Test
   void writableVolumesAreEmptyDirsAndTheTokenIsRootsOnly() {
     Pod p = pod(SandboxSpec.builder().memoryBytes(512L << 20).build());
     Map<String, Volume> volumes = p.getSpec().getVolumes().stream().collect(Collectors.toMap(Volume::getName, v -> v));

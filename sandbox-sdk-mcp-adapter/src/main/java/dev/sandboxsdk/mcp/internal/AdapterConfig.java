@@ -45,8 +45,8 @@ import java.util.regex.Pattern;
  * @param stateDir with {@link SandboxMode#LOCAL}, where persistent sandboxes keep their workspaces and
  *     checkpoints ({@code --state-dir}); null for the SDK's default (LocalProvider's)
  * @param kubernetes with {@link SandboxMode#KUBERNETES}, the cluster, namespace and access; else null
- * @param egressPolicy with {@link SandboxMode#LOCAL}, the egress policy of every sandbox the server
- *     creates ({@code --egress-policy}); null for none
+ * @param egressPolicy the egress policy of every sandbox the server creates ({@code --egress-policy});
+ *     null for none
  */
 public record AdapterConfig(
     boolean http,

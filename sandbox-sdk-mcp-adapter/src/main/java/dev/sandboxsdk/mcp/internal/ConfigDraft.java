@@ -158,10 +158,9 @@ final class ConfigDraft {
           (d, mode) -> "--network applies to --provider local, container or kubernetes, not to a remote agent"),
       new ProviderRule(d -> d.isolation != null, EnumSet.of(SandboxMode.LOCAL),
           (d, mode) -> "--isolation applies to --provider local only (a container or pod is isolated by its engine)"),
-      new ProviderRule(d -> d.egressPolicyFile != null, EnumSet.of(SandboxMode.LOCAL),
-          (d, mode) -> "--egress-policy applies to --provider local only (" + (mode == SandboxMode.REMOTE
-              ? "a remote agent has its own --egress-policy)"
-              : "the container and Kubernetes providers cannot enforce an egress policy yet)")),
+      new ProviderRule(d -> d.egressPolicyFile != null, EnumSet.complementOf(EnumSet.of(SandboxMode.REMOTE)),
+          (d, mode) -> "--egress-policy applies to --provider local, container or kubernetes, not to a remote agent"
+              + " (it has its own --egress-policy)"),
       new ProviderRule(d -> d.stateDir != null, EnumSet.of(SandboxMode.LOCAL),
           (d, mode) -> "--state-dir applies to --provider local only (a container or Kubernetes provider's"
               + " persistent sandboxes live on its engine or cluster)"));

@@ -96,7 +96,7 @@ final class SandboxLauncher {
    * every command gets them, unless they go with each call ({@link AdapterConfig#passEnvPerCall()}).
    */
   private SandboxSpec.Builder imageSpec() {
-    SandboxSpec.Builder spec = config.containerSpec().toBuilder();
+    SandboxSpec.Builder spec = config.containerSpec().toBuilder().egressPolicy(config.egressPolicy());
     return config.passEnvPerCall() ? spec : spec.env(config.passEnv());
   }
 

@@ -107,15 +107,17 @@ class EgressToolsIT {
   }
 
   @Test
-  void withoutTheOptionSandboxesHaveNoEgressAndOtherProvidersRefuseIt() {
+  void withoutTheOptionSandboxesHaveNoEgressAndARemoteAgentRefusesIt() {
     try (McpTestClient plain = McpTestClient.initialized(AdapterConfig.defaults())) {
       JsonNode r = plain.call("getEgressPolicy", args());
       assertThat(r.get("isError").asBoolean()).as("%s", r).isTrue();
       assertThat(text(r)).contains("has no egress proxy").contains("--egress-policy");
     }
-    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--provider", "container", "--egress-policy",
-        policy.toString()}, Map.of())).isInstanceOf(AdapterConfig.UsageException.class)
-        .hasMessageContaining("--egress-policy applies to --provider local only");
+    assertThat(AdapterConfig.parse(new String[] {"--provider", "container", "--egress-policy", policy.toString()},
+        Map.of()).egressPolicy().rules()).as("for containers too").containsExactly("allow 127.0.0.1/32");
+    assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--agent-url", "http://127.0.0.1:1", "--egress-policy",
+        policy.toString()}, Map.of("SANDBOX_AGENT_TOKEN", "t"))).isInstanceOf(AdapterConfig.UsageException.class)
+        .hasMessageContaining("not to a remote agent");
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--egress-policy", "/no/such/file"}, Map.of()))
         .isInstanceOf(AdapterConfig.UsageException.class).hasMessageContaining("no such file");
   }
