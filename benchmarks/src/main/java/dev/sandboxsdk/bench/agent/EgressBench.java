@@ -38,7 +38,9 @@ import javax.net.ssl.TrustManagerFactory;
  * <ul>
  *   <li>an HTTPS request on a new connection each time (TCP connect, {@code CONNECT} through the
  *       proxy, TLS handshake with certificate and host-name checks, {@code GET} of 1 KiB, close):
- *       p50, p90, p99;
+ *       p50, p90, p99; and the same to {@code secret.test}, to which a secret is bound, so the proxy
+ *       intercepts it (its own certificate to the client, the secret put into the request's header,
+ *       its own verified TLS to the server; the server checks that it got the value);
  *   <li>a download of {@code --mib} MiB over one HTTPS connection: MB/s, best of the runs.
  * </ul>
  *
@@ -53,6 +55,9 @@ import javax.net.ssl.TrustManagerFactory;
  */
 public class EgressBench {
   private static final String HOST = "bench.test";
+  /** A name a secret is bound to: the proxy intercepts HTTPS to it and puts the value in. */
+  private static final String SECRET_HOST = "secret.test";
+  private static final String SECRET = "bench-secret-value-0123456789";
   private static final int SMALL = 1024;
   private static final char[] PASSWORD = "bench-pass".toCharArray();
 
@@ -97,15 +102,18 @@ public class EgressBench {
     Path dir = Files.createTempDirectory("egress-bench-");
     SSLContext server = serverContext(dir);
     HttpsServer https = upstream(server);
-    try (Agent agent = Agent.start(jar, dir, HOST)) {
-      SSLContext client = clientContext(dir);
+    Path upstreamPem = dir.resolve("upstream.pem");
+    Files.writeString(upstreamPem, pem(dir));
+    try (Agent agent = Agent.start(jar, dir, upstreamPem)) {
+      SSLContext client = clientContext(dir, agent.caPem());
       int port = https.getAddress().getPort();
       System.out.printf("EgressBench: %d requests after %d warm-up, %d MiB x %d download runs, %d CPUs, %s,"
           + " load average %s; proxy %s%n", requests, warmup, mib, runs, Runtime.getRuntime().availableProcessors(),
           System.getProperty("java.version"), Files.readString(Path.of("/proc/loadavg")).trim(), agent.proxy);
-      Hop direct = new Hop(client, null, port);
-      Hop proxied = new Hop(client, agent.proxy, port);
-      requests(direct, proxied);
+      Hop direct = new Hop(client, null, HOST, port, null);
+      Hop proxied = new Hop(client, agent.proxy, HOST, port, null);
+      Hop intercepted = new Hop(client, agent.proxy, SECRET_HOST, port, agent.placeholder);
+      requests(direct, proxied, intercepted);
       downloads(direct, proxied);
     } finally {
       https.stop(0);
@@ -113,28 +121,35 @@ public class EgressBench {
     }
   }
 
-  /** New-connection HTTPS requests, direct and proxied alternating so both see the same machine. */
-  private void requests(Hop direct, Hop proxied) throws IOException {
+  /** New-connection HTTPS requests, the three ways alternating so all see the same machine. */
+  private void requests(Hop direct, Hop proxied, Hop intercepted) throws IOException {
     long[] d = new long[requests];
     long[] p = new long[requests];
+    long[] x = new long[requests];
     for (int i = -warmup; i < requests; i++) {
       long t0 = System.nanoTime();
       direct.get("/small", SMALL);
       long t1 = System.nanoTime();
       proxied.get("/small", SMALL);
       long t2 = System.nanoTime();
+      intercepted.get("/secret", SMALL);
+      long t3 = System.nanoTime();
       if (i >= 0) {
         d[i] = t1 - t0;
         p[i] = t2 - t1;
+        x[i] = t3 - t2;
       }
     }
     Arrays.sort(d);
     Arrays.sort(p);
+    Arrays.sort(x);
     System.out.println("HTTPS GET of 1 KiB on a new connection (connect, TLS handshake, request, close):");
     print("direct (floor)", d);
-    print("through the proxy", p);
-    System.out.printf("  added by the proxy: p50 %+.2f ms, p90 %+.2f ms%n", ms(pct(p, 0.5) - pct(d, 0.5)),
-        ms(pct(p, 0.9) - pct(d, 0.9)));
+    print("tunnelled by proxy", p);
+    print("intercepted, secret", x);
+    System.out.printf("  added by the tunnel: p50 %+.2f ms, p90 %+.2f ms; by interception: p50 %+.2f ms, p90 %+.2f ms%n",
+        ms(pct(p, 0.5) - pct(d, 0.5)), ms(pct(p, 0.9) - pct(d, 0.9)), ms(pct(x, 0.5) - pct(d, 0.5)),
+        ms(pct(x, 0.9) - pct(d, 0.9)));
   }
 
   private void downloads(Hop direct, Hop proxied) throws IOException {
@@ -179,7 +194,7 @@ public class EgressBench {
     Path store = dir.resolve("upstream.p12");
     Process keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(),
         "-genkeypair", "-alias", "upstream", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=" + HOST,
-        "-ext", "san=dns:" + HOST, "-validity", "2", "-storetype", "PKCS12", "-keystore", store.toString(),
+        "-ext", "san=dns:" + HOST + ",dns:" + SECRET_HOST, "-validity", "2", "-storetype", "PKCS12", "-keystore", store.toString(),
         "-storepass", new String(PASSWORD)).redirectErrorStream(true).start();
     String out = new String(keytool.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
     if (!keytool.waitFor(60, TimeUnit.SECONDS) || keytool.exitValue() != 0) {
@@ -196,8 +211,21 @@ public class EgressBench {
     return ctx;
   }
 
-  /** The client trusts only the upstream's certificate, and checks the host name as browsers do. */
-  private static SSLContext clientContext(Path dir) throws Exception {
+  /** The upstream's certificate in PEM, for the agent's test trust. */
+  private static String pem(Path dir) throws Exception {
+    KeyStore keys = KeyStore.getInstance("PKCS12");
+    try (InputStream in = Files.newInputStream(dir.resolve("upstream.p12"))) {
+      keys.load(in, PASSWORD);
+    }
+    return "-----BEGIN CERTIFICATE-----\n" + java.util.Base64.getMimeEncoder(64, "\n".getBytes(StandardCharsets.US_ASCII))
+        .encodeToString(keys.getCertificate("upstream").getEncoded()) + "\n-----END CERTIFICATE-----\n";
+  }
+
+  /**
+   * The client trusts the upstream's certificate and the agent's CA (what a command's bundle adds),
+   * and checks the host name as browsers do.
+   */
+  private static SSLContext clientContext(Path dir, Path agentCa) throws Exception {
     KeyStore keys = KeyStore.getInstance("PKCS12");
     try (InputStream in = Files.newInputStream(dir.resolve("upstream.p12"))) {
       keys.load(in, PASSWORD);
@@ -205,6 +233,10 @@ public class EgressBench {
     KeyStore trust = KeyStore.getInstance("PKCS12");
     trust.load(null, null);
     trust.setCertificateEntry("upstream", keys.getCertificate("upstream"));
+    try (InputStream in = Files.newInputStream(agentCa)) {
+      trust.setCertificateEntry("agent-ca", java.security.cert.CertificateFactory.getInstance("X.509")
+          .generateCertificate(in));
+    }
     TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
     tmf.init(trust);
     SSLContext ctx = SSLContext.getInstance("TLS");
@@ -221,6 +253,15 @@ public class EgressBench {
       ex.sendResponseHeaders(200, small.length);
       try (OutputStream out = ex.getResponseBody()) {
         out.write(small);
+      }
+    });
+    server.createContext("/secret", ex -> {
+      boolean got = SECRET.equals(ex.getRequestHeaders().getFirst("X-Api-Key"));
+      ex.sendResponseHeaders(got ? 200 : 401, got ? small.length : -1);
+      try (OutputStream out = ex.getResponseBody()) {
+        if (got) {
+          out.write(small);
+        }
       }
     });
     server.createContext("/big", ex -> {
@@ -244,8 +285,11 @@ public class EgressBench {
 
   // ---- the client
 
-  /** One way to the upstream: direct, or through the proxy at {@code proxy} ({@code host:port}). */
-  private record Hop(SSLContext tls, String proxy, int port) {
+  /**
+   * One way to the upstream at {@code host}: direct, or through the proxy at {@code proxy} ({@code
+   * host:port}); with a {@code placeholder}, sent as the {@code X-Api-Key} header.
+   */
+  private record Hop(SSLContext tls, String proxy, String host, int port, String placeholder) {
     /** One GET on a new connection; checks the status and reads exactly {@code length} bytes of body. */
     void get(String path, long length) throws IOException {
       Socket raw = new Socket();
@@ -255,7 +299,7 @@ public class EgressBench {
       } else {
         String[] hp = proxy.split(":");
         raw.connect(new InetSocketAddress(hp[0], Integer.parseInt(hp[1])), 10_000);
-        raw.getOutputStream().write(("CONNECT " + HOST + ":" + port + " HTTP/1.1\r\nHost: " + HOST + ":" + port
+        raw.getOutputStream().write(("CONNECT " + host + ":" + port + " HTTP/1.1\r\nHost: " + host + ":" + port
             + "\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
         String status = head(raw.getInputStream());
         if (!status.startsWith("HTTP/1.1 200")) {
@@ -263,11 +307,12 @@ public class EgressBench {
           throw new IOException("the proxy refused the tunnel: " + status);
         }
       }
-      try (SSLSocket s = (SSLSocket) tls.getSocketFactory().createSocket(raw, HOST, port, true)) {
+      try (SSLSocket s = (SSLSocket) tls.getSocketFactory().createSocket(raw, host, port, true)) {
         SSLParameters params = s.getSSLParameters();
         params.setEndpointIdentificationAlgorithm("HTTPS");
         s.setSSLParameters(params);
-        s.getOutputStream().write(("GET " + path + " HTTP/1.1\r\nHost: " + HOST + ":" + port
+        s.getOutputStream().write(("GET " + path + " HTTP/1.1\r\nHost: " + host + ":" + port
+            + (placeholder == null ? "" : "\r\nX-Api-Key: " + placeholder)
             + "\r\nConnection: close\r\n\r\n").getBytes(StandardCharsets.ISO_8859_1));
         s.getOutputStream().flush();
         InputStream in = s.getInputStream();
@@ -302,16 +347,25 @@ public class EgressBench {
 
   // ---- the agent
 
-  /** The real agent with an egress policy that allows {@code host}, mapped to loopback. */
-  private record Agent(Process process, OutputStream stdin, String proxy) implements AutoCloseable {
-    static Agent start(String jar, Path dir, String host) throws Exception {
+  /**
+   * The real agent with an egress policy that allows both names (mapped to loopback), a secret
+   * bound to {@link #SECRET_HOST}'s {@code X-Api-Key} header, and the upstream's certificate as a
+   * test trust anchor of its own TLS; {@code placeholder} and {@code caPem} are what a command sees.
+   */
+  private record Agent(Process process, OutputStream stdin, String proxy, String placeholder, Path caPem)
+      implements AutoCloseable {
+    static Agent start(String jar, Path dir, Path upstreamPem) throws Exception {
       Path ws = Files.createDirectories(dir.resolve("workspace"));
-      Path policy = dir.resolve("policy.json");
-      Files.writeString(policy, "{\"mode\":\"allow-list\",\"rules\":[\"allow " + host + "\",\"allow 127.0.0.1/32\"]}");
+      Path policy = Files.writeString(dir.resolve("policy.json"), "{\"mode\":\"allow-list\",\"rules\":[\"allow "
+          + HOST + "\",\"allow " + SECRET_HOST + "\",\"allow 127.0.0.1/32\"]}");
+      Path secrets = Files.writeString(dir.resolve("secrets.json"), "[{\"name\":\"API_KEY\",\"value\":\"" + SECRET
+          + "\",\"hosts\":[\"" + SECRET_HOST + "\"],\"header\":\"X-Api-Key\"}]");
       Process p = new ProcessBuilder("java", "-XX:+UseSerialGC", "-Xss512k", "-Xms8m", "-Xmx512m", "-XX:-UsePerfData",
           "-jar", jar, "--port", "0", "--bind", "127.0.0.1", "--workspace", ws.toString(), "--token-stdin",
           "--exit-on-stdin-eof", "--isolation", "none", "--egress-policy", policy.toString(),
-          "--egress-test-hosts", host + "=127.0.0.1").redirectError(ProcessBuilder.Redirect.DISCARD).start();
+          "--egress-secrets", secrets.toString(), "--egress-test-trust", upstreamPem.toString(),
+          "--egress-test-hosts", HOST + "=127.0.0.1," + SECRET_HOST + "=127.0.0.1")
+          .redirectError(ProcessBuilder.Redirect.DISCARD).start();
       String token = "bench-" + System.nanoTime();
       OutputStream stdin = p.getOutputStream();
       stdin.write((token + "\n").getBytes(StandardCharsets.UTF_8));
@@ -322,15 +376,36 @@ public class EgressBench {
         p.destroyForcibly();
         throw new IllegalStateException("the agent did not start: " + ready);
       }
-      HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(
-          URI.create(url.group(1) + "/api/egress/policy")).header("Authorization", "Bearer " + token).build(),
-          HttpResponse.BodyHandlers.ofString());
-      Matcher proxyUrl = Pattern.compile("\"proxyUrl\"\\s*:\\s*\"http://([^\"]+)\"").matcher(r.body());
-      if (r.statusCode() != 200 || !proxyUrl.find()) {
+      try {
+        String proxy = find(call(url.group(1), token, "/api/egress/policy", null), "\"proxyUrl\"\\s*:\\s*\"http://([^\"]+)\"");
+        String seen = find(call(url.group(1), token, "/api/execute",
+            "{\"command\":\"printf '%s %s' \\\"$API_KEY\\\" \\\"$SSL_CERT_FILE\\\"\"}"), "\"stdout\"\\s*:\\s*\"([^\"]+)\"");
+        String[] parts = seen.split(" ", 2);
+        return new Agent(p, stdin, proxy, parts[0], Path.of(parts[1]).resolveSibling("egress-ca.pem"));
+      } catch (IOException | RuntimeException e) {
         stdin.close();
-        throw new IllegalStateException("no egress proxy: " + r.statusCode() + " " + r.body());
+        throw e;
       }
-      return new Agent(p, stdin, proxyUrl.group(1));
+    }
+
+    private static String call(String base, String token, String path, String json) throws Exception {
+      HttpRequest.Builder b = HttpRequest.newBuilder(URI.create(base + path)).header("Authorization", "Bearer " + token);
+      if (json != null) {
+        b.header("Content-Type", "application/json").POST(HttpRequest.BodyPublishers.ofString(json));
+      }
+      HttpResponse<String> r = HttpClient.newHttpClient().send(b.build(), HttpResponse.BodyHandlers.ofString());
+      if (r.statusCode() != 200) {
+        throw new IllegalStateException(path + ": " + r.statusCode() + " " + r.body());
+      }
+      return r.body();
+    }
+
+    private static String find(String body, String regex) {
+      Matcher m = Pattern.compile(regex).matcher(body);
+      if (!m.find()) {
+        throw new IllegalStateException("unexpected answer: " + body);
+      }
+      return m.group(1);
     }
 
     @Override
