@@ -6,6 +6,8 @@
 #   SANDBOX_NETWORK=egress  commands reach the network only through the agent's egress proxy,
 #                         which decides by SANDBOX_EGRESS_POLICY (JSON, what --egress-policy
 #                         reads). Needs NET_ADMIN as off does, and --command-user.
+#   SANDBOX_EGRESS_SECRETS  with egress: secrets the proxy puts into requests to their hosts
+#                         (JSON, what --egress-secrets reads); commands see only placeholders.
 #   SANDBOX_AGENT_TOKEN   the agent's token (or pass --token-file); only root can read it here.
 #   JDK_JAVA_OPTIONS      more JVM flags (the java launcher reads them; commands do not get them).
 # 1. SANDBOX_NETWORK=off: installs an nftables ruleset whose output chain drops every packet that
@@ -18,7 +20,8 @@
 #    out for the commands) may open connections, and nobody else may reach port 53 on loopback
 #    (an engine's embedded resolver listens there; names are the proxy's to resolve). Commands
 #    run as --command-user, never root, so the only way out they have is the proxy on loopback.
-#    The policy goes to a file only root can read, given to the agent as --egress-policy.
+#    The policy goes to a file only root can read, given to the agent as --egress-policy; so do
+#    the secrets, as --egress-secrets, and neither variable reaches the agent's environment.
 # 2. Drops for good, before the JVM starts, every capability except the four the agent needs:
 #    SETUID, SETGID (start commands as --command-user), SETPCAP (clear the commands' bounding
 #    set) and KILL (signal them: they run under another uid). NET_ADMIN goes too, so neither the
@@ -44,6 +47,9 @@ firewall() {
   fi
 }
 
+[ -z "${SANDBOX_EGRESS_SECRETS:-}" ] || [ "${SANDBOX_NETWORK:-on}" = egress ] \
+  || fail "SANDBOX_EGRESS_SECRETS needs SANDBOX_NETWORK=egress (the proxy that puts them in)" 2
+
 case "${SANDBOX_NETWORK:-on}" in
   on) ;;
   off)
@@ -68,6 +74,12 @@ RULES
     printf '%s' "$SANDBOX_EGRESS_POLICY" > "$policy"
     unset SANDBOX_EGRESS_POLICY
     set -- "$@" --egress-policy "$policy"
+    if [ -n "${SANDBOX_EGRESS_SECRETS:-}" ]; then
+      secrets=$(umask 077 && mktemp /tmp/.sandbox-egress-secrets.XXXXXX) || fail "cannot write the egress secrets" 1
+      printf '%s' "$SANDBOX_EGRESS_SECRETS" > "$secrets"
+      set -- "$@" --egress-secrets "$secrets"
+    fi
+    unset SANDBOX_EGRESS_SECRETS
     ;;
   *) fail "SANDBOX_NETWORK must be 'on', 'off' or 'egress', not '$SANDBOX_NETWORK'" 2 ;;
 esac
