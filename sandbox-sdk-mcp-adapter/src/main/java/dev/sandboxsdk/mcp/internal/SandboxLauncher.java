@@ -63,7 +63,7 @@ final class SandboxLauncher {
       if (how.persistent()) {
         SandboxProvider provider = providers.persistentProvider();
         SandboxSpec.Builder spec = (provider.capabilities().fromImage() ? imageSpec()
-            : SandboxSpec.builder().network(config.localNetwork()).egressPolicy(config.egressPolicy()))
+            : withSecrets(SandboxSpec.builder().network(config.localNetwork()).egressPolicy(config.egressPolicy())))
             .name(id)
             .label(Sandboxes.ID_LABEL, id)
             .label(Sandboxes.PERSISTENT_LABEL, "true")
@@ -81,14 +81,22 @@ final class SandboxLauncher {
         return new Entry(id, s, config.mode(), keepAlive, keepAlive ? null : idle, Instant.now(), can.workspace(), -1,
             s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false, can.isolation());
       }
-      LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
-          .isolation(config.localIsolation()).network(config.localNetwork()).egressPolicy(config.egressPolicy()).start();
+      LocalSandbox.Builder local = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
+          .isolation(config.localIsolation()).network(config.localNetwork()).egressPolicy(config.egressPolicy());
+      config.egressSecrets().forEach(local::egressSecret);
+      LocalSandbox s = local.start();
       log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
           (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
       return localEntry(id, s, config.mode(), keepAlive, idle);
     } catch (SandboxException e) {
       throw new ToolException("Could not start sandbox '" + id + "': " + e.getMessage());
     }
+  }
+
+  /** {@code spec} with the server's egress secrets ({@code --egress-secret}). */
+  private SandboxSpec.Builder withSecrets(SandboxSpec.Builder spec) {
+    config.egressSecrets().forEach(spec::egressSecret);
+    return spec;
   }
 
   /**
