@@ -45,6 +45,7 @@ public final class SandboxSpec {
   private final String gitRepository;
   private final GitCheckoutOptions gitOptions;
   private final EgressPolicy egressPolicy;
+  private final List<EgressSecret> egressSecrets;
 
   private SandboxSpec(Builder b) {
     this.image = b.image;
@@ -61,6 +62,7 @@ public final class SandboxSpec {
     this.gitRepository = b.gitRepository;
     this.gitOptions = b.gitOptions;
     this.egressPolicy = b.egressPolicy;
+    this.egressSecrets = List.copyOf(b.egressSecrets);
   }
 
   /** A spec with every setting at its default. */
@@ -90,6 +92,7 @@ public final class SandboxSpec {
     b.gitRepository = gitRepository;
     b.gitOptions = gitOptions;
     b.egressPolicy = egressPolicy;
+    b.egressSecrets.addAll(egressSecrets);
     return b;
   }
 
@@ -169,6 +172,11 @@ public final class SandboxSpec {
     return egressPolicy;
   }
 
+  /** The secrets of the sandbox's egress proxy, in the order given; empty for none. See {@link Builder#egressSecret}. */
+  public List<EgressSecret> egressSecrets() {
+    return egressSecrets;
+  }
+
   @Override
   public String toString() {
     // Values of env may be secrets: names only.
@@ -177,6 +185,7 @@ public final class SandboxSpec {
         + ", labels=" + labels + ", idleTimeout=" + idleTimeout + (name != null ? ", name=" + name : "")
         + (egressPolicy != null ? ", egress=" + egressPolicy.mode().wireName() + " with " + egressPolicy.rules().size()
             + " rules" : "")
+        + (egressSecrets.isEmpty() ? "" : ", egressSecrets=" + egressSecrets.stream().map(EgressSecret::name).toList())
         + (gitRepository != null ? ", gitRepository=" + gitRepository.replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1***@") : "") + "}";
   }
 
@@ -196,6 +205,7 @@ public final class SandboxSpec {
     private String gitRepository;
     private GitCheckoutOptions gitOptions = GitCheckoutOptions.defaults();
     private EgressPolicy egressPolicy;
+    private final List<EgressSecret> egressSecrets = new ArrayList<>();
 
     private Builder() {}
 
@@ -351,6 +361,27 @@ public final class SandboxSpec {
       return this;
     }
 
+    /**
+     * A secret the sandbox's commands use without ever seeing it: they get the variable
+     * {@link EgressSecret#name()} holding a placeholder, and the egress proxy puts the value in
+     * for it in HTTPS requests to the secret's hosts only (docs/protocol/egress.md, "Secrets").
+     * Repeatable, up to {@value EgressSecret#MAX_SECRETS} secrets with distinct names and values;
+     * needs an {@link #egressPolicy(EgressPolicy) egress policy} that allows the hosts. The local
+     * provider hands the values to the agent in a file it deletes once the agent has read it and
+     * keeps them in memory only, never in the sandbox's record: a named sandbox with secrets wakes
+     * only through the provider that created it. The container provider passes them in the
+     * container's environment, which only root (the agent) reads inside and whoever may inspect
+     * containers on the engine outside; the Kubernetes provider in the sandbox's own Secret,
+     * mounted for the agent alone.
+     *
+     * @throws IllegalArgumentException if there are {@value EgressSecret#MAX_SECRETS} already, or
+     *     one of the same name or value
+     */
+    public Builder egressSecret(EgressSecret secret) {
+      Checks.addEgressSecret(egressSecrets, secret);
+      return this;
+    }
+
     /** An extra agent option, e.g. {@code --grace-ms=500}; repeatable. */
     public Builder agentArgument(String argument) {
       Objects.requireNonNull(argument, "argument == null");
@@ -361,8 +392,14 @@ public final class SandboxSpec {
       return this;
     }
 
-    /** The spec. */
+    /**
+     * The spec.
+     *
+     * @throws IllegalStateException if there are egress secrets without an egress policy, or a
+     *     variable of {@link #env(String, String)} has a secret's name
+     */
     public SandboxSpec build() {
+      Checks.egressSecretsUsable(egressSecrets, egressPolicy != null, env.keySet());
       return new SandboxSpec(this);
     }
   }

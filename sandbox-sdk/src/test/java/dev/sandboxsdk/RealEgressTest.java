@@ -116,6 +116,10 @@ class RealEgressTest extends MockAgentTest {
         "{\"events\":[" + event.replace("\"time\":\"2026-12-07T15:00:07Z\"", "\"time\":\"yesterday\"")
             + "],\"lastSequence\":1,\"more\":false}",
         "{\"events\":[" + event.replace("\"address\":null", "\"address\":7") + "],\"lastSequence\":1,\"more\":false}",
+        "{\"events\":[" + event.replace("\"outcome\"", "\"secrets\":\"API_KEY\",\"outcome\"")
+            + "],\"lastSequence\":1,\"more\":false}",
+        "{\"events\":[" + event.replace("\"outcome\"", "\"secrets\":[1],\"outcome\"")
+            + "],\"lastSequence\":1,\"more\":false}",
         "{\"events\":[3],\"lastSequence\":1,\"more\":false}");
     for (String p : pages) {
       server.enqueue(Fixtures.json(p));
@@ -132,7 +136,8 @@ class RealEgressTest extends MockAgentTest {
         + "\"more\":true,\"other\":{}}"));
 
     EgressEventPage page = sandbox.egress().events(5, 1);
-    assertThat(page.events()).singleElement().satisfies(e -> assertThat(e.address()).isNull());
+    assertThat(page.events()).singleElement().satisfies(e -> assertThat(e.address()).isNull())
+        .satisfies(e -> assertThat(e.secrets()).as("absent: none").isEmpty());
     assertThat(page.more()).isTrue();
     assertThat(page.lastSequence()).isEqualTo(9);
   }
@@ -151,5 +156,23 @@ class RealEgressTest extends MockAgentTest {
 
     assertThat(sandbox.egress().events(0, Integer.MAX_VALUE).events()).hasSize(2);
     assertThat(server.takeRequest().getRequestUrl().query()).isEqualTo("since=0&limit=2147483647");
+  }
+
+  @Test
+  void eventsNameTheSecretsARequestCarriedAndANullListIsEmpty() {
+    String event = "{\"sequence\":%d,\"time\":\"2026-12-07T15:00:07Z\",\"host\":\"secret.test\",\"port\":443,"
+        + "\"address\":\"127.0.0.1\",\"allowed\":%s,\"rule\":\"%s\",\"bytesUp\":10,\"bytesDown\":20,"
+        + "\"closedAt\":\"2026-12-07T15:00:08Z\",\"outcome\":\"%s\",\"secrets\":%s}";
+    server.enqueue(Fixtures.json("{\"events\":[" + String.format(event, 1, true, "allow secret.test", "closed",
+        "[\"API_KEY\",\"GH_TOKEN\"]") + "," + String.format(event, 2, false, "secret-to-unbound-host", "refused",
+        "null") + "," + String.format(event, 3, true, "allow secret.test", "tls-failed", "[]")
+        + "],\"lastSequence\":3,\"more\":false}"));
+
+    List<EgressEvent> events = sandbox.egress().events(0, 10).events();
+
+    assertThat(events).extracting(EgressEvent::secrets).containsExactly(List.of("API_KEY", "GH_TOKEN"), List.of(),
+        List.of());
+    assertThat(events.get(2).outcome()).isEqualTo("tls-failed");
+    assertThatThrownBy(() -> events.get(0).secrets().add("X")).isInstanceOf(UnsupportedOperationException.class);
   }
 }

@@ -125,6 +125,15 @@ public final class ContainerSandbox extends SandboxHandle {
       return this;
     }
 
+    /**
+     * A secret commands use without seeing it; see
+     * {@link SandboxSpec.Builder#egressSecret(dev.sandboxsdk.EgressSecret)}. Repeatable.
+     */
+    public Builder egressSecret(dev.sandboxsdk.EgressSecret secret) {
+      spec.egressSecret(secret);
+      return this;
+    }
+
     /** A variable every command gets; see {@link SandboxSpec.Builder#env(String, String)}. */
     public Builder env(String name, String value) {
       spec.env(name, value);
@@ -190,6 +199,7 @@ public final class ContainerSandbox extends SandboxHandle {
       s.labels().forEach(spec::label);
       s.agentArguments().forEach(spec::agentArgument);
       spec.egressPolicy(s.egressPolicy());
+      s.egressSecrets().forEach(spec::egressSecret);
       if (s.name() != null) {
         spec.name(s.name());
       }

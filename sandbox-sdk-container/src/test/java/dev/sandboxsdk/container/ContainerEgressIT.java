@@ -6,6 +6,7 @@ import com.sun.net.httpserver.HttpServer;
 import dev.sandboxsdk.Command;
 import dev.sandboxsdk.EgressEvent;
 import dev.sandboxsdk.EgressPolicy;
+import dev.sandboxsdk.EgressSecret;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import java.io.IOException;
@@ -83,6 +84,31 @@ class ContainerEgressIT {
     }
   }
 
+  @Test
+  void aSecretStaysOutsideTheContainerAndIsNeverSentToAnUnboundHost() {
+    String value = "ctr-secret-" + Long.toHexString(System.nanoTime());
+    int port = upstream.getAddress().getPort();
+    try (ContainerSandbox s = ContainerSandbox.builder().image(ContainerEngine.IMAGE)
+        .egressPolicy(EgressPolicy.allowList("api.example.com:443"))
+        .egressSecret(EgressSecret.of("API_KEY", value, "api.example.com")).start()) {
+      String gateway = gateway(s);
+      s.egress().update(EgressPolicy.allowList("api.example.com:443", gateway + ":" + port));
+
+      String placeholder = s.exec("printf %s \"$API_KEY\"").stdout();
+      assertThat(placeholder).as("what commands see").startsWith("sandbox-secret-").isNotEqualTo(value);
+      assertThat(s.exec(Command.of("bash", "-c", "grep -rlsF -- '" + value + "' /proc/self/environ /workspace /tmp"
+          + " /home/sandbox /proc/1/environ /proc/1/cmdline; cat /proc/1/environ >/dev/null 2>&1 || echo no-access"),
+          ExecOptions.defaults()).stdout()).as("no file or environment a command can read holds the value")
+          .isEqualTo("no-access\n");
+      assertThat(s.exec("printf %s \"$SSL_CERT_FILE\"").stdout()).as("the CA bundle commands trust").isNotEmpty();
+
+      String answer = getWithHeader(s, gateway + ":" + port, "/leak", "X-Api-Key: " + placeholder);
+      assertThat(answer).as("a placeholder to a host it is not bound to").startsWith("HTTP/1.1 403");
+      assertThat(paths).doesNotContain("/leak");
+      assertThat(s.egress().events(0, 100).events()).anyMatch(e -> !e.allowed() && e.secrets().contains("API_KEY"));
+    }
+  }
+
   /** The container's default gateway, from /proc/net/route (hex, little-endian). */
   private static String gateway(ContainerSandbox s) {
     String hex = s.exec("awk '$2 == \"00000000\" { print $3; exit }' /proc/net/route").stdout().trim();
@@ -93,8 +119,13 @@ class ContainerEgressIT {
 
   /** A GET through the proxy the command's environment names, with bash alone (the image has no curl). */
   private static String get(ContainerSandbox s, String hostPort, String path) {
+    return getWithHeader(s, hostPort, path, "X-Test: 1");
+  }
+
+  private static String getWithHeader(ContainerSandbox s, String hostPort, String path, String header) {
     ExecResult r = s.exec(Command.of("bash", "-c", "p=${HTTP_PROXY##*:}; exec 3<>/dev/tcp/127.0.0.1/$p"
-        + " && printf 'GET http://" + hostPort + path + " HTTP/1.1\\r\\nHost: " + hostPort + "\\r\\n\\r\\n' >&3"
+        + " && printf 'GET http://" + hostPort + path + " HTTP/1.1\\r\\nHost: " + hostPort + "\\r\\n" + header
+        + "\\r\\n\\r\\n' >&3"
         + " && timeout 10 cat <&3"), ExecOptions.defaults());
     assertThat(r.stderr()).as("the command's errors").isEmpty();
     return r.stdout();

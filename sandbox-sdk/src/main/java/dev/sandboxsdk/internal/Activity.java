@@ -28,4 +28,18 @@ public final class Activity {
   public long idleNanos() {
     return inFlight.get() > 0 ? 0 : Math.max(0, System.nanoTime() - lastEndNanos);
   }
+
+  /**
+   * Runs {@code onIdle} on the SDK's timer once the sandbox has been idle for {@code limit},
+   * looking at most every 5 s; cancel the future to stop looking.
+   */
+  public java.util.concurrent.ScheduledFuture<?> whenIdleFor(java.time.Duration limit, Runnable onIdle) {
+    long period = Math.max(100, Math.min(limit.toMillis() / 4, 5_000));
+    long nanos = limit.toNanos();
+    return SdkTimer.get().scheduleWithFixedDelay(() -> {
+      if (idleNanos() >= nanos) {
+        onIdle.run();
+      }
+    }, period, period, java.util.concurrent.TimeUnit.MILLISECONDS);
+  }
 }

@@ -127,4 +127,49 @@ public final class Checks {
     }
     return d;
   }
+  /**
+   * Adds {@code secret} to the secrets of one sandbox: at most {@link EgressSecret#MAX_SECRETS},
+   * unique names and unique values, as the agent demands. Messages name secrets, never values.
+   */
+  public static void addEgressSecret(java.util.List<dev.sandboxsdk.EgressSecret> secrets,
+      dev.sandboxsdk.EgressSecret secret) {
+    Objects.requireNonNull(secret, "secret == null");
+    if (secrets.size() >= dev.sandboxsdk.EgressSecret.MAX_SECRETS) {
+      throw new IllegalArgumentException("a sandbox holds at most " + dev.sandboxsdk.EgressSecret.MAX_SECRETS
+          + " egress secrets");
+    }
+    for (dev.sandboxsdk.EgressSecret s : secrets) {
+      if (s.name().equals(secret.name())) {
+        throw new IllegalArgumentException("egress secret " + secret.name() + " is given twice");
+      }
+      if (s.value().equals(secret.value())) {
+        throw new IllegalArgumentException("egress secret " + secret.name() + " has the same value as egress secret "
+            + s.name());
+      }
+    }
+    secrets.add(secret);
+  }
+
+  /**
+   * Checks that secrets come with a policy, and that no variable of the sandbox's own environment
+   * would override a placeholder with a value.
+   *
+   * @throws IllegalStateException saying which
+   */
+  public static void egressSecretsUsable(java.util.List<dev.sandboxsdk.EgressSecret> secrets, boolean hasPolicy,
+      java.util.Collection<String> envNames) {
+    if (secrets.isEmpty()) {
+      return;
+    }
+    if (!hasPolicy) {
+      throw new IllegalStateException("egress secrets need an egress policy: the proxy that puts them into requests"
+          + " runs only with one (egressPolicy(EgressPolicy.allowList(...)))");
+    }
+    for (dev.sandboxsdk.EgressSecret s : secrets) {
+      if (envNames.contains(s.name())) {
+        throw new IllegalStateException("env " + s.name() + " would give commands a value where egress secret "
+            + s.name() + " gives them a placeholder: drop one of them");
+      }
+    }
+  }
 }

@@ -223,6 +223,8 @@ public final class LocalState {
     public String gitRepository;
     /** The policy of the sandbox's egress proxy, or null for none. */
     public dev.sandboxsdk.EgressPolicy egressPolicy;
+    /** The names of the sandbox's egress secrets; their values are never in the record. */
+    public final List<String> egressSecrets = new ArrayList<>();
 
     /** Records this JVM as the owner: the sandbox is removed once this JVM is gone. */
     public void ownedByThisJvm() {
@@ -275,6 +277,9 @@ public final class LocalState {
       if (egressPolicy != null) {
         st.set("egressPolicy", RealEgress.body(egressPolicy));
       }
+      if (!egressSecrets.isEmpty()) {
+        egressSecrets.forEach(st.putArray("egressSecrets")::add);
+      }
       return o;
     }
 
@@ -297,6 +302,7 @@ public final class LocalState {
       st.path("agentArguments").forEach(a -> e.agentArguments.add(a.asText()));
       e.gitRepository = st.hasNonNull("gitRepository") ? st.path("gitRepository").asText() : null;
       e.egressPolicy = st.path("egressPolicy").isObject() ? RealEgress.policy(st.get("egressPolicy")) : null;
+      st.path("egressSecrets").forEach(n -> e.egressSecrets.add(n.asText()));
       return e;
     }
 

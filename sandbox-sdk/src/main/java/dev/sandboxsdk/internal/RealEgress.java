@@ -151,6 +151,24 @@ final class RealEgress implements SandboxEgress {
     return new EgressEvent(Wire.longValue(n, "sequence"), Wire.instant(n, "time"), Wire.text(n, "host"),
         Wire.integer(n, "port"), address == null || address.isNull() ? null : address.asText(), allowed.asBoolean(),
         Wire.text(n, "rule"), Wire.longValue(n, "bytesUp"), Wire.longValue(n, "bytesDown"),
-        Wire.instant(n, "closedAt"), Wire.text(n, "outcome"));
+        Wire.instant(n, "closedAt"), Wire.text(n, "outcome"), secretNames(n.get("secrets")));
+  }
+
+  /** The optional {@code secrets}: absent or null is none; anything but a list of strings is malformed. */
+  private static List<String> secretNames(JsonNode secrets) {
+    if (secrets == null || secrets.isNull()) {
+      return List.of();
+    }
+    if (!secrets.isArray()) {
+      throw Wire.malformed("egress event", "field 'secrets' is not an array");
+    }
+    List<String> names = new ArrayList<>(secrets.size());
+    for (JsonNode name : secrets) {
+      if (!name.isTextual()) {
+        throw Wire.malformed("egress event", "field 'secrets' holds a non-string");
+      }
+      names.add(name.asText());
+    }
+    return names;
   }
 }

@@ -324,6 +324,7 @@ final class LocalBackend implements SandboxBackend {
       state.locked(name, () -> {
         stopUnderLock(name);
         Workspaces.deleteTree(dir);
+        provider.forgetSecrets(name);
         return null;
       });
     } catch (SandboxException e) {

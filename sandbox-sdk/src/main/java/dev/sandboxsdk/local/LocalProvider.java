@@ -1,5 +1,6 @@
 package dev.sandboxsdk.local;
 
+import dev.sandboxsdk.EgressSecret;
 import dev.sandboxsdk.ManagedSandbox;
 import dev.sandboxsdk.ProviderCapabilities;
 import dev.sandboxsdk.SandboxException;
@@ -17,7 +18,9 @@ import java.util.Comparator;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.function.Consumer;
 
@@ -57,7 +60,10 @@ import java.util.function.Consumer;
  * those settings of the {@link SandboxSpec}. It applies the name, the network, the environment,
  * the labels, the idle timeout, the agent arguments, the start-up timeout, the repository to clone
  * and the egress policy (which each wake starts the agent with again: a policy changed with
- * {@link dev.sandboxsdk.SandboxEgress#update} lasts until the sandbox stops).
+ * {@link dev.sandboxsdk.SandboxEgress#update} lasts until the sandbox stops). Egress secrets are
+ * the exception to the record: their values live only in this provider's memory (the record names
+ * them), so a sandbox created with secrets wakes through this provider only; another provider, or
+ * another JVM, refuses to wake it rather than start it without them.
  * Thread-safe.
  */
 public final class LocalProvider implements SandboxProvider {
@@ -72,6 +78,8 @@ public final class LocalProvider implements SandboxProvider {
   private final List<Consumer<LocalSandbox.Builder>> agentSettings;
   private final Duration grace;
   private final LocalBackend backend;
+  /** The egress secrets of the sandboxes this provider created, by name: never written to disk. */
+  private final Map<String, List<EgressSecret>> secrets = new ConcurrentHashMap<>();
 
   private LocalProvider(Builder b) {
     this.stateDirectory = (b.stateDirectory != null ? b.stateDirectory : LocalState.defaultDirectory())
@@ -149,6 +157,10 @@ public final class LocalProvider implements SandboxProvider {
     record.labels.putAll(spec.labels());
     record.agentArguments.addAll(spec.agentArguments());
     record.egressPolicy = spec.egressPolicy();
+    spec.egressSecrets().forEach(secret -> record.egressSecrets.add(secret.name()));
+    if (!spec.egressSecrets().isEmpty()) {
+      secrets.put(name, spec.egressSecrets());
+    }
     if (spec.gitRepository() != null) {
       record.gitRepository = spec.gitRepository().replaceFirst("^([A-Za-z][A-Za-z0-9+.-]*://)[^/@]*@", "$1***@");
     }
@@ -170,11 +182,31 @@ public final class LocalProvider implements SandboxProvider {
         .egressPolicy(record.egressPolicy)
         .startupTimeout(Duration.ofMillis(Math.max(1, record.startupTimeoutMs)));
     b.env(record.env);
+    egressSecrets(name, record).forEach(b::egressSecret);
     record.agentArguments.forEach(b::agentArgument);
     if (record.idleTimeoutMs != null) {
       b.agentArgument("--idle-timeout-ms=" + record.idleTimeoutMs);
     }
     return b;
+  }
+
+  /** The secrets the record names, from this provider's memory; refuses if it does not hold them. */
+  private List<EgressSecret> egressSecrets(String name, LocalState.Entry record) {
+    if (record.egressSecrets.isEmpty()) {
+      return List.of();
+    }
+    List<EgressSecret> held = secrets.get(name);
+    if (held == null) {
+      throw new SandboxException("the local sandbox '" + name + "' was created with the egress secrets "
+          + record.egressSecrets + ", whose values are never written to disk: only the LocalProvider that created it"
+          + " (in the JVM that did) can wake it; destroy it and create it again to give it the secrets here", null);
+    }
+    return held;
+  }
+
+  /** The sandbox is gone: its secrets are no longer needed. */
+  void forgetSecrets(String name) {
+    secrets.remove(name);
   }
 
   /** How long an agent has to stop its processes before SIGKILL. */

@@ -1,6 +1,7 @@
 package dev.sandboxsdk.local;
 
 import dev.sandboxsdk.EgressPolicy;
+import dev.sandboxsdk.EgressSecret;
 import dev.sandboxsdk.ForwardingSandbox;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxException;
@@ -8,9 +9,8 @@ import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.internal.Activity;
 import dev.sandboxsdk.internal.AgentLauncher;
 import dev.sandboxsdk.internal.Checks;
-import dev.sandboxsdk.internal.EgressPolicyFile;
+import dev.sandboxsdk.internal.AgentEgressFiles;
 import dev.sandboxsdk.internal.RealSandbox;
-import dev.sandboxsdk.internal.SdkTimer;
 import dev.sandboxsdk.internal.Workspaces;
 import java.io.IOException;
 import java.net.URI;
@@ -20,7 +20,6 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -84,6 +83,7 @@ public final class LocalSandbox extends ForwardingSandbox {
   private boolean stopped;
 
   private LocalSandbox(Builder b) {
+    Checks.egressSecretsUsable(b.egressSecrets, b.egressPolicy != null, b.env.keySet());
     Path ws = b.workspace;
     boolean owns = ws == null;
     try {
@@ -100,8 +100,8 @@ public final class LocalSandbox extends ForwardingSandbox {
     this.ownsWorkspace = owns;
     List<String> agentArgs = agentArguments(b);
     this.stopWait = b.gracePeriodInForce().plusSeconds(5);
-    try (EgressPolicyFile policy = EgressPolicyFile.write(b.egressPolicy)) { // read at start, deleted once up
-      agentArgs.addAll(0, policy.arguments()); // first: an --egress-policy among the caller's arguments wins
+    try (AgentEgressFiles egress = AgentEgressFiles.write(b.egressPolicy, b.egressSecrets)) { // deleted once up
+      agentArgs.addAll(0, egress.arguments()); // first: an --egress-policy among the caller's arguments wins
       this.agent = AgentLauncher.start(b.javaExecutable, b.agentJar, workspace, b.jvmArguments, agentArgs, b.env,
           b.startupTimeout);
     } catch (RuntimeException e) {
@@ -136,21 +136,12 @@ public final class LocalSandbox extends ForwardingSandbox {
     }
     this.shutdownHook = new Thread(this::stopQuietly, "sandbox-local-shutdown");
     Runtime.getRuntime().addShutdownHook(shutdownHook);
-    if (!b.keepAlive) {
-      long period = Math.max(100, Math.min(b.idleTimeout.toMillis() / 4, 5_000));
-      long limit = b.idleTimeout.toNanos();
-      Duration idle = b.idleTimeout;
-      this.idleCheck = SdkTimer.get().scheduleWithFixedDelay(() -> {
-        if (activity.idleNanos() >= limit) {
-          log.info("local sandbox {} was idle for {}; destroying it (use keepAlive(true) to prevent this)",
-              agent.url(), idle);
-          stop("the local sandbox was destroyed after being idle for " + idle
-              + " (LocalSandbox.builder().idleTimeout(...) or keepAlive(true) change this)", true);
-        }
-      }, period, period, TimeUnit.MILLISECONDS);
-    } else {
-      this.idleCheck = null;
-    }
+    Duration idle = b.idleTimeout;
+    this.idleCheck = b.keepAlive ? null : activity.whenIdleFor(idle, () -> {
+      log.info("local sandbox {} was idle for {}; destroying it (use keepAlive(true) to prevent this)", agent.url(), idle);
+      stop("the local sandbox was destroyed after being idle for " + idle
+          + " (LocalSandbox.builder().idleTimeout(...) or keepAlive(true) change this)", true);
+    });
   }
 
   /** The agent's arguments for {@code b}: its isolation first, so one among the caller's own comes later and wins. */
@@ -251,8 +242,6 @@ public final class LocalSandbox extends ForwardingSandbox {
     return "LocalSandbox{" + agent.url() + ", workspace=" + workspace + ", isolation=" + isolation + (client.isClosed() ? ", closed" : "") + "}";
   }
 
-  // ---- lifecycle
-
   /**
    * Deletes the workspaces that local sandboxes of this OS user left behind in {@code java.io.tmpdir}
    * when their JVM was killed ({@code kill -9}, a crash, the OOM killer): the temporary
@@ -333,6 +322,7 @@ public final class LocalSandbox extends ForwardingSandbox {
     private Isolation isolation = Isolation.ISOLATED;
     private boolean network;
     private EgressPolicy egressPolicy;
+    private final List<EgressSecret> egressSecrets = new ArrayList<>();
 
     private Builder() {}
 
@@ -366,6 +356,15 @@ public final class LocalSandbox extends ForwardingSandbox {
      */
     public Builder egressPolicy(EgressPolicy policy) {
       this.egressPolicy = policy;
+      return this;
+    }
+
+    /**
+     * A secret commands use through the egress proxy without seeing it ({@link SandboxSpec.Builder#egressSecret});
+     * repeatable. It reaches the agent in a 0600 file deleted once it is up; start() refuses it without a policy.
+     */
+    public Builder egressSecret(EgressSecret secret) {
+      Checks.addEgressSecret(egressSecrets, secret);
       return this;
     }
 

@@ -1,7 +1,7 @@
 package dev.sandboxsdk.spi;
 
 import dev.sandboxsdk.SandboxSpec;
-import dev.sandboxsdk.internal.EgressPolicyFile;
+import dev.sandboxsdk.internal.AgentEgressFiles;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -27,6 +27,8 @@ public final class AgentImage {
   public static final String NETWORK_ENV = "SANDBOX_NETWORK";
   /** The egress policy's JSON (what {@code PUT /api/egress/policy} takes), with {@code egress}. */
   public static final String EGRESS_POLICY_ENV = "SANDBOX_EGRESS_POLICY";
+  /** The egress secrets' JSON (what {@code --egress-secrets} reads), with {@code egress}. */
+  public static final String EGRESS_SECRETS_ENV = "SANDBOX_EGRESS_SECRETS";
 
   private AgentImage() {
   }
@@ -36,11 +38,21 @@ public final class AgentImage {
     Map<String, String> env = new LinkedHashMap<>();
     if (spec.egressPolicy() != null) {
       env.put(NETWORK_ENV, "egress");
-      env.put(EGRESS_POLICY_ENV, EgressPolicyFile.json(spec.egressPolicy()));
+      env.put(EGRESS_POLICY_ENV, AgentEgressFiles.policyJson(spec.egressPolicy()));
     } else {
       env.put(NETWORK_ENV, spec.network() ? "on" : "off");
     }
     return env;
+  }
+
+  /**
+   * The spec's egress secrets as the agent reads them ({@code --egress-secrets}), or null for none.
+   * The values are in it: hand it to the agent where only the agent (root) can read it, as
+   * {@link #EGRESS_SECRETS_ENV} in the container's environment or in a root-only file, and never
+   * log it.
+   */
+  public static String egressSecretsJson(SandboxSpec spec) {
+    return spec.egressSecrets().isEmpty() ? null : AgentEgressFiles.secretsJson(spec.egressSecrets());
   }
 
   /** Whether the entry script needs {@code NET_ADMIN} to install its firewall for {@code spec}. */

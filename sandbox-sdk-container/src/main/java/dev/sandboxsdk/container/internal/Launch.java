@@ -135,6 +135,12 @@ public final class Launch {
     List<String> env = new ArrayList<>();
     env.add(TOKEN_ENV + "=" + token);
     AgentImage.networkEnvironment(spec).forEach((k, v) -> env.add(k + "=" + v));
+    String secrets = AgentImage.egressSecretsJson(spec);
+    if (secrets != null) {
+      // Root's alone in the container (the entry script hands it to the agent in a 0600 file), but
+      // like the token readable by whoever may inspect containers on the engine.
+      env.add(AgentImage.EGRESS_SECRETS_ENV + "=" + secrets);
+    }
     spec.env().forEach((k, v) -> env.add(k + "=" + v));
     List<String> cmd = new ArrayList<>(List.of("--port", String.valueOf(AGENT_PORT), "--bind", "0.0.0.0",
         "--workspace", WORKSPACE, "--command-user", COMMAND_USER, "--checkpoint-dir", CHECKPOINTS));

@@ -122,7 +122,7 @@ public final class Cluster implements AutoCloseable {
     boolean created = false;
     try {
       create("create the token Secret of " + name, () -> client.secrets().inNamespace(namespace)
-          .resource(PodSpecs.secret(name, namespace, token)).create(), spec);
+          .resource(PodSpecs.secret(name, namespace, token, spec)).create(), spec);
       created = true;
       Pod pod = create("create the pod " + name, () -> client.pods().inNamespace(namespace).resource(template).create(), spec);
       // From now on the Secret (and the policy) go with the pod, whoever deletes it.

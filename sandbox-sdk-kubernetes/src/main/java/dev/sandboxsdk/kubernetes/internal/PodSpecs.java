@@ -54,6 +54,8 @@ public final class PodSpecs {
   public static final String USER_ANNOTATION_PREFIX = "label.sandbox-sdk.dev/";
   /** The Secret's key that holds the token. */
   public static final String TOKEN_KEY = "token";
+  /** The Secret's key that holds the egress secrets, if the spec has any. */
+  public static final String EGRESS_SECRETS_KEY = "egress-secrets";
   /** The agent's container in the pod. */
   public static final String CONTAINER = "agent";
 
@@ -106,13 +108,22 @@ public final class PodSpecs {
     }
   }
 
-  /** The Secret that holds the token, named after its pod; owned by the pod once it exists. */
-  public static Secret secret(String pod, String namespace, String token) {
+  /**
+   * The Secret that holds the token and the spec's egress secrets (if any), named after its pod;
+   * owned by the pod once it exists. Mounted for the agent alone (root's, 0400).
+   */
+  public static Secret secret(String pod, String namespace, String token, SandboxSpec spec) {
+    Map<String, String> data = new LinkedHashMap<>();
+    data.put(TOKEN_KEY, token);
+    String secrets = AgentImage.egressSecretsJson(spec);
+    if (secrets != null) {
+      data.put(EGRESS_SECRETS_KEY, secrets);
+    }
     return new SecretBuilder()
         .withNewMetadata().withName(secretName(pod)).withNamespace(namespace)
         .withLabels(Map.of(SANDBOX_LABEL, "1", POD_LABEL, pod)).endMetadata()
         .withType("Opaque")
-        .withStringData(Map.of(TOKEN_KEY, token))
+        .withStringData(data)
         .build();
   }
 
@@ -236,6 +247,9 @@ public final class PodSpecs {
     }
     if (!spec.env().isEmpty()) {
       args.add("--inherit-env=" + String.join(",", spec.env().keySet()));
+    }
+    if (!spec.egressSecrets().isEmpty()) {
+      args.addAll(List.of("--egress-secrets", TOKEN_DIR + "/" + EGRESS_SECRETS_KEY));
     }
     args.addAll(spec.agentArguments());
     return args;

@@ -118,8 +118,22 @@ class PodSpecsTest {
   @Test
   void theTokenSecretHoldsTheTokenAndIsFoundByItsPod() {
     assertThat(PodSpecs.newToken()).hasSize(43).isNotEqualTo(PodSpecs.newToken());
-    var s = PodSpecs.secret("sandbox-abc", "ns", "t0k");
+    var s = PodSpecs.secret("sandbox-abc", "ns", "t0k", SandboxSpec.defaults());
     assertThat(s.getStringData()).isEqualTo(Map.of("token", "t0k"));
     assertThat(s.getMetadata().getLabels()).containsEntry(PodSpecs.POD_LABEL, "sandbox-abc");
+  }
+
+  @Test
+  void egressSecretsGoInTheRootOnlySecretNeverInThePodSpec() {
+    SandboxSpec spec = SandboxSpec.builder().egressPolicy(dev.sandboxsdk.EgressPolicy.allowList("api.example.com:443"))
+        .egressSecret(dev.sandboxsdk.EgressSecret.of("API_KEY", "s3cr3t-value", "api.example.com")).build();
+    var s = PodSpecs.secret("sandbox-abc", "ns", "t0k", spec);
+    Pod p = pod(spec);
+
+    assertThat(s.getStringData().get("egress-secrets"))
+        .isEqualTo("[{\"name\":\"API_KEY\",\"value\":\"s3cr3t-value\",\"hosts\":[\"api.example.com\"]}]");
+    assertThat(p.getSpec().getContainers().get(0).getArgs()).containsSubsequence("--egress-secrets",
+        "/var/run/sandbox-agent/egress-secrets");
+    assertThat(p.toString()).as("the pod spec, env included").doesNotContain("s3cr3t-value");
   }
 }

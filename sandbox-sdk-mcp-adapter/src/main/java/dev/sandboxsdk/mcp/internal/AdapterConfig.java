@@ -1,6 +1,7 @@
 package dev.sandboxsdk.mcp.internal;
 
 import dev.sandboxsdk.EgressPolicy;
+import dev.sandboxsdk.EgressSecret;
 import dev.sandboxsdk.local.Isolation;
 import dev.sandboxsdk.local.LocalProvider;
 import dev.sandboxsdk.ProviderCapabilities;
@@ -47,6 +48,8 @@ import java.util.regex.Pattern;
  * @param kubernetes with {@link SandboxMode#KUBERNETES}, the cluster, namespace and access; else null
  * @param egressPolicy the egress policy of every sandbox the server creates ({@code --egress-policy});
  *     null for none
+ * @param egressSecrets with a policy, the egress secrets of every sandbox the server creates
+ *     ({@code --egress-secret}); their values are redacted from output
  */
 public record AdapterConfig(
     boolean http,
@@ -70,7 +73,8 @@ public record AdapterConfig(
     boolean localNetwork,
     Path stateDir,
     Kubernetes kubernetes,
-    EgressPolicy egressPolicy) {
+    EgressPolicy egressPolicy,
+    List<EgressSecret> egressSecrets) {
 
   /** The help text of {@code --help}: the synopsis, then each option (see {@link AdapterOptions}). */
   public static final String USAGE = AdapterOptions.USAGE;
@@ -136,13 +140,14 @@ public record AdapterConfig(
   public AdapterConfig withMaxOutputBytes(int bytes) {
     return new AdapterConfig(http, port, bind, httpToken, noAuth, mode, containerSpec, agentUrl, agentToken, passEnv,
         bytes, allowedHosts, allowedOrigins, maxSandboxes, keepAlive, maxConnections, maxConcurrentCalls,
-        localIsolation, localNetwork, stateDir, kubernetes, egressPolicy);
+        localIsolation, localNetwork, stateDir, kubernetes, egressPolicy, egressSecrets);
   }
 
   @Override
   public String toString() { // never the tokens or the passed values
     return "AdapterConfig{" + (http ? "http " + bind + ":" + port + (noAuth ? " no-auth" : " token") : "stdio")
         + ", " + where() + ", passEnv=" + passEnv.keySet()
+        + (egressSecrets.isEmpty() ? "" : ", egressSecrets=" + egressSecrets.stream().map(EgressSecret::name).toList())
         + ", maxOutputBytes=" + maxOutputBytes + "}";
   }
 

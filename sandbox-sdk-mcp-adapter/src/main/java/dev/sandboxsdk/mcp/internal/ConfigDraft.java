@@ -49,6 +49,7 @@ final class ConfigDraft {
   Isolation isolation;
   String stateDir;
   String egressPolicyFile;
+  final EgressSecretOptions egressSecrets = new EgressSecretOptions();
   final Map<String, String> passEnv = new LinkedHashMap<>();
   int maxOutput = 16_384;
   int maxSandboxes = 8;
@@ -93,6 +94,11 @@ final class ConfigDraft {
     SandboxMode mode = agentUrl != null ? SandboxMode.REMOTE
         : SandboxMode.valueOf((provider != null ? provider : "local").toUpperCase(Locale.ROOT));
     checkProviderOptions(mode);
+    if (!egressSecrets.isEmpty() && egressPolicyFile == null) {
+      throw new UsageException(egressSecrets.first() + " needs --egress-policy: the proxy that puts secrets into"
+          + " requests runs only with a policy, which must allow the secrets' hosts");
+    }
+    egressSecrets.checkPassEnv(passEnv);
     Kubernetes kubernetes = mode == SandboxMode.KUBERNETES ? kubernetes() : null;
     Path state = stateDir();
     if (mode == SandboxMode.LOCAL && isolation == Isolation.NONE && network != null) {
@@ -106,7 +112,7 @@ final class ConfigDraft {
         Map.copyOf(passEnv),
         maxOutput, List.copyOf(hosts), List.copyOf(origins), maxSandboxes, Duration.ofSeconds(keepAliveSeconds),
         maxConnections, maxCalls, isolation != null ? isolation : Isolation.ISOLATED, network != null && network, state,
-        kubernetes, egressPolicyFile != null ? EgressPolicyFiles.read(egressPolicyFile) : null);
+        kubernetes, egressPolicyFile != null ? EgressPolicyFiles.read(egressPolicyFile) : null, egressSecrets.secrets());
   }
 
   /** Checks the transport's options; returns the HTTP token, null for stdio or {@code --no-auth}. */
@@ -161,6 +167,9 @@ final class ConfigDraft {
       new ProviderRule(d -> d.egressPolicyFile != null, EnumSet.complementOf(EnumSet.of(SandboxMode.REMOTE)),
           (d, mode) -> "--egress-policy applies to --provider local, container or kubernetes, not to a remote agent"
               + " (it has its own --egress-policy)"),
+      new ProviderRule(d -> !d.egressSecrets.isEmpty(), EnumSet.complementOf(EnumSet.of(SandboxMode.REMOTE)),
+          (d, mode) -> "--egress-secret applies to --provider local, container or kubernetes, not to a remote agent"
+              + " (it has its own --egress-secrets)"),
       new ProviderRule(d -> d.stateDir != null, EnumSet.of(SandboxMode.LOCAL),
           (d, mode) -> "--state-dir applies to --provider local only (a container or Kubernetes provider's"
               + " persistent sandboxes live on its engine or cluster)"));

@@ -41,10 +41,10 @@ final class EgressTools implements ToolGroup {
 
   /** An event as the results show it. */
   record Event(long sequence, String time, String host, int port, String address, boolean allowed, String rule,
-      long bytesUp, long bytesDown, String closedAt, String outcome) {
+      long bytesUp, long bytesDown, String closedAt, String outcome, List<String> secrets) {
     static Event of(EgressEvent e) {
       return new Event(e.sequence(), e.time().toString(), e.host(), e.port(), e.address(), e.allowed(), e.rule(),
-          e.bytesUp(), e.bytesDown(), e.closedAt().toString(), e.outcome());
+          e.bytesUp(), e.bytesDown(), e.closedAt().toString(), e.outcome(), e.secrets());
     }
   }
 

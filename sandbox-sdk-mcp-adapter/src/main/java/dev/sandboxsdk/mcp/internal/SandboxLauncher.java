@@ -63,7 +63,7 @@ final class SandboxLauncher {
       if (how.persistent()) {
         SandboxProvider provider = providers.persistentProvider();
         SandboxSpec.Builder spec = (provider.capabilities().fromImage() ? imageSpec()
-            : SandboxSpec.builder().network(config.localNetwork()).egressPolicy(config.egressPolicy()))
+            : withSecrets(SandboxSpec.builder().network(config.localNetwork()).egressPolicy(config.egressPolicy())))
             .name(id)
             .label(Sandboxes.ID_LABEL, id)
             .label(Sandboxes.PERSISTENT_LABEL, "true")
@@ -81,8 +81,10 @@ final class SandboxLauncher {
         return new Entry(id, s, config.mode(), keepAlive, keepAlive ? null : idle, Instant.now(), can.workspace(), -1,
             s.id(), new AtomicBoolean(), new AtomicLong(System.nanoTime()), false, can.isolation());
       }
-      LocalSandbox s = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
-          .isolation(config.localIsolation()).network(config.localNetwork()).egressPolicy(config.egressPolicy()).start();
+      LocalSandbox.Builder local = LocalSandbox.builder().keepAlive(keepAlive).idleTimeout(idle)
+          .isolation(config.localIsolation()).network(config.localNetwork()).egressPolicy(config.egressPolicy());
+      config.egressSecrets().forEach(local::egressSecret);
+      LocalSandbox s = local.start();
       log.info("sandbox {}: started local agent in {} ms, workspace {}, isolation {}", id,
           (System.nanoTime() - t0) / 1_000_000, s.workspace(), s.isolation());
       return localEntry(id, s, config.mode(), keepAlive, idle);
@@ -91,12 +93,18 @@ final class SandboxLauncher {
     }
   }
 
+  /** {@code spec} with the server's egress secrets ({@code --egress-secret}). */
+  private SandboxSpec.Builder withSecrets(SandboxSpec.Builder spec) {
+    config.egressSecrets().forEach(spec::egressSecret);
+    return spec;
+  }
+
   /**
    * The configured image spec: the passed variables go in the sandbox's own environment, so that
    * every command gets them, unless they go with each call ({@link AdapterConfig#passEnvPerCall()}).
    */
   private SandboxSpec.Builder imageSpec() {
-    SandboxSpec.Builder spec = config.containerSpec().toBuilder().egressPolicy(config.egressPolicy());
+    SandboxSpec.Builder spec = withSecrets(config.containerSpec().toBuilder().egressPolicy(config.egressPolicy()));
     return config.passEnvPerCall() ? spec : spec.env(config.passEnv());
   }
 

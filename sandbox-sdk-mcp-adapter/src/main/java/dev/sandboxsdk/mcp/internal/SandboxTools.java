@@ -57,6 +57,8 @@ public final class SandboxTools implements AutoCloseable {
     if (config.agentToken() != null) {
       secrets.put(AdapterConfig.AGENT_TOKEN_ENV, config.agentToken());
     }
+    // Never in a sandbox, but a bound host that echoes its request could hand one back.
+    config.egressSecrets().forEach(s -> secrets.putIfAbsent(s.name(), s.value()));
     return secrets;
   }
 

@@ -121,4 +121,26 @@ class EgressToolsIT {
     assertThatThrownBy(() -> AdapterConfig.parse(new String[] {"--egress-policy", "/no/such/file"}, Map.of()))
         .isInstanceOf(AdapterConfig.UsageException.class).hasMessageContaining("no such file");
   }
+
+  @Test
+  void aServerSecretGivesCommandsAPlaceholderAndTheEventsNameIt() {
+    String value = "sk-mcp-0123456789abcdef";
+    AdapterConfig config = AdapterConfig.parse(new String[] {"--egress-policy", policy.toString(),
+        "--egress-secret", "API_KEY=MCP_TEST_KEY@secret.test#X-Api-Key"}, Map.of("MCP_TEST_KEY", value));
+    try (McpTestClient client = McpTestClient.initialized(config)) {
+      JsonNode placeholder = client.call("exec", args("command", "printf %s \"$API_KEY\""));
+      assertThat(sc(placeholder).get("stdout").asText()).as("%s", placeholder).matches("sandbox-secret-[0-9a-f]{32}");
+      JsonNode sent = client.call("exec", args("command", "curl -s -m 10 --proxy \"$HTTP_PROXY\" --noproxy ''"
+          + " -w ' %{http_code}' -H \"X-Api-Key: $API_KEY\" http://127.0.0.1:" + upstream.getAddress().getPort() + "/"));
+      assertThat(sc(sent).get("stdout").asText()).as("%s", sent).contains("secret-to-unbound-host (API_KEY)")
+          .endsWith(" 403");
+      JsonNode events = client.call("listEgressEvents", args("since", 0));
+      assertThat(events.has("isError")).as("%s", events).isFalse();
+      assertThat(sc(events).get("events")).singleElement().satisfies(e -> {
+        assertThat(e.get("rule").asText()).isEqualTo("secret-to-unbound-host");
+        assertThat(e.get("secrets").toString()).isEqualTo("[\"API_KEY\"]");
+      });
+      assertThat(events.toString() + placeholder + sent).doesNotContain(value);
+    }
+  }
 }
