@@ -2,8 +2,6 @@ package dev.sandboxsdk.agent.egress;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.ReadableByteChannel;
-import java.nio.channels.WritableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
@@ -30,7 +28,6 @@ import javax.net.ssl.SSLParameters;
  */
 final class Interception {
   private static final String[] ALPN = {"http/1.1"};
-  private static final int BUFFER = 16 * 1024;
 
   private final ProxyConnection connection;
   private final Targets target;
@@ -179,7 +176,7 @@ final class Interception {
       upstream.write(head);
       connection.tunnel.addUp(n);
       if (remaining > 0) {
-        copy(client, upstream, connection.tunnel::addUp, remaining);
+        connection.copy(client, upstream, connection.tunnel::addUp, remaining);
       }
     } catch (IOException e) {
       connection.expire("error");
@@ -190,36 +187,13 @@ final class Interception {
 
   private void downstream() {
     try {
-      copy(upstream, client, connection.tunnel::addDown, Long.MAX_VALUE);
+      connection.copy(upstream, client, connection.tunnel::addDown, Long.MAX_VALUE);
       client.shutdownOutput();
       connection.expire("closed"); // one request per connection: the answer has ended
     } catch (IOException e) {
       connection.expire("error");
     } finally {
       pumpDone();
-    }
-  }
-
-  /** Copies until end of stream or {@code limit} bytes, counting and marking activity. */
-  private void copy(ReadableByteChannel from, WritableByteChannel to, java.util.function.LongConsumer counter,
-      long limit) throws IOException {
-    ByteBuffer buf = ByteBuffer.allocate(BUFFER);
-    long left = limit;
-    while (left > 0) {
-      buf.clear();
-      if (left < BUFFER) {
-        buf.limit((int) left);
-      }
-      int n = from.read(buf);
-      if (n < 0) {
-        return;
-      }
-      connection.lastActivity = System.nanoTime();
-      buf.flip();
-      to.write(buf);
-      counter.accept(n);
-      left -= n;
-      connection.lastActivity = System.nanoTime();
     }
   }
 

@@ -27,6 +27,8 @@ import org.slf4j.LoggerFactory;
  * closing the channels, which ends any blocked read.
  */
 final class ProxyConnection implements Runnable {
+  /** One pump's buffer: what a socket delivers at once, roughly, and small beside the thread's stack. */
+  private static final int COPY_BUFFER = 16 * 1024;
   /** RFC 9110 hop-by-hop headers, plus the proxy's own; never forwarded. */
   private static final Set<String> HOP_BY_HOP = Set.of("connection", "keep-alive", "proxy-authenticate",
       "proxy-authorization", "proxy-connection", "te", "trailer", "upgrade");
@@ -333,10 +335,38 @@ final class ProxyConnection implements Runnable {
     write(ch, ByteBuffer.wrap(text.getBytes(StandardCharsets.ISO_8859_1)));
   }
 
-  static void write(SocketChannel ch, ByteBuffer buf) throws IOException {
+  static void write(java.nio.channels.WritableByteChannel ch, ByteBuffer buf) throws IOException {
     while (buf.hasRemaining()) {
       ch.write(buf);
     }
+  }
+
+  /**
+   * Copies until end of stream or {@code limit} bytes, counting them and marking this connection
+   * active (so the idle timeout measures silence, not age); returns the bytes copied. The tunnel's
+   * pumps and the interception's both copy through it.
+   */
+  long copy(java.nio.channels.ReadableByteChannel from, java.nio.channels.WritableByteChannel to,
+      java.util.function.LongConsumer counter, long limit) throws IOException {
+    ByteBuffer buf = ByteBuffer.allocate(COPY_BUFFER);
+    long left = limit;
+    while (left > 0) {
+      buf.clear();
+      if (left < COPY_BUFFER) {
+        buf.limit((int) left);
+      }
+      int n = from.read(buf);
+      if (n < 0) {
+        break;
+      }
+      lastActivity = System.nanoTime();
+      buf.flip();
+      write(to, buf);
+      counter.accept(n);
+      left -= n;
+      lastActivity = System.nanoTime();
+    }
+    return limit - left;
   }
 
   private static void closeQuietly(SocketChannel ch) {

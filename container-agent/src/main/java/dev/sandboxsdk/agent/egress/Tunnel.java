@@ -110,7 +110,7 @@ final class Tunnel {
     }
     buf.flip();
     send(server, buf);
-    copy(client, server, up, Long.MAX_VALUE);
+    connection.copy(client, server, up::addAndGet, Long.MAX_VALUE);
     server.shutdownOutput();
   }
 
@@ -130,7 +130,7 @@ final class Tunnel {
     ByteBuffer head = ByteBuffer.wrap(first, 0, (int) Math.min(first.length, remaining));
     remaining -= head.remaining();
     send(server, head);
-    if (remaining > 0 && copy(connection.client, server, up, remaining) < remaining) {
+    if (remaining > 0 && connection.copy(connection.client, server, up::addAndGet, remaining) < remaining) {
       if (body < 0) {
         server.shutdownOutput();
       } else {
@@ -141,7 +141,7 @@ final class Tunnel {
 
   private void downstream(boolean forwarded) {
     try {
-      copy(connection.upstream, connection.client, down, Long.MAX_VALUE);
+      connection.copy(connection.upstream, connection.client, down::addAndGet, Long.MAX_VALUE);
       if (forwarded) {
         connection.expire("closed"); // one request per connection: the answer has ended
       } else {
@@ -158,29 +158,6 @@ final class Tunnel {
     int n = buf.remaining();
     ProxyConnection.write(to, buf);
     up.addAndGet(n);
-  }
-
-  /** Copies until end of stream or {@code limit} bytes, counting and marking activity; returns the bytes copied. */
-  private long copy(SocketChannel from, SocketChannel to, AtomicLong counter, long limit) throws IOException {
-    ByteBuffer buf = ByteBuffer.allocate(BUFFER);
-    long left = limit;
-    while (left > 0) {
-      buf.clear();
-      if (left < BUFFER) {
-        buf.limit((int) left);
-      }
-      int n = from.read(buf);
-      if (n < 0) {
-        break;
-      }
-      connection.lastActivity = System.nanoTime();
-      buf.flip();
-      ProxyConnection.write(to, buf);
-      counter.addAndGet(n);
-      left -= n;
-      connection.lastActivity = System.nanoTime();
-    }
-    return limit - left;
   }
 
   private void pumpDone() {
