@@ -153,7 +153,10 @@ class LocalEgressIT {
 
   private static List<Path> policyFiles() throws java.io.IOException {
     try (Stream<Path> files = Files.list(Path.of(System.getProperty("java.io.tmpdir")))) {
-      return files.filter(p -> p.getFileName().toString().startsWith("sandbox-egress-")).toList();
+      // The policy files the SDK writes (sandbox-egress-*.json), not an agent's CA directory
+      // (sandbox-egress-ca-*), which any agent with secrets on this machine may hold meanwhile.
+      return files.filter(p -> p.getFileName().toString().startsWith("sandbox-egress-")
+          && p.getFileName().toString().endsWith(".json") && Files.isRegularFile(p)).toList();
     }
   }
 
