@@ -64,8 +64,15 @@ final class RealEgress implements SandboxEgress {
   public Flow.Publisher<EgressEvent> watch(long since) {
     checkSince(since);
     String what = "egress().watch";
-    EgressWatchCursor.Pages pages = (after, onCall) -> guarded(() -> page(http.call(
-        http.get(eventsUrl(after, EgressWatchCursor.PAGE)), what, onCall)));
+    EgressWatchCursor.Pages pages = (after, onCall) -> {
+      try {
+        return guarded(() -> page(http.call(http.get(eventsUrl(after, EgressWatchCursor.PAGE)), what, onCall)));
+      } catch (IllegalStateException closed) {
+        // Closed between two polls of an open watch: the stream ends as every stream does when
+        // its sandbox closes, not with the ISE of a call made after close.
+        throw http.closedError(closed);
+      }
+    };
     return new EventPublisher<>(abort -> {
       http.ensureOpen();
       EgressWatchCursor cursor = http.track(new EgressWatchCursor(http, pages, since, pollInterval));
