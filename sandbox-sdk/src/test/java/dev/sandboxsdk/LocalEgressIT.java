@@ -8,9 +8,6 @@ import com.sun.net.httpserver.HttpServer;
 import dev.sandboxsdk.local.Isolation;
 import dev.sandboxsdk.local.LocalProvider;
 import dev.sandboxsdk.local.LocalSandbox;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -38,14 +35,7 @@ class LocalEgressIT {
 
   @BeforeAll
   static void startUpstream() throws Exception {
-    upstream = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
-    upstream.createContext("/", ex -> {
-      byte[] body = "hello from upstream".getBytes(StandardCharsets.UTF_8);
-      ex.sendResponseHeaders(200, body.length);
-      ex.getResponseBody().write(body);
-      ex.close();
-    });
-    upstream.start();
+    upstream = dev.sandboxsdk.testkit.HelloUpstream.start(50);
     port = upstream.getAddress().getPort();
   }
 

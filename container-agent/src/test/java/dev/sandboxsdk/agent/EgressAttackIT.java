@@ -46,13 +46,7 @@ class EgressAttackIT {
 
   @BeforeAll
   static void startUpstream() throws IOException {
-    upstream = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 200);
-    upstream.createContext("/", ex -> {
-      byte[] body = "hello from upstream".getBytes(StandardCharsets.UTF_8);
-      ex.sendResponseHeaders(200, body.length);
-      ex.getResponseBody().write(body);
-      ex.close();
-    });
+    upstream = dev.sandboxsdk.testkit.HelloUpstream.start(200, java.util.concurrent.Executors.newCachedThreadPool());
     upstream.createContext("/big", ex -> {
       ex.sendResponseHeaders(200, BIG_BODY);
       byte[] chunk = new byte[64 * 1024];
@@ -64,8 +58,6 @@ class EgressAttackIT {
         // the proxy hung up: what the test is about
       }
     });
-    upstream.setExecutor(java.util.concurrent.Executors.newCachedThreadPool());
-    upstream.start();
     upPort = upstream.getAddress().getPort();
   }
 

@@ -7,10 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.sun.net.httpserver.HttpServer;
 import dev.sandboxsdk.agent.egress.EgressPolicy;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
 import java.net.http.HttpRequest;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -33,14 +30,7 @@ class EgressWiringIT {
 
   @BeforeAll
   static void startUpstream() throws Exception {
-    upstream = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
-    upstream.createContext("/", ex -> {
-      byte[] body = "hello from upstream".getBytes(StandardCharsets.UTF_8);
-      ex.sendResponseHeaders(200, body.length);
-      ex.getResponseBody().write(body);
-      ex.close();
-    });
-    upstream.start();
+    upstream = dev.sandboxsdk.testkit.HelloUpstream.start(50);
     port = upstream.getAddress().getPort();
   }
 

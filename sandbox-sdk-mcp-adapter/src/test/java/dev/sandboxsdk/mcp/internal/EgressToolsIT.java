@@ -8,9 +8,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.sun.net.httpserver.HttpServer;
-import java.net.InetAddress;
-import java.net.InetSocketAddress;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -34,14 +31,7 @@ class EgressToolsIT {
 
   @BeforeAll
   void start() throws Exception {
-    upstream = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), 50);
-    upstream.createContext("/", ex -> {
-      byte[] body = "hello from upstream".getBytes(StandardCharsets.UTF_8);
-      ex.sendResponseHeaders(200, body.length);
-      ex.getResponseBody().write(body);
-      ex.close();
-    });
-    upstream.start();
+    upstream = dev.sandboxsdk.testkit.HelloUpstream.start(50);
     policy = Files.createTempFile("egress-policy-", ".json");
     Files.writeString(policy, "{\"mode\":\"allow-list\",\"rules\":[\"allow 127.0.0.1/32\"]}");
     mcp = McpTestClient.initialized(AdapterConfig.parse(new String[] {"--egress-policy", policy.toString()}, Map.of()));
