@@ -63,7 +63,7 @@ class ContainerEgressIT {
 
       s.egress().update(EgressPolicy.allowList(target));
       assertThat(get(s, target, "/hello")).startsWith("HTTP/1.1 200").endsWith("hello from the host");
-      assertThat(s.exec("git ls-remote http://" + target + "/repo.git 2>&1; true").exitCode()).isZero();
+      s.exec("git ls-remote http://" + target + "/repo.git"); // fails (no repository there); what reached the host counts
       assertThat(paths).as("what reached the host").contains("/hello")
           .anyMatch(p -> p.startsWith("/repo.git/info/refs")).noneMatch(p -> p.equals("/before"));
       assertThat(s.exec(Command.of("bash", "-c", "timeout 5 bash -c 'exec 3<>/dev/tcp/" + gateway + "/" + port
