@@ -283,7 +283,7 @@ public final class Main {
 
   private static void egressTestTrust(AgentConfig.Builder b, String file) {
     try {
-      b.egressTestTrust(dev.sandboxsdk.agent.egress.EgressTrust.readPem(Path.of(file)));
+      b.egressTestTrust(dev.sandboxsdk.agent.egress.EgressTrust.readPem(file));
     } catch (IllegalArgumentException e) {
       throw new UsageException(EGRESS_TEST_TRUST + ": " + e.getMessage());
     }

@@ -109,6 +109,24 @@ class MainTest {
   }
 
   @Test
+  void egressTestTrustTakesAPemFileOrThePemTextItself() throws Exception {
+    Path policy = Files.writeString(tmp.resolve("policy.json"), "{\"mode\":\"allow-list\",\"rules\":[]}");
+    String pem = dev.sandboxsdk.agent.egress.CertificateAuthority.create("MainTest CA").pem();
+    Path file = Files.writeString(tmp.resolve("ca.pem"), pem);
+    for (String value : new String[] {file.toString(), pem}) {
+      AgentConfig config = parse(args("--egress-policy", policy.toString(), "--egress-test-trust", value), TOKEN, out);
+      assertThat(config.egressTestTrust()).singleElement()
+          .satisfies(c -> assertThat(c.getSubjectX500Principal().getName()).contains("MainTest CA"));
+    }
+    assertThatThrownBy(() -> parse(args("--egress-policy", policy.toString(), "--egress-test-trust",
+        "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class).hasMessageStartingWith("--egress-test-trust: cannot read certificates from the PEM text given");
+    assertThatThrownBy(() -> parse(args("--egress-policy", policy.toString(), "--egress-test-trust",
+        tmp.resolve("missing.pem").toString()), TOKEN, out))
+        .isInstanceOf(Main.UsageException.class).hasMessageStartingWith("--egress-test-trust: cannot read certificates from");
+  }
+
+  @Test
   void portZeroAsksForAFreePort() {
     assertThat(parse(args("--port", "0"), TOKEN, out).port()).isZero();
   }

@@ -68,23 +68,36 @@ public interface EgressTrust {
   }
 
   /**
-   * The certificates in a PEM file.
+   * The certificates of {@code --egress-test-trust}: PEM text itself when it starts with
+   * {@code -----BEGIN} (how a test hands its CA to an agent in a container or pod, where no file
+   * of the test's exists), else the PEM file it names.
    *
    * @throws IllegalArgumentException if it has none or cannot be read
    */
-  static List<X509Certificate> readPem(Path file) {
+  static List<X509Certificate> readPem(String fileOrPem) {
+    if (fileOrPem.startsWith("-----BEGIN")) {
+      return parsePem(fileOrPem.getBytes(java.nio.charset.StandardCharsets.US_ASCII), "the PEM text given");
+    }
+    Path file = Path.of(fileOrPem);
     try {
-      byte[] pem = Files.readAllBytes(file);
+      return parsePem(Files.readAllBytes(file), file.toString());
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot read certificates from " + file + ": " + e.getMessage(), e);
+    }
+  }
+
+  private static List<X509Certificate> parsePem(byte[] pem, String source) {
+    try {
       List<X509Certificate> out = new ArrayList<>();
       for (Certificate c : CertificateFactory.getInstance("X.509").generateCertificates(new ByteArrayInputStream(pem))) {
         out.add((X509Certificate) c);
       }
       if (out.isEmpty()) {
-        throw new IllegalArgumentException(file + " holds no certificate");
+        throw new IllegalArgumentException(source + " holds no certificate");
       }
       return out;
-    } catch (IOException | GeneralSecurityException e) {
-      throw new IllegalArgumentException("cannot read certificates from " + file + ": " + e.getMessage(), e);
+    } catch (GeneralSecurityException e) {
+      throw new IllegalArgumentException("cannot read certificates from " + source + ": " + e.getMessage(), e);
     }
   }
 }
