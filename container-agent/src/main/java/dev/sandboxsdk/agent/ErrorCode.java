@@ -6,6 +6,14 @@ public enum ErrorCode {
   INVALID_COMMAND(400),
   UNAUTHORIZED(401),
   PROCESS_NOT_FOUND(404),
+  /** No session of that id (POST /api/sessions creates one). */
+  SESSION_NOT_FOUND(404),
+  /** A session of that id exists already. */
+  SESSION_ALREADY_EXISTS(409),
+  /** A command of the session still runs after the wait for it. */
+  SESSION_BUSY(409),
+  /** The agent holds as many sessions as it may. */
+  TOO_MANY_SESSIONS(429),
   /** File routes: the path does not exist (Cloudflare's code). */
   FILE_NOT_FOUND(404),
   /** File routes: a directory where a file is expected (Cloudflare's code). */

@@ -22,6 +22,8 @@ import dev.sandboxsdk.agent.ports.PortWatchRoutes;
 import dev.sandboxsdk.agent.ports.ProxyRoutes;
 import dev.sandboxsdk.agent.ports.ProxyTarget;
 import dev.sandboxsdk.agent.process.ProcessManager;
+import dev.sandboxsdk.agent.session.SessionRoutes;
+import dev.sandboxsdk.agent.session.Sessions;
 import dev.sandboxsdk.agent.watch.WatchRoutes;
 import java.io.IOException;
 import java.util.Map;
@@ -75,10 +77,14 @@ public final class ApiHandler implements HttpHandler {
     this.isolationMode = processes.isolation();
     this.network = processes.network();
     this.processes = processes;
+    this.sessions = Sessions.open(processes.commandTmpOnHost(), processes.commandTmp(), processes.commandUser(),
+        Sessions.DEFAULT_MAX_SESSIONS, Sessions.DEFAULT_WAIT_MS, Sessions.DEFAULT_MAX_STATE_BYTES);
     this.routes = routes();
   }
 
   private final Routes routes;
+  /** The shell sessions, closed with this handler. */
+  private final Sessions sessions;
 
   /** Reports how commands are started ({@code native} or {@code jdk}) on /api/version. */
   private final ProcessManager processes;
@@ -270,7 +276,8 @@ public final class ApiHandler implements HttpHandler {
    */
   private Routes routes() {
     Routes routes = new Routes().on("GET", "/api/version", this::version);
-    new ExecRoutes(processes).register(routes);
+    new ExecRoutes(processes, sessions).register(routes);
+    new SessionRoutes(sessions, processes.outputBudget()).register(routes);
     new ProcessRoutes(processes).register(routes);
     new FileRoutes(processes, workspace).register(routes);
     new FileTransferRoutes(processes, workspace).register(routes);
@@ -308,5 +315,6 @@ public final class ApiHandler implements HttpHandler {
   public void close() {
     proxy.close();
     checkpoints.close();
+    sessions.close();
   }
 }

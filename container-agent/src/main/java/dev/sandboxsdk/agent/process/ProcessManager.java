@@ -171,6 +171,20 @@ public final class ProcessManager implements AutoCloseable {
   }
 
   /** The user commands run as, or null when they run as the agent's own user. */
+  /**
+   * The commands' temporary directory as the agent sees it: the sandbox's own {@code /tmp} under
+   * bubblewrap, else {@code java.io.tmpdir}.
+   */
+  public java.nio.file.Path commandTmpOnHost() {
+    return bubblewrap != null ? bubblewrap.scratch().resolve("tmp")
+        : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"));
+  }
+
+  /** {@link #commandTmpOnHost()} as commands see it. */
+  public String commandTmp() {
+    return bubblewrap != null ? "/tmp" : commandTmpOnHost().toAbsolutePath().toString();
+  }
+
   public CommandUser commandUser() {
     return commandUser;
   }
