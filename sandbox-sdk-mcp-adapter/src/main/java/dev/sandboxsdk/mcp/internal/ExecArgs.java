@@ -26,7 +26,7 @@ final class ExecArgs {
   }
 
   record Exec(String command, List<String> argv, String sandboxId, String cwd, Map<String, String> env,
-      String stdin, Double timeoutSeconds, Integer maxOutputBytes) implements Run {
+      String stdin, Double timeoutSeconds, Integer maxOutputBytes, String session) implements Run {
   }
 
   record RunCode(String code, String language, String sandboxId, String cwd, Map<String, String> env,

@@ -72,7 +72,7 @@ public final class SandboxTools implements AutoCloseable {
     // Further capabilities are groups of their own; a new one is one more entry here.
     List.<ToolGroup>of(new LifecycleTools(sandboxes, config.passEnv()), new CheckpointTools(sandboxes),
         new FileTools(config, sandboxes, redactor), new PortTools(sandboxes), new GitTools(sandboxes, config.passEnv()),
-        new WatchTools(sandboxes, timer), new EgressTools(sandboxes)).forEach(g -> g.register(tools));
+        new WatchTools(sandboxes, timer), new EgressTools(sandboxes), new SessionTools(sandboxes)).forEach(g -> g.register(tools));
   }
 
   @Override

@@ -132,7 +132,8 @@ class McpServerTest {
         "getSandbox", "listSandboxes", "destroy", "readFile", "writeFile", "listFiles", "mkdir", "deleteFile",
         "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout", "watchFiles", "exposePort", "unexposePort",
         "listExposedPorts", "shutdownSandbox", "wakeSandbox", "createCheckpoint", "listCheckpoints", "restoreCheckpoint",
-        "deleteCheckpoint", "getEgressPolicy", "updateEgressPolicy", "listEgressEvents");
+        "deleteCheckpoint", "getEgressPolicy", "updateEgressPolicy", "listEgressEvents", "listSessions",
+        "deleteSession");
     Set<String> implemented = new HashSet<>();
     try (SandboxTools impl = new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults()))) {
       impl.names().forEach(implemented::add);
@@ -181,7 +182,9 @@ class McpServerTest {
         java.util.Map.entry("deleteCheckpoint", List.of(false, true, true)),
         java.util.Map.entry("getEgressPolicy", List.of(true, false, true)),
         java.util.Map.entry("updateEgressPolicy", List.of(false, true, true)),
-        java.util.Map.entry("listEgressEvents", List.of(true, false, true)));
+        java.util.Map.entry("listEgressEvents", List.of(true, false, true)),
+        java.util.Map.entry("listSessions", List.of(true, false, true)),
+        java.util.Map.entry("deleteSession", List.of(false, true, false)));
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
     assertThat(tools).hasSize(expected.size());
     for (JsonNode t : tools) {
