@@ -42,7 +42,7 @@ class RealSessionsTest extends MockAgentTest {
     server.enqueue(Fixtures.json(Fixtures.read("session-list-response.json")));
 
     assertThat(sandbox.sessions().list()).containsExactly(new SessionInfo("build",
-        Instant.parse("2026-12-07T21:50:01.125834021Z"), Instant.parse("2026-12-07T21:50:02.507110394Z"), 2, true));
+        Instant.parse("2026-12-07T21:56:18.671325717Z"), Instant.parse("2026-12-07T21:56:18.886381165Z"), 2, true));
     assertThat(server.takeRequest().getPath()).isEqualTo("/api/sessions");
   }
 

@@ -62,7 +62,7 @@ public final class SessionScript {
         "esac; done",
         "__sbx_save() {",
         "  mapfile -t __sbx_vs < <(compgen -v); mapfile -t __sbx_fs < <(compgen -A function)",
-        "  mkdir -p -- \"${__sbx_f%/*}\"",
+        "  [ -d \"${__sbx_f%/*}\" ] || mkdir -p -- \"${__sbx_f%/*}\" # gone if a command emptied /tmp",
         "  { printf 'cd -- %q || true\\n' \"$PWD\"",
         "    for __sbx_n in \"${__sbx_vs[@]}\"; do case $__sbx_n in " + BASH_OWN_CASE + ") ;;",
         "      *) declare -p -- \"$__sbx_n\" ;; esac; done",
