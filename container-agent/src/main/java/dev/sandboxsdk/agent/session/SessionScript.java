@@ -8,7 +8,9 @@ import java.util.regex.Pattern;
 /**
  * The bash program that runs one command of a session: {@code bash --noprofile --norc -c SCRIPT
  * bash STATE_FILE COMMAND CD [NAME=VALUE | -NAME]...}. It restores the session's state from
- * {@code STATE_FILE} (working directory, variables, functions, aliases, shell options), applies
+ * {@code STATE_FILE} (working directory, variables, functions, aliases, shell options), or while
+ * no command has saved one from {@code STATE_FILE.init}, the state the session was created with
+ * (written by the agent, which the command user may not be able to replace), applies
  * the request's own {@code cwd} (when {@code CD} is 1: the directory the command was started in)
  * and environment, runs {@code COMMAND} with {@code eval}, and on exit writes the new state
  * atomically (a temporary file renamed over the old one) before exiting with the command's
@@ -54,7 +56,7 @@ public final class SessionScript {
     return String.join("\n",
         "__sbx_f=$1; __sbx_c=$2; __sbx_cd=$3; shift 3; __sbx_a=(\"$@\"); set --; __sbx_here=$PWD",
         "shopt -s expand_aliases",
-        "if [ -r \"$__sbx_f\" ]; then . \"$__sbx_f\"; fi",
+        "if [ -r \"$__sbx_f\" ]; then . \"$__sbx_f\"; elif [ -r \"$__sbx_f.init\" ]; then . \"$__sbx_f.init\"; fi",
         "if [ \"$__sbx_cd\" = 1 ]; then cd -- \"$__sbx_here\"; fi",
         "for __sbx_n in \"${__sbx_a[@]}\"; do case $__sbx_n in",
         "  -*) unset -v -- \"${__sbx_n#-}\" ;;",

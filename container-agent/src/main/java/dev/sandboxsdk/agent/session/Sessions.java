@@ -27,7 +27,8 @@ import org.slf4j.LoggerFactory;
 /**
  * The agent's shell sessions: each keeps one shell's state (directory, variables, functions,
  * aliases, options) in a file of a directory that commands can read and write (under the
- * sandbox's {@code /tmp}, outside the workspace), and runs one command at a time. A command in a
+ * sandbox's {@code /tmp}, outside the workspace; mode 700, or 1777 when commands run as another
+ * user), and runs one command at a time. A command in a
  * session is an ordinary exec whose program is the {@link SessionScript} wrapper, so its
  * isolation, limits, timeout, kill and streaming are exactly those of any exec.
  *
@@ -78,9 +79,20 @@ public final class Sessions implements AutoCloseable {
     Path dir = tmpOnHost.resolve(name);
     try {
       Files.createDirectory(dir, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rwx------")));
-      giveTo(user, dir);
     } catch (IOException e) {
       throw new UncheckedIOException("cannot create the sessions' directory " + dir, e);
+    }
+    if (user != null) {
+      // Shared like /tmp (sticky: only a file's owner and the directory's, the agent, remove
+      // files), not given away: an agent without CAP_CHOWN could not, and one without
+      // CAP_DAC_OVERRIDE could then no longer remove what the commands left in it.
+      try {
+        Files.setPosixFilePermissions(dir, PosixFilePermissions.fromString("rwxrwxrwx"));
+        Files.setAttribute(dir, "unix:mode", 01777);
+      } catch (IOException | RuntimeException e) {
+        throw new IllegalStateException("cannot let the command user " + user + " write the sessions' directory "
+            + dir + ": " + e.getMessage(), e);
+      }
     }
     return new Sessions(dir, tmpInSandbox + "/" + name, user, maxSessions, waitMs, maxStateBytes);
   }
@@ -121,8 +133,13 @@ public final class Sessions implements AutoCloseable {
       sessions.put(sid, s);
     }
     try {
-      Files.write(s.stateOnHost(), state, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-      giveTo(user, s.stateOnHost());
+      // The first state is a file of its own: the command user replaces the state file by
+      // renaming over it, which a sticky directory allows only for the user's own files.
+      Path init = s.stateOnHost().resolveSibling(s.id() + ".state.init");
+      Files.write(init, state, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
+      if (user != null && !giveTo(user, init)) {
+        Files.setPosixFilePermissions(init, PosixFilePermissions.fromString("rw-r--r--"));
+      }
     } catch (IOException e) {
       synchronized (this) {
         sessions.remove(s.id());
@@ -246,15 +263,21 @@ public final class Sessions implements AutoCloseable {
     try {
       Files.deleteIfExists(s.stateOnHost());
       Files.deleteIfExists(s.stateOnHost().resolveSibling(s.id() + ".state.tmp"));
+      Files.deleteIfExists(s.stateOnHost().resolveSibling(s.id() + ".state.init"));
     } catch (IOException e) {
       log.debug("could not remove the state of session {}: {}", s.id(), e.toString());
     }
   }
 
-  private static void giveTo(CommandUser user, Path path) throws IOException {
-    if (user != null) {
+  /** Gives {@code path} to the command user; false if the agent may not (no CAP_CHOWN). */
+  private static boolean giveTo(CommandUser user, Path path) {
+    try {
       Files.setAttribute(path, "unix:gid", (int) user.gid(), LinkOption.NOFOLLOW_LINKS);
       Files.setAttribute(path, "unix:uid", (int) user.uid(), LinkOption.NOFOLLOW_LINKS);
+      return true;
+    } catch (IOException | RuntimeException e) {
+      log.debug("cannot give {} to {}: {}", path, user, e.toString());
+      return false;
     }
   }
 
