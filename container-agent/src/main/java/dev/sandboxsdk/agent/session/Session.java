@@ -94,9 +94,16 @@ public final class Session {
     commands++;
   }
 
-  /** Tells the session how to stop the command that holds it (when the session is deleted). */
+  /**
+   * Tells the session how to stop the command that holds it (when the session is deleted). A
+   * delete that came between the permit and this call stops it now: both sides write their
+   * volatile field before reading the other's, so at least one of them sees both.
+   */
   void running(Runnable stop) {
     this.stopRunning = stop;
+    if (deleted) {
+      stop.run();
+    }
   }
 
   void release() {
