@@ -1,7 +1,9 @@
 package dev.sandboxsdk.agent.egress;
 
+import java.nio.charset.StandardCharsets;
 import java.security.SecureRandom;
 import java.util.ArrayList;
+import java.util.Base64;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -16,7 +18,10 @@ import java.util.Map;
  * secret is either replaced by the value, when the request goes to a host the secret is bound to
  * (and, for a secret bound to a header, only in that header's value), or makes the whole request
  * refused, naming the secret: {@value #UNBOUND_HOST} for another host, {@value #UNBOUND_HEADER} for
- * another place in the head, {@value #PLAIN_HTTP} when the request would carry it unencrypted.
+ * another place in the head, {@value #PLAIN_HTTP} when the request would carry it unencrypted. The
+ * credentials of an {@code Authorization: Basic} header are looked at decoded, so a token in a URL
+ * ({@code https://user:$TOKEN@host/}, as git sends it) is replaced (and re-encoded) or refused like
+ * one in the header itself.
  */
 public final class EgressSecrets {
   /** A placeholder in a request to a host its secret is not bound to. */
@@ -97,40 +102,71 @@ public final class EgressSecrets {
     List<String> used = new ArrayList<>();
     String newTarget = target;
     List<String[]> newHeaders = new ArrayList<>(headers.size());
-    for (String[] h : headers) {
-      newHeaders.add(h.clone());
+    String[] basic = new String[headers.size()];
+    for (int i = 0; i < headers.size(); i++) {
+      newHeaders.add(headers.get(i).clone());
+      basic[i] = basicCredentials(headers.get(i));
     }
     for (EgressSecret s : secrets) {
       String p = s.placeholder();
       boolean inTarget = target.contains(p);
       boolean anywhere = inTarget;
-      for (String[] h : headers) {
-        anywhere |= h[0].contains(p) || h[1].contains(p);
+      for (int i = 0; i < headers.size(); i++) {
+        anywhere |= occurs(p, headers.get(i), basic[i]);
       }
       if (!anywhere) {
         continue;
       }
-      String why = !s.boundTo(host, port) ? UNBOUND_HOST : !tls ? PLAIN_HTTP : misplaced(s, inTarget, headers);
+      String why = !s.boundTo(host, port) ? UNBOUND_HOST : !tls ? PLAIN_HTTP : misplaced(s, inTarget, headers, basic);
       if (why != null) {
         return new Rewrite(null, null, List.of(s.name()), why);
       }
       newTarget = newTarget.replace(p, s.value().replace(" ", "%20"));
-      for (String[] h : newHeaders) {
-        h[1] = h[1].replace(p, s.value());
+      for (int i = 0; i < newHeaders.size(); i++) {
+        newHeaders.get(i)[1] = newHeaders.get(i)[1].replace(p, s.value());
+        if (basic[i] != null && basic[i].contains(p)) {
+          basic[i] = basic[i].replace(p, s.value());
+          newHeaders.get(i)[1] = "Basic " + Base64.getEncoder().encodeToString(basic[i].getBytes(StandardCharsets.UTF_8));
+        }
       }
       used.add(s.name());
     }
     return new Rewrite(newTarget, newHeaders, List.copyOf(used), null);
   }
 
+  /**
+   * The decoded {@code user:password} of an {@code Authorization: Basic} header (where git and
+   * most HTTP clients put a token given in the URL), or null for any other header or a value that
+   * is not base64: a placeholder there counts as one in the header itself.
+   */
+  private static String basicCredentials(String[] header) {
+    String v = header[1].strip();
+    if (!header[0].equalsIgnoreCase("authorization") || v.length() < 6 || !v.regionMatches(true, 0, "Basic ", 0, 6)) {
+      return null;
+    }
+    try {
+      String decoded = new String(Base64.getDecoder().decode(v.substring(6).strip()), StandardCharsets.UTF_8);
+      return decoded.contains(EgressSecret.PLACEHOLDER_PREFIX) ? decoded : null;
+    } catch (IllegalArgumentException e) {
+      return null;
+    }
+  }
+
+  private static boolean occurs(String placeholder, String[] header, String basic) {
+    return header[0].contains(placeholder) || header[1].contains(placeholder)
+        || (basic != null && basic.contains(placeholder));
+  }
+
   /** Why a placeholder of a secret bound to this host is in the wrong place, or null if it is not. */
-  private static String misplaced(EgressSecret s, boolean inTarget, List<String[]> headers) {
+  private static String misplaced(EgressSecret s, boolean inTarget, List<String[]> headers, String[] basic) {
     String p = s.placeholder();
-    for (String[] h : headers) {
+    for (int i = 0; i < headers.size(); i++) {
+      String[] h = headers.get(i);
       if (h[0].contains(p)) {
         return UNBOUND_HEADER;
       }
-      if (s.header() != null && h[1].contains(p) && !h[0].toLowerCase(Locale.ROOT).equals(s.header())) {
+      boolean inValue = h[1].contains(p) || (basic[i] != null && basic[i].contains(p));
+      if (s.header() != null && inValue && !h[0].toLowerCase(Locale.ROOT).equals(s.header())) {
         return UNBOUND_HEADER;
       }
     }

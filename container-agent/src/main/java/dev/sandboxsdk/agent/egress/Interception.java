@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.net.ssl.ExtendedSSLSession;
@@ -17,10 +18,16 @@ import javax.net.ssl.SSLParameters;
  * A CONNECT to a host a secret is bound to, after the proxy's {@code 200}: the proxy terminates the
  * client's TLS with a leaf from its {@link CertificateAuthority} (ALPN: {@code http/1.1} only),
  * reads one HTTP/1.1 request head, puts the secrets' values in for their placeholders ({@link
- * EgressSecrets#rewrite}), opens its own TLS connection to the address the policy allowed
- * (certificate and host name verified against {@link EgressTrust}), and relays the request's body
- * up and the answer down until the answer ends. One request per connection, as for plain HTTP:
- * the request goes up with {@code Connection: close}.
+ * EgressSecrets#rewrite}), and sends it over its own TLS connection to the address the policy
+ * allowed (certificate and host name verified against {@link EgressTrust}), then relays the
+ * request's body up and the answer down until the answer ends. One request per connection, as for
+ * plain HTTP: the request goes up with {@code Connection: close}.
+ *
+ * <p>The upstream handshake runs on a second thread from the {@code 200} on, beside the client's
+ * handshake and request head, instead of after them: the two handshakes are most of what
+ * interception costs, and the second thread is the one that relays the answer down anyway. Nothing
+ * is sent upstream before the request has passed every check; a refused request or a failed
+ * client handshake only closes the upstream TLS connection.
  *
  * <p>The deadlines are the tunnel's: from the {@code 200}, the client's handshake, its request
  * head and the upstream handshake must finish within the handshake deadline; then the idle
@@ -33,6 +40,10 @@ final class Interception {
   private final Targets target;
   private final String host;
   private final AtomicInteger running = new AtomicInteger(2);
+  /** The upstream handshake's end: null once it succeeded, else why it failed. */
+  private final CompletableFuture<Exception> upstreamReady = new CompletableFuture<>();
+  /** Whether the upstream thread goes on to relay the answer down (false: the request never went). */
+  private final CompletableFuture<Boolean> relayDown = new CompletableFuture<>();
   private TlsChannel client;
   private TlsChannel upstream;
 
@@ -46,6 +57,21 @@ final class Interception {
   void run(byte[] first) throws IOException {
     EgressProxy proxy = connection.proxy();
     connection.deadline = System.nanoTime() + proxy.limits().handshakeTimeout().toNanos();
+    upstream = new TlsChannel(connection.upstream, upstreamEngine(proxy), new byte[0]);
+    try {
+      proxy.execute(this::upstreamSide);
+    } catch (RejectedExecutionException e) {
+      connection.fail("proxy-closed");
+      return;
+    }
+    try {
+      clientSide(proxy, first);
+    } finally {
+      relayDown.complete(false); // unless relay() started it: the upstream thread ends
+    }
+  }
+
+  private void clientSide(EgressProxy proxy, byte[] first) throws IOException {
     SSLEngine server = proxy.authority().serverContext(host).createSSLEngine(host, target.port());
     server.setUseClientMode(false);
     SSLParameters sp = server.getSSLParameters();
@@ -86,7 +112,7 @@ final class Interception {
       return;
     }
     connection.secrets = rewrite.secrets();
-    if (!openUpstream(proxy)) {
+    if (!upstreamReady()) {
       return;
     }
     byte[] up = ProxyConnection.originForm(head.method(), rewrite.target(), rewrite.headers())
@@ -122,8 +148,8 @@ final class Interception {
     return true;
   }
 
-  /** The proxy's own TLS to the allowed address; false (the client answered 502) if it fails. */
-  private boolean openUpstream(EgressProxy proxy) throws IOException {
+  /** The engine of the proxy's own TLS to the allowed address: SNI and certificate for the host. */
+  private SSLEngine upstreamEngine(EgressProxy proxy) {
     SSLEngine engine = proxy.trust().context().createSSLEngine(host, target.port());
     engine.setUseClientMode(true);
     SSLParameters p = engine.getSSLParameters();
@@ -131,15 +157,40 @@ final class Interception {
     p.setServerNames(List.of(new SNIHostName(host)));
     p.setApplicationProtocols(ALPN);
     engine.setSSLParameters(p);
-    upstream = new TlsChannel(connection.upstream, engine, new byte[0]);
+    return engine;
+  }
+
+  /** The upstream thread: the handshake, then (if the request went up) the answer down. */
+  private void upstreamSide() {
+    Exception failure = null;
     try {
       upstream.handshake();
-      return true;
-    } catch (SSLException e) {
+    } catch (IOException | RuntimeException e) {
+      failure = e;
+    }
+    upstreamReady.complete(failure);
+    if (failure == null && relayDown.join()) {
+      downstream();
+    }
+  }
+
+  /**
+   * Waits for the upstream handshake; false (the client answered 502) if TLS to the server failed.
+   *
+   * @throws IOException if the connection ended another way (closed, or the deadline passed)
+   */
+  private boolean upstreamReady() throws IOException {
+    Exception failure = upstreamReady.join();
+    if (failure instanceof SSLException e) {
       connection.failUpstream();
       respond(502, "Bad Gateway", "egress: TLS to " + host + ":" + target.port() + " failed: " + e.getMessage() + "\n");
       return false;
+    } else if (failure instanceof IOException e) {
+      throw e;
+    } else if (failure instanceof RuntimeException e) {
+      throw e;
     }
+    return true;
   }
 
   /** Refuses over the client's TLS, naming the rule (and the secrets that caused it). */
@@ -162,12 +213,7 @@ final class Interception {
     connection.deadline = 0;
     connection.lastActivity = System.nanoTime();
     connection.relaying = true;
-    try {
-      connection.proxy().execute(this::downstream);
-    } catch (RejectedExecutionException e) {
-      connection.fail("proxy-closed");
-      return;
-    }
+    relayDown.complete(true);
     try {
       long remaining = body < 0 ? Long.MAX_VALUE : body;
       ByteBuffer head = ByteBuffer.wrap(rest, 0, (int) Math.min(rest.length, remaining));

@@ -93,6 +93,37 @@ class EgressSecretsTest {
     assertThat(none.secrets()).isEmpty();
   }
 
+  static String basic(String credentials) {
+    return "Basic " + java.util.Base64.getEncoder().encodeToString(credentials.getBytes(StandardCharsets.UTF_8));
+  }
+
+  @Test
+  void basicCredentialsAreLookedAtDecodedAndReEncoded() {
+    EgressSecrets git = parse("[{\"name\":\"GIT_TOKEN\",\"value\":\"ghp_real:1\",\"hosts\":[\"git.test\"],"
+        + "\"header\":\"Authorization\"},{\"name\":\"API_KEY\",\"value\":\"k\",\"hosts\":[\"git.test\"],"
+        + "\"header\":\"X-Api-Key\"}]");
+    String token = git.placeholders().get("GIT_TOKEN");
+    EgressSecrets.Rewrite r = git.rewrite("/repo.git/info/refs", headers("Host", "git.test",
+        "authorization", "basic  " + java.util.Base64.getEncoder().encodeToString(("x-access-token:" + token)
+            .getBytes(StandardCharsets.UTF_8))), host("git.test"), 443, true);
+    assertThat(r.refused()).isFalse();
+    assertThat(r.secrets()).containsExactly("GIT_TOKEN");
+    assertThat(r.headers().get(1)[1]).isEqualTo(basic("x-access-token:ghp_real:1"));
+
+    assertThat(git.rewrite("/", headers("Authorization", basic("u:" + token)), host("evil.test"), 443, true))
+        .as("encoded, to another host").returns(EgressSecrets.UNBOUND_HOST, EgressSecrets.Rewrite::refusal)
+        .returns(List.of("GIT_TOKEN"), EgressSecrets.Rewrite::secrets);
+    assertThat(git.rewrite("/", headers("Authorization", basic("u:" + token)), host("git.test"), 80, false).refusal())
+        .as("encoded, over plain HTTP").isEqualTo(EgressSecrets.PLAIN_HTTP);
+    assertThat(git.rewrite("/", headers("Authorization", basic("u:" + git.placeholders().get("API_KEY"))),
+        host("git.test"), 443, true).refusal()).as("a secret bound to another header").isEqualTo(EgressSecrets.UNBOUND_HEADER);
+    for (String other : new String[] {basic("user:no placeholder"), "Basic !!not-base64!!", "Bearer " + token}) {
+      EgressSecrets.Rewrite plain = git.rewrite("/", headers("Authorization", other), host("git.test"), 443, true);
+      assertThat(plain.refused()).as(other).isFalse();
+      assertThat(plain.headers().get(0)[1]).as(other).isEqualTo(other.replace(token, "ghp_real:1"));
+    }
+  }
+
   @Test
   void theFileIsValidatedStrictlyNamingTheField() {
     String ok = "\"hosts\":[\"a.test\"]";
