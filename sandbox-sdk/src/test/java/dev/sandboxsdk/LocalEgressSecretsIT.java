@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.util.Base64;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -129,6 +130,7 @@ class LocalEgressSecretsIT {
 
   @Test
   void gitClonesAPrivateRepositoryWithATokenItNeverSees() {
+    // in a header (http.extraHeader) and in the URL (Basic credentials the proxy decodes)
     assumeTrue(has("git"), "git is not installed");
     try (LocalSandbox sandbox = sandbox().start()) {
       String repo = "https://git.test:" + upstream.port() + "/private.git";
@@ -139,6 +141,16 @@ class LocalEgressSecretsIT {
       assertThat(got).as("what the git host received").isNotEmpty()
           .anyMatch(r -> r.method().equals("POST") && r.target().equals("/private.git/git-upload-pack"))
           .allSatisfy(r -> assertThat(r.header("Authorization")).isEqualTo("Bearer " + TOKEN));
+
+      before = upstream.received().size();
+      ExecResult basic = bash(sandbox, ProxyClients.gitCloneWithUrlCredentials(repo, "GIT_TOKEN", "basic", "README.md"));
+      assertThat(basic.stdout()).as("%s: %s", basic, basic.stderr()).isEqualTo("private readme\n");
+      String credentials = Base64.getEncoder().encodeToString(("x-access-token:" + TOKEN).getBytes(StandardCharsets.UTF_8));
+      assertThat(upstream.received().subList(before, upstream.received().size()))
+          .as("the token in the URL, sent as Basic credentials").filteredOn(r -> r.header("Authorization") != null)
+          .isNotEmpty().allSatisfy(r -> assertThat(r.header("Authorization")).isEqualTo("Basic " + credentials));
+      assertThat(sandbox.exec("cat basic/.git/config").stdout()).as("the clone keeps the placeholder only")
+          .contains("x-access-token:sandbox-secret-").doesNotContain(TOKEN);
 
       ExecResult anonymous = sandbox.exec("GIT_TERMINAL_PROMPT=0 git clone -q " + repo + " anonymous");
       assertThat(anonymous.exitCode()).as("without the token the host refuses: %s", anonymous).isNotZero();

@@ -69,4 +69,14 @@ public final class ProxyClients {
     return "git -c http.extraHeader=\"Authorization: Bearer $" + variable + "\" clone -q '" + url + "' '" + dir
         + "' && cat '" + dir + "/" + file + "'";
   }
+
+  /**
+   * git clones {@code url} (https) into {@code dir} with the token in the URL as the password
+   * ({@code https://x-access-token:$variable@host/...}, which git sends as Basic credentials), then
+   * prints the clone's {@code file}.
+   */
+  public static String gitCloneWithUrlCredentials(String url, String variable, String dir, String file) {
+    String withToken = url.replaceFirst("^https://", "https://x-access-token:\\$" + variable + "@");
+    return "git clone -q \"" + withToken + "\" '" + dir + "' && cat '" + dir + "/" + file + "'";
+  }
 }
