@@ -97,8 +97,8 @@ class LocalEgressSecretsIT {
       ExecResult env = sandbox.exec("env");
       assertThat(env.stdout()).contains("API_KEY=sandbox-secret-", "GIT_TOKEN=sandbox-secret-", "SSL_CERT_FILE=")
           .doesNotContain(VALUE, TOKEN);
-      ExecResult keyFile = sandbox.exec("printf %s \"$API_KEY\" > key.txt; tr '\\0' '\\n' < /proc/self/environ"
-          + " | grep -c =sandbox-secret-; grep -c sandbox-secret- key.txt");
+      ExecResult keyFile = sandbox.exec("printf %s \"$API_KEY\" > key.txt; cat /proc/self/environ"
+          + " | tr '\\0' '\\n' | grep -c =sandbox-secret-; grep -c sandbox-secret- key.txt");
       assertThat(keyFile.stdout()).as("the placeholders are where the values are not").isEqualTo("2\n1\n");
       assertNowhereReadable(sandbox);
       try (Stream<Path> files = Files.walk(sandbox.workspace())) {
