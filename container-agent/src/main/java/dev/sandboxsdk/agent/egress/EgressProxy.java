@@ -69,6 +69,7 @@ public final class EgressProxy implements AutoCloseable {
   private final EgressTrust trust;
   private final Semaphore permits;
   private final Set<ProxyConnection> live = ConcurrentHashMap.newKeySet();
+  private final UpstreamPool upstreams = new UpstreamPool();
   private final Queue<Lingering> lingering = new ConcurrentLinkedQueue<>();
   private final ThreadPoolExecutor pool;
   private final Thread acceptor;
@@ -160,6 +161,11 @@ public final class EgressProxy implements AutoCloseable {
   /** What the proxy trusts on its own TLS connections to intercepted hosts. */
   EgressTrust trust() {
     return trust;
+  }
+
+  /** Idle TLS connections to intercepted servers, for the next request to the same one. */
+  UpstreamPool upstreams() {
+    return upstreams;
   }
 
   void execute(Runnable task) {
@@ -264,6 +270,7 @@ public final class EgressProxy implements AutoCloseable {
       for (ProxyConnection c : live) {
         c.checkDeadline(now);
       }
+      upstreams.expire(now);
       for (Lingering l : lingering) {
         if (now - l.until() > 0 || drained(l.channel(), sink)) {
           lingering.remove(l);
@@ -276,6 +283,7 @@ public final class EgressProxy implements AutoCloseable {
       closeQuietly(l.channel());
     }
     lingering.clear();
+    upstreams.close();
   }
 
   /** Reads what a refused client sent, without blocking; true once it has closed its side. */
@@ -341,6 +349,7 @@ public final class EgressProxy implements AutoCloseable {
       closeQuietly(l.channel()); // refused while the watchdog was stopping
     }
     lingering.clear();
+    upstreams.close();
   }
 
   private static Thread daemon(Runnable r, String name) {

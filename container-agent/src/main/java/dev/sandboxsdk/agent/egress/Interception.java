@@ -2,6 +2,7 @@ package dev.sandboxsdk.agent.egress;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -47,17 +48,28 @@ final class Interception {
   private TlsChannel client;
   private TlsChannel upstream;
 
-  Interception(ProxyConnection connection, Targets target) {
+  /** Whether the request's body went up whole, so the server's connection may carry another. */
+  private volatile boolean bodySent;
+  private String method;
+
+  /** @param pooled an idle TLS connection to the server from the proxy's pool, or null for a new one */
+  Interception(ProxyConnection connection, Targets target, TlsChannel pooled) {
     this.connection = connection;
     this.target = target;
     this.host = target.host().name();
+    this.upstream = pooled;
+    if (pooled != null) {
+      upstreamReady.complete(null);
+    }
   }
 
   /** Runs the interception on the connection's thread; {@code first}: bytes after the CONNECT head. */
   void run(byte[] first) throws IOException {
     EgressProxy proxy = connection.proxy();
     connection.deadline = System.nanoTime() + proxy.limits().handshakeTimeout().toNanos();
-    upstream = new TlsChannel(connection.upstream, upstreamEngine(proxy), new byte[0]);
+    if (upstream == null) {
+      upstream = new TlsChannel(connection.upstream, upstreamEngine(proxy), new byte[0]);
+    }
     try {
       proxy.execute(this::upstreamSide);
     } catch (RejectedExecutionException e) {
@@ -115,7 +127,8 @@ final class Interception {
     if (!upstreamReady()) {
       return;
     }
-    byte[] up = ProxyConnection.originForm(head.method(), rewrite.target(), rewrite.headers())
+    method = head.method();
+    byte[] up = ProxyConnection.originForm(method, rewrite.target(), rewrite.headers(), false)
         .getBytes(StandardCharsets.ISO_8859_1);
     upstream.write(ByteBuffer.wrap(up));
     connection.tunnel.addUp(up.length);
@@ -160,16 +173,18 @@ final class Interception {
     return engine;
   }
 
-  /** The upstream thread: the handshake, then (if the request went up) the answer down. */
+  /** The upstream thread: the handshake (unless the connection is a pooled one), then the answer down. */
   private void upstreamSide() {
-    Exception failure = null;
-    try {
-      upstream.handshake();
-    } catch (IOException | RuntimeException e) {
-      failure = e;
+    if (!upstreamReady.isDone()) {
+      Exception failure = null;
+      try {
+        upstream.handshake();
+      } catch (IOException | RuntimeException e) {
+        failure = e;
+      }
+      upstreamReady.complete(failure);
     }
-    upstreamReady.complete(failure);
-    if (failure == null && relayDown.join()) {
+    if (upstreamReady.join() == null && relayDown.join()) {
       downstream();
     }
   }
@@ -213,6 +228,7 @@ final class Interception {
     connection.deadline = 0;
     connection.lastActivity = System.nanoTime();
     connection.relaying = true;
+    bodySent = body == 0;
     relayDown.complete(true);
     try {
       long remaining = body < 0 ? Long.MAX_VALUE : body;
@@ -221,9 +237,8 @@ final class Interception {
       int n = head.remaining();
       upstream.write(head);
       connection.tunnel.addUp(n);
-      if (remaining > 0) {
-        connection.copy(client, upstream, connection.tunnel::addUp, remaining);
-      }
+      long copied = remaining > 0 ? connection.copy(client, upstream, connection.tunnel::addUp, remaining) : 0;
+      bodySent = body >= 0 && copied == remaining;
     } catch (IOException e) {
       connection.expire("error");
     } finally {
@@ -231,11 +246,23 @@ final class Interception {
     }
   }
 
+  /**
+   * Relays the answer by its framing; if it left the server's connection reusable and the request's
+   * body went up whole, the connection goes to the proxy's pool instead of being closed.
+   */
   private void downstream() {
     try {
-      connection.copy(upstream, client, connection.tunnel::addDown, Long.MAX_VALUE);
+      boolean reusable = new ResponseRelay(upstream, client, connection.tunnel::addDown,
+          () -> connection.lastActivity = System.nanoTime()).relay(method);
       client.shutdownOutput();
-      connection.expire("closed"); // one request per connection: the answer has ended
+      if (reusable && bodySent && connection.poolKey != null) {
+        SocketChannel socket = connection.upstream;
+        connection.releaseUpstream();
+        if (socket != null && socket.isOpen()) {
+          connection.proxy().upstreams().offer(connection.poolKey, upstream, socket);
+        }
+      }
+      connection.expire("closed"); // one request per client connection: the answer has ended
     } catch (IOException e) {
       connection.expire("error");
     } finally {

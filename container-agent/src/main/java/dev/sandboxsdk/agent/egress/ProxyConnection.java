@@ -38,6 +38,10 @@ final class ProxyConnection implements Runnable {
   private final EgressProxy proxy;
   final SocketChannel client;
   volatile SocketChannel upstream;
+  /** An idle TLS connection to the intercepted destination, taken from the proxy's pool; or null. */
+  TlsChannel pooled;
+  /** The intercepted destination's key in the proxy's pool of idle connections. */
+  String poolKey;
   private final Instant time = Instant.now();
   /** Absolute deadline (System.nanoTime) while not relaying, or for a ClientHello; 0 for none. */
   volatile long deadline;
@@ -98,12 +102,13 @@ final class ProxyConnection implements Runnable {
       refuse(400, "Bad Request", Decision.INVALID_HOST);
       return;
     }
-    if (!open(target)) {
+    boolean intercept = proxy.secrets().intercepts(target.host(), target.port());
+    if (!open(target, intercept)) {
       return;
     }
     write(client, "HTTP/1.1 200 Connection established\r\n\r\n");
-    if (proxy.secrets().intercepts(target.host(), target.port())) {
-      new Interception(this, target).run(head.rest());
+    if (intercept) {
+      new Interception(this, target, pooled).run(head.rest());
       return;
     }
     deadline = 0;
@@ -150,10 +155,10 @@ final class ProxyConnection implements Runnable {
       refuse(403, "Forbidden", rewrite.refusal());
       return;
     }
-    if (!open(target)) {
+    if (!open(target, false)) {
       return;
     }
-    byte[] upstreamHead = originForm(head.method(), target.path(), head.headers())
+    byte[] upstreamHead = originForm(head.method(), target.path(), head.headers(), true)
         .getBytes(StandardCharsets.ISO_8859_1);
     write(upstream, ByteBuffer.wrap(upstreamHead));
     tunnel.addUp(upstreamHead.length);
@@ -180,19 +185,26 @@ final class ProxyConnection implements Runnable {
     return Long.parseLong(lengths.get(0));
   }
 
-  /** A request head as sent on: origin form, no hop-by-hop or proxy headers, {@code Connection: close}. */
-  static String originForm(String method, String path, List<String[]> headers) {
+  /**
+   * A request head as sent on: origin form, no hop-by-hop or proxy headers, and {@code Connection:
+   * close} if {@code close} (else the connection stays open, HTTP/1.1's default).
+   */
+  static String originForm(String method, String path, List<String[]> headers, boolean close) {
     StringBuilder sb = new StringBuilder(method).append(' ').append(path).append(" HTTP/1.1\r\n");
     for (String[] h : headers) {
       if (!HOP_BY_HOP.contains(h[0].toLowerCase(Locale.ROOT))) {
         sb.append(h[0]).append(": ").append(h[1]).append("\r\n");
       }
     }
-    return sb.append("Connection: close\r\n\r\n").toString();
+    return sb.append(close ? "Connection: close\r\n\r\n" : "\r\n").toString();
   }
 
-  /** Decides and connects; false (with the client answered) if refused or unreachable. */
-  private boolean open(Targets target) throws IOException {
+  /**
+   * Decides and connects (or, for an intercepted destination, takes an idle TLS connection to it
+   * from the proxy's pool into {@link #pooled}); false (with the client answered) if refused or
+   * unreachable.
+   */
+  private boolean open(Targets target, boolean intercept) throws IOException {
     host = target.host().text();
     port = target.port();
     Decision d = decide(target.host(), target.port());
@@ -201,6 +213,19 @@ final class ProxyConnection implements Runnable {
       boolean unresolvable = Decision.UNRESOLVABLE.equals(d.rule());
       refuse(unresolvable ? 502 : 403, unresolvable ? "Bad Gateway" : "Forbidden", d.rule());
       return false;
+    }
+    if (intercept) {
+      poolKey = UpstreamPool.key(target.host().name(), port, d.address());
+      UpstreamPool.Idle idle = proxy.upstreams().take(poolKey);
+      if (idle != null) {
+        upstream = idle.socket();
+        pooled = idle.tls();
+        if (ended.get()) {
+          closeQuietly(upstream);
+          throw new EOFException("connection ended");
+        }
+        return true;
+      }
     }
     SocketChannel up = SocketChannel.open();
     upstream = up;
@@ -311,6 +336,11 @@ final class ProxyConnection implements Runnable {
     decision = Decision.deny(rule, decision.address());
     outcome.compareAndSet(null, "refused");
     closeChannels();
+  }
+
+  /** Takes the upstream channel out of this connection (into the pool): closing it no longer closes that. */
+  void releaseUpstream() {
+    upstream = null;
   }
 
   void closeChannels() {

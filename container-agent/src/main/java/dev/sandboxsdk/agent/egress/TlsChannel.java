@@ -46,6 +46,11 @@ final class TlsChannel implements ByteChannel {
     return engine;
   }
 
+  /** Whether bytes were received that no read has taken yet (then the stream is not at a boundary). */
+  boolean hasBuffered() {
+    return netIn.position() > 0 || appIn.position() > 0;
+  }
+
   /** Runs the handshake to its end. */
   void handshake() throws IOException {
     engine.beginHandshake();
