@@ -12,7 +12,6 @@ import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
 import java.util.Locale;
@@ -123,7 +122,7 @@ public final class SecretUpstream implements AutoCloseable {
       throw new IllegalArgumentException("invalid repository name: " + name);
     }
     try {
-      GitRepositories.create(repositories.resolve(name + ".git"), files);
+      TestRepositories.createBare(repositories.resolve(name + ".git"), files);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -176,57 +175,9 @@ public final class SecretUpstream implements AutoCloseable {
     TempFiles.deleteTree(repositories);
   }
 
-  /** Making bare repositories and serving them with {@code git http-backend}. */
+  /** Serving repositories with {@code git http-backend}. */
   static final class GitRepositories {
     private GitRepositories() {
-    }
-
-    /** A bare repository at {@code bare} with one commit of {@code files} on {@code main}. */
-    static void create(Path bare, Map<String, String> files) throws IOException {
-      Path work = Files.createTempDirectory("secret-upstream-work-");
-      try {
-        for (Map.Entry<String, String> f : files.entrySet()) {
-          Path p = work.resolve(f.getKey()).normalize();
-          if (!p.startsWith(work)) {
-            throw new IllegalArgumentException("invalid file name: " + f.getKey());
-          }
-          Files.createDirectories(p.getParent());
-          Files.writeString(p, f.getValue());
-        }
-        git(work, "init", "-q", "-b", "main");
-        git(work, "add", "-A");
-        git(work, "-c", "user.name=Test", "-c", "user.email=test@example.com", "commit", "-q", "-m", "initial");
-        git(work, "init", "-q", "--bare", "-b", "main", bare.toString());
-        git(work, "push", "-q", bare.toString(), "main");
-      } finally {
-        TempFiles.deleteTree(work);
-      }
-    }
-
-    private static void git(Path dir, String... args) throws IOException {
-      List<String> command = new ArrayList<>(List.of("git"));
-      command.addAll(List.of(args));
-      ProcessBuilder pb = new ProcessBuilder(command).directory(dir.toFile()).redirectErrorStream(true);
-      isolate(pb.environment());
-      Process p = pb.start();
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      try {
-        if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-          p.destroyForcibly();
-          throw new IllegalStateException("git " + String.join(" ", args) + " failed: " + out);
-        }
-      } catch (InterruptedException e) {
-        p.destroyForcibly();
-        Thread.currentThread().interrupt();
-        throw new IllegalStateException("interrupted", e);
-      }
-    }
-
-    /** Git run here reads no configuration of the user's or the system's. */
-    private static void isolate(Map<String, String> env) {
-      env.put("GIT_CONFIG_NOSYSTEM", "1");
-      env.put("GIT_CONFIG_GLOBAL", "/dev/null");
-      env.put("GIT_TERMINAL_PROMPT", "0");
     }
 
     /**
@@ -237,7 +188,7 @@ public final class SecretUpstream implements AutoCloseable {
       ProcessBuilder pb = new ProcessBuilder("git", "http-backend")
           .redirectError(ProcessBuilder.Redirect.INHERIT);
       Map<String, String> env = pb.environment();
-      isolate(env);
+      TestRepositories.isolate(env);
       env.put("GIT_PROJECT_ROOT", root.toString());
       env.put("GIT_HTTP_EXPORT_ALL", "1");
       env.put("REQUEST_METHOD", ex.getRequestMethod());
