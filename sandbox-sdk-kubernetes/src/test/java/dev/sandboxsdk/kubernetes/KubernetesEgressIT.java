@@ -189,9 +189,14 @@ class KubernetesEgressIT {
         ExecResult clone = s.exec(bash("GIT_TERMINAL_PROMPT=0 git -c http.extraHeader=\"Authorization: Bearer"
             + " $GIT_TOKEN\" clone -q " + remote + " repo && cat repo/README"), QUICK);
         assertThat(clone.stdout()).as("%s", clone.stderr()).isEqualTo(README);
+        ExecResult basic = s.exec(bash("GIT_TERMINAL_PROMPT=0 git clone -q https://x-access-token:$GIT_TOKEN@git.test:"
+            + git.port() + "/repo.git basic && cat basic/README"), QUICK);
+        assertThat(basic.stdout()).as("the placeholder as the password in the URL: %s", basic.stderr()).isEqualTo(README);
+        String basicValue = "Basic " + Base64.getEncoder().encodeToString(("x-access-token:" + value)
+            .getBytes(StandardCharsets.US_ASCII));
         List<String> sent = git.received().stream().map(r -> String.valueOf(r.header("Authorization"))).toList();
-        assertThat(sent).as("what the upstream got").contains("null", "Bearer " + value)
-            .allMatch(a -> a.equals("null") || a.equals("Bearer " + value));
+        assertThat(sent).as("what the upstream got").contains("null", "Bearer " + value, basicValue)
+            .allMatch(a -> a.equals("null") || a.equals("Bearer " + value) || a.equals(basicValue));
         assertThat(s.egress().events(0, 1000).events()).filteredOn(e -> e.host().equals("git.test") && e.allowed())
             .isNotEmpty().anySatisfy(e -> assertThat(e.secrets()).containsExactly("GIT_TOKEN"));
 
