@@ -32,7 +32,8 @@ import org.slf4j.LoggerFactory;
  * {@code RuntimeDefault} seccomp profile, requests and limits of memory and CPU, no service
  * account token and no service links, a fresh token per sandbox in its own Secret that only the
  * agent can read, and without network a NetworkPolicy that denies egress plus the image's own
- * firewall.
+ * firewall. With an egress policy the image's firewall leaves commands nothing but the agent's
+ * egress proxy, and egress secrets go to the agent in that Secret.
  *
  * <pre>{@code
  * try (KubernetesProvider k8s = KubernetesProvider.builder().namespace("sandboxes").build();

@@ -1,5 +1,6 @@
 package dev.sandboxsdk.testkit;
 
+import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpServer;
 import java.io.IOException;
 import java.net.InetAddress;
@@ -26,14 +27,18 @@ public final class HelloUpstream {
   /** As {@link #start(int)}, serving on {@code executor} (null: the server's own thread). */
   public static HttpServer start(int backlog, java.util.concurrent.Executor executor) throws IOException {
     HttpServer server = HttpServer.create(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0), backlog);
-    server.createContext("/", ex -> {
-      byte[] body = BODY.getBytes(StandardCharsets.UTF_8);
-      ex.sendResponseHeaders(200, body.length);
-      ex.getResponseBody().write(body);
-      ex.close();
-    });
+    server.createContext("/", HelloUpstream::answer);
     server.setExecutor(executor); // only before start
     server.start();
     return server;
+  }
+
+  /** Answers {@code exchange} with {@link #BODY} (200, text/plain) and closes it. */
+  public static void answer(HttpExchange exchange) throws IOException {
+    byte[] body = BODY.getBytes(StandardCharsets.UTF_8);
+    exchange.getResponseHeaders().set("Content-Type", "text/plain; charset=utf-8");
+    exchange.sendResponseHeaders(200, body.length);
+    exchange.getResponseBody().write(body);
+    exchange.close();
   }
 }

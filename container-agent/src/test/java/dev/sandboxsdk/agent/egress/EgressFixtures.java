@@ -12,18 +12,13 @@ import java.net.UnknownHostException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.KeyStore;
-import java.security.cert.Certificate;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.TimeUnit;
-import javax.net.ssl.KeyManagerFactory;
 import javax.net.ssl.SSLContext;
 import javax.net.ssl.SSLServerSocket;
 import javax.net.ssl.SSLSocket;
-import javax.net.ssl.TrustManagerFactory;
 
 /** Real loopback upstreams, test names mapped to them, and ways to count threads and descriptors. */
 final class EgressFixtures {
@@ -161,32 +156,11 @@ final class EgressFixtures {
     final SSLContext server;
     final SSLContext client;
 
-    Tls(Path dir) throws Exception {
-      Path store = dir.resolve("upstream.p12");
-      Process p = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool").toString(),
-          "-genkeypair", "-alias", "upstream", "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=tls.test",
-          "-ext", "SAN=dns:tls.test,dns:other.test", "-validity", "2", "-storetype", "PKCS12", "-keystore",
-          store.toString(), "-storepass", "changeit", "-keypass", "changeit").redirectErrorStream(true).start();
-      String out = new String(p.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-      if (!p.waitFor(60, TimeUnit.SECONDS) || p.exitValue() != 0) {
-        throw new IllegalStateException("keytool failed: " + out);
-      }
-      KeyStore keys = KeyStore.getInstance("PKCS12");
-      try (InputStream in = Files.newInputStream(store)) {
-        keys.load(in, "changeit".toCharArray());
-      }
-      KeyManagerFactory kmf = KeyManagerFactory.getInstance(KeyManagerFactory.getDefaultAlgorithm());
-      kmf.init(keys, "changeit".toCharArray());
-      server = SSLContext.getInstance("TLS");
-      server.init(kmf.getKeyManagers(), null, null);
-      Certificate cert = keys.getCertificate("upstream");
-      KeyStore trust = KeyStore.getInstance("PKCS12");
-      trust.load(null, null);
-      trust.setCertificateEntry("upstream", cert);
-      TrustManagerFactory tmf = TrustManagerFactory.getInstance(TrustManagerFactory.getDefaultAlgorithm());
-      tmf.init(trust);
-      client = SSLContext.getInstance("TLS");
-      client.init(null, tmf.getTrustManagers(), null);
+    Tls() {
+      dev.sandboxsdk.testkit.TestCertificate certificate =
+          dev.sandboxsdk.testkit.TestCertificate.forNames("tls.test", "other.test");
+      server = certificate.serverContext();
+      client = certificate.clientContext();
     }
   }
 

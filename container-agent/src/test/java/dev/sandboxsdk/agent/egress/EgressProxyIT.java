@@ -48,7 +48,7 @@ class EgressProxyIT {
 
   @BeforeAll
   static void upstreams() throws Exception {
-    tls = new EgressFixtures.Tls(dir);
+    tls = new EgressFixtures.Tls();
     http = new EgressFixtures.HttpUpstream();
     tlsUpstream = new EgressFixtures.TlsUpstream(tls.server);
   }

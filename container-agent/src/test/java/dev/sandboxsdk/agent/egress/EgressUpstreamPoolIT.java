@@ -38,7 +38,10 @@ class EgressUpstreamPoolIT {
   private EgressSecrets secrets;
   private EgressProxy proxy;
 
-  /** Answers by path: /keep (length), /chunked, /close (asks to close), /drop (closes 100 ms after). */
+  /**
+   * Answers by path: /keep (length), /chunked, /close (asks to close), /drop (closes 100 ms after),
+   * /chatty (writes an unasked answer 100 ms after).
+   */
   static final class KeepAliveServer implements AutoCloseable {
     final ServerSocket socket;
     final AtomicInteger connections = new AtomicInteger();
@@ -84,6 +87,11 @@ class EgressUpstreamPoolIT {
           if (path.equals("/drop")) {
             Thread.sleep(100);
             return;
+          }
+          if (path.equals("/chatty")) { // an answer nobody asked for, written while the connection is idle
+            Thread.sleep(100);
+            out.write("HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nunasked!".getBytes(StandardCharsets.ISO_8859_1));
+            out.flush();
           }
         }
         closedByPeer.incrementAndGet();
@@ -154,6 +162,15 @@ class EgressUpstreamPoolIT {
     Thread.sleep(300);
     assertThat(get("/keep")).endsWith("answer 1 on connection 3");
     assertThat(server.keys).hasSize(4).containsOnly(VALUE);
+  }
+
+  @Test
+  void aConnectionTheServerWroteToWhileIdleIsNeverHandedOut() throws Exception {
+    assertThat(get("/chatty")).endsWith("answer 1 on connection 1");
+    Thread.sleep(300);
+    String next = get("/keep");
+    assertThat(next).as("not the unasked answer").doesNotContain("unasked!").endsWith("answer 1 on connection 2");
+    assertThat(server.keys).hasSize(2).containsOnly(VALUE);
   }
 
   @Test
