@@ -113,4 +113,9 @@ public abstract class ForwardingSandbox implements Sandbox {
   public SandboxEgress egress() {
     return delegate().egress();
   }
+
+  @Override
+  public SandboxCode code() {
+    return delegate().code();
+  }
 }

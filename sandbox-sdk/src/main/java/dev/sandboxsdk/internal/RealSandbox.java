@@ -12,6 +12,7 @@ import dev.sandboxsdk.ProcessLogs;
 import dev.sandboxsdk.ProcessOptions;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxCheckpoints;
+import dev.sandboxsdk.SandboxCode;
 import dev.sandboxsdk.SandboxEgress;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxFiles;
@@ -50,6 +51,7 @@ public final class RealSandbox implements Sandbox {
   private final RealPorts ports;
   private final RealTerminals terminals;
   private final RealEgress egress;
+  private final RealCode code;
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -64,6 +66,7 @@ public final class RealSandbox implements Sandbox {
     this.ports = new RealPorts(this);
     this.terminals = new RealTerminals(this);
     this.egress = new RealEgress(http);
+    this.code = new RealCode(http, streams);
   }
 
   @Override
@@ -170,6 +173,11 @@ public final class RealSandbox implements Sandbox {
   @Override
   public SandboxEgress egress() {
     return egress;
+  }
+
+  @Override
+  public SandboxCode code() {
+    return code;
   }
 
   // ---- lifecycle

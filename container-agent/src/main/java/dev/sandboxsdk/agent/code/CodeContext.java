@@ -101,9 +101,16 @@ public final class CodeContext {
     full.put("PYTHONIOENCODING", "utf-8");
     full.put("MPLBACKEND", "Agg");
     full.putAll(env);
-    ExecSpec spec = new ExecSpec(null, language.argv(path), full, cwd, null, null, true, 0, ExecSpec.Encoding.UTF8,
+    ExecSpec spec = new ExecSpec(null, language.argv(), full, cwd, null, null, true, 0, ExecSpec.Encoding.UTF8,
         null, false, null);
-    return Interpreter.start(processes, spec, limits.readyMs());
+    try {
+      return Interpreter.start(processes, spec, limits.readyMs());
+    } catch (AgentException e) {
+      if (e.code() == ErrorCode.COMMAND_NOT_FOUND) {
+        throw language.notAvailable(path);
+      }
+      throw e;
+    }
   }
 
   /**

@@ -6,8 +6,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -62,26 +60,16 @@ public enum CodeLanguage {
   }
 
   /**
-   * The argv that starts this language's runner: the interpreter found on {@code path} (a
-   * {@code PATH} value) with the runner's source inline.
-   *
-   * @throws AgentException INTERPRETER_NOT_AVAILABLE naming the missing interpreter
+   * The argv that starts this language's runner: the interpreter, looked up on the command's
+   * {@code PATH} as the sandbox sees it, with the runner's source inline.
    */
-  List<String> argv(String path) {
-    return List.of(resolve(path), inlineFlag, runner);
+  List<String> argv() {
+    return List.of(executable, inlineFlag, runner);
   }
 
-  private String resolve(String path) {
-    for (String dir : (path == null ? "" : path).split(":")) {
-      if (dir.isEmpty()) {
-        continue;
-      }
-      Path candidate = Path.of(dir, executable);
-      if (Files.isRegularFile(candidate) && Files.isExecutable(candidate)) {
-        return candidate.toString();
-      }
-    }
-    throw new AgentException(ErrorCode.INTERPRETER_NOT_AVAILABLE, wireName + " code contexts need " + executable
+  /** The error for an interpreter that is not installed where the sandbox looks ({@code path}). */
+  AgentException notAvailable(String path) {
+    return new AgentException(ErrorCode.INTERPRETER_NOT_AVAILABLE, wireName + " code contexts need " + executable
         + ", which is not installed in this sandbox (not found on PATH " + path + "); install it (" + hint
         + ") or use an image with it", Map.of("language", wireName, "executable", executable));
   }
