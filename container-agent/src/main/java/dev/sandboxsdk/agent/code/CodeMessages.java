@@ -49,7 +49,7 @@ final class CodeMessages {
 
   /**
    * A runner event as the wire has it: {@code result} gets the short names beside its {@code data}
-   * bundle; every event gets a {@code timestamp} (ms since the epoch, as Cloudflare's).
+   * bundle. The SSE writer adds the {@code timestamp} (ISO-8601, as on every event).
    */
   static ObjectNode wire(ObjectNode event) {
     ObjectNode out = JsonNodeFactory.instance.objectNode();
@@ -74,8 +74,7 @@ final class CodeMessages {
         }
       });
     }
-    out.put("timestamp", System.currentTimeMillis());
-    return out;
+    return out; // the SSE writer adds the timestamp
   }
 
   /** The last event of a run: Cloudflare's {@code execution_complete} with our details. */
@@ -83,6 +82,6 @@ final class CodeMessages {
     return JsonNodeFactory.instance.objectNode().put("type", "execution_complete")
         .put("execution_count", o.executionCount()).put("contextId", contextId).put("durationMs", o.durationMs())
         .put("interrupted", o.interrupted()).put("timedOut", o.timedOut()).put("restarted", o.restarted())
-        .put("truncated", o.truncated()).put("timestamp", System.currentTimeMillis());
+        .put("truncated", o.truncated());
   }
 }
