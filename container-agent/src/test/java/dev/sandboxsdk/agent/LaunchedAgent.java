@@ -34,7 +34,7 @@ final class LaunchedAgent implements AutoCloseable {
   final URI url;
   final Path log;
   final HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-      .connectTimeout(Duration.ofSeconds(5)).build();
+      .connectTimeout(Duration.ofSeconds(30)).build();
 
   private LaunchedAgent(Process process, long pid, URI url, Path log) {
     this.process = process;

@@ -33,7 +33,7 @@ final class TestAgent implements AutoCloseable, BeforeAllCallback, AfterAllCallb
   Path workspace;
   final HttpClient http = HttpClient.newBuilder()
       .version(HttpClient.Version.HTTP_1_1)
-      .connectTimeout(Duration.ofSeconds(5))
+      .connectTimeout(Duration.ofSeconds(30))
       .build();
 
   /**

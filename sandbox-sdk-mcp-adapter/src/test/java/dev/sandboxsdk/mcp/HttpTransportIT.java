@@ -57,7 +57,7 @@ class HttpTransportIT {
   private static final ObjectMapper MAPPER = new ObjectMapper();
   private static final HttpClient CLIENT = HttpClient.newBuilder()
       .version(HttpClient.Version.HTTP_1_1)
-      .connectTimeout(Duration.ofSeconds(5))
+      .connectTimeout(Duration.ofSeconds(30))
       .build();
   private static final AtomicInteger IDS = new AtomicInteger(1_000);
 

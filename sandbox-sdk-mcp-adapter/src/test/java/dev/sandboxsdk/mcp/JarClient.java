@@ -221,7 +221,7 @@ abstract class JarClient implements AutoCloseable {
   /** Over Streamable HTTP with a bearer token; answers come as JSON or as an SSE stream. */
   static final class Http extends JarClient {
     private static final String TOKEN = "lifecycle-workflow-token-0123456789";
-    private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+    private final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(30)).build();
     private final URI endpoint;
     private String session;
 
