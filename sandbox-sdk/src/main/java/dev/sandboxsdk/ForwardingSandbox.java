@@ -118,4 +118,9 @@ public abstract class ForwardingSandbox implements Sandbox {
   public SandboxSessions sessions() {
     return delegate().sessions();
   }
+
+  @Override
+  public SandboxCode code() {
+    return delegate().code();
+  }
 }

@@ -16,7 +16,8 @@ import okhttp3.OkHttpClient;
  * A sandbox: a place to run commands and manage the processes started there. Every further
  * capability is a facet, a view got from the sandbox: its files ({@link #files()}), ports
  * ({@link #ports()}), git ({@link #git()}), checkpoints ({@link #checkpoints()}), terminals
- * ({@link #terminals()}), egress ({@link #egress()}) and shell sessions ({@link #sessions()}).
+ * ({@link #terminals()}), egress ({@link #egress()}), shell sessions ({@link #sessions()}) and
+ * code contexts ({@link #code()}).
  *
  * <p>Get one with {@link LocalSandbox#start()} (the embedded default: a local agent, no Docker)
  * or {@link #connect(URI, String)} (an agent that already runs, e.g. in a container).
@@ -331,6 +332,20 @@ public interface Sandbox extends AutoCloseable {
    * @see SandboxSessions
    */
   SandboxSessions sessions();
+
+  /**
+   * Code contexts: stateful Python and JavaScript interpreters whose variables persist between runs.
+   *
+   * <pre>{@code
+   * try (CodeContext py = sandbox.code().createContext(CodeContextOptions.of(CodeLanguage.PYTHON))) {
+   *   py.run("x = 21");
+   *   System.out.println(py.run("x * 2").value().orElseThrow().text()); // 42
+   * }
+   * }</pre>
+   *
+   * @see SandboxCode
+   */
+  SandboxCode code();
 
   // ---- lifecycle
 

@@ -29,6 +29,14 @@ public enum ErrorCode {
   /** File routes: a read-only file system (Cloudflare's code). */
   READ_ONLY(403),
   COMMAND_NOT_FOUND(404),
+  /** Code contexts: no context with that id (ours). */
+  CONTEXT_NOT_FOUND(404),
+  /** Code contexts: the language's interpreter (python3, node) is not installed in the sandbox (ours). */
+  INTERPRETER_NOT_AVAILABLE(422),
+  /** Code contexts: the interpreter started but its runner did not become ready (ours). */
+  INTERPRETER_FAILED(502),
+  /** Code contexts: the agent's cap on open contexts is reached (ours). */
+  TOO_MANY_CONTEXTS(429),
   /** git/checkout: the repository does not exist or cannot be read (Cloudflare's code). */
   GIT_REPOSITORY_NOT_FOUND(404),
   /** git/checkout: the requested branch is not in the repository (Cloudflare's code). */

@@ -24,7 +24,7 @@ class DocReferencesIT {
       "docs/protocol/terminals.md", "docs/protocol/files.md", "docs/protocol/watch.md", "docs/protocol/ports.md",
       "docs/protocol/git.md", "docs/protocol/events.md", "docs/protocol/semantics.md", "docs/protocol/checkpoints.md",
       "docs/protocol/cloudflare.md", "docs/protocol/command-line.md", "docs/protocol/fixtures.md",
-      "docs/protocol/sessions.md");
+      "docs/protocol/sessions.md", "docs/protocol/code.md");
 
   @Test
   void everyMarkdownFileTheDocsNameIsInTheRepository() throws Exception {

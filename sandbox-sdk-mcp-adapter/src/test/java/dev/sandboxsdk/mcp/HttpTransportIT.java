@@ -662,7 +662,7 @@ class HttpTransportIT {
     }
     List<String> catalog = new ArrayList<>();
     dev.sandboxsdk.mcp.internal.ToolCatalog.load().names().forEach(catalog::add); // McpServerTest pins the names
-    assertThat(names).hasSize(39).containsExactlyInAnyOrderElementsOf(catalog);
+    assertThat(names).hasSize(41).containsExactlyInAnyOrderElementsOf(catalog);
   }
 
   // ---- tools/call over SSE

@@ -12,6 +12,7 @@ import dev.sandboxsdk.ProcessLogs;
 import dev.sandboxsdk.ProcessOptions;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxCheckpoints;
+import dev.sandboxsdk.SandboxCode;
 import dev.sandboxsdk.SandboxEgress;
 import dev.sandboxsdk.SandboxSessions;
 import dev.sandboxsdk.SandboxException;
@@ -52,6 +53,7 @@ public final class RealSandbox implements Sandbox {
   private final RealTerminals terminals;
   private final RealEgress egress;
   private final RealSessions sessions;
+  private final RealCode code;
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -67,6 +69,7 @@ public final class RealSandbox implements Sandbox {
     this.terminals = new RealTerminals(this);
     this.egress = new RealEgress(http);
     this.sessions = new RealSessions(http, execs);
+    this.code = new RealCode(http, streams);
   }
 
   @Override
@@ -178,6 +181,11 @@ public final class RealSandbox implements Sandbox {
   @Override
   public SandboxSessions sessions() {
     return sessions;
+  }
+
+  @Override
+  public SandboxCode code() {
+    return code;
   }
 
   // ---- lifecycle

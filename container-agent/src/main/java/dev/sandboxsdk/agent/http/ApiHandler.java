@@ -12,6 +12,9 @@ import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.background.ProcessRoutes;
 import dev.sandboxsdk.agent.checkpoint.CheckpointRoutes;
+import dev.sandboxsdk.agent.code.CodeContexts;
+import dev.sandboxsdk.agent.code.CodeLimits;
+import dev.sandboxsdk.agent.code.CodeRoutes;
 import dev.sandboxsdk.agent.egress.EgressRoutes;
 import dev.sandboxsdk.agent.exec.ExecRoutes;
 import dev.sandboxsdk.agent.files.FileRoutes;
@@ -59,6 +62,7 @@ public final class ApiHandler implements HttpHandler {
   private final Workspace workspace;
   private final ProxyRoutes proxy;
   private final CheckpointRoutes checkpoints;
+  private final CodeContexts codeContexts;
   /** Random per agent run; not a secret (unauthenticated answers carry it too). */
   private final String bootId = java.util.UUID.randomUUID().toString();
   private final String keepAliveText;
@@ -72,6 +76,7 @@ public final class ApiHandler implements HttpHandler {
     this.version = version;
     this.workspace = Workspace.open(config.workspace(), processes.commandUser());
     this.checkpoints = new CheckpointRoutes(processes);
+    this.codeContexts = new CodeContexts(processes, CodeLimits.DEFAULT);
     this.proxy = new ProxyRoutes(processes, auth.required(), auth::valid, bootId.substring(0, 8), agentPort);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
@@ -287,6 +292,7 @@ public final class ApiHandler implements HttpHandler {
     new GitRoutes(processes, workspace).register(routes);
     checkpoints.register(routes);
     new EgressRoutes(processes.egress(), config.maxBodyBytes(), processes.outputBudget()).register(routes);
+    new CodeRoutes(codeContexts, config, processes.outputBudget()).register(routes);
     return routes;
   }
 
@@ -316,5 +322,6 @@ public final class ApiHandler implements HttpHandler {
     proxy.close();
     checkpoints.close();
     sessions.close();
+    codeContexts.close();
   }
 }

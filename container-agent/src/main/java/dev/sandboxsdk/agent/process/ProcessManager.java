@@ -297,6 +297,16 @@ public final class ProcessManager implements AutoCloseable {
     p.terminate(signal, graceMs, ManagedProcess.KillReason.REQUEST);
   }
 
+  /**
+   * Sends {@code signal} to a running process's group (and what left it) without escalating to
+   * SIGKILL: how a code context's interpreter is interrupted with SIGINT.
+   */
+  public void signal(ManagedProcess p, Signal signal) {
+    if (!p.isFinished()) {
+      killer.signalTree(p, signal, true);
+    }
+  }
+
   /** Terminates a foreground process whose client went away. */
   public void killForDisconnect(ManagedProcess p) {
     if (!p.isFinished()) {

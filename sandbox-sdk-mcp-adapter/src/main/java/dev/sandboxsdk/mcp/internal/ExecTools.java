@@ -19,17 +19,20 @@ import java.util.function.BiFunction;
 
 /**
  * The exec tool group: {@code exec} and {@code runCode}. Both run on the SDK's exec stream (or,
- * without progress, one plain answer) and hold no thread while they wait. Thread-safe.
+ * without progress, one plain answer) and hold no thread while they wait; a {@code runCode} with a
+ * {@code context} is the code group's ({@link CodeTools}). Thread-safe.
  */
 final class ExecTools implements ToolGroup {
   private final AdapterConfig config;
   private final Sandboxes sandboxes;
   private final Redactor redactor;
+  private final CodeTools code;
 
-  ExecTools(AdapterConfig config, Sandboxes sandboxes, Redactor redactor) {
+  ExecTools(AdapterConfig config, Sandboxes sandboxes, Redactor redactor, CodeTools code) {
     this.config = config;
     this.sandboxes = sandboxes;
     this.redactor = redactor;
+    this.code = code;
   }
 
   @Override
@@ -97,6 +100,9 @@ final class ExecTools implements ToolGroup {
   }
 
   private CompletableFuture<ToolOutcome> runCode(ExecArgs.RunCode args, CallContext ctx) {
+    if (args.context() != null) {
+      return code.runInContext(args, ctx);
+    }
     String language = args.language();
     String interpreter = switch (language) {
       case "python" -> "python3";

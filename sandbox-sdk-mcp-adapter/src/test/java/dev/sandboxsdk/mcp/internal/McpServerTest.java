@@ -127,7 +127,7 @@ class McpServerTest {
       assertThat(t.get("annotations").has("idempotentHint")).isTrue();
       assertThat(t.toString()).as("schemas are self-contained").doesNotContain("$ref");
     }
-    assertThat(names).containsExactlyInAnyOrder("exec", "runCode", "startProcess", "listProcesses", "getProcess",
+    assertThat(names).containsExactlyInAnyOrder("exec", "runCode", "listCodeContexts", "deleteCodeContext", "startProcess", "listProcesses", "getProcess",
         "killProcess", "killAllProcesses", "getProcessLogs", "streamProcessLogs", "cleanupCompletedProcesses",
         "getSandbox", "listSandboxes", "destroy", "readFile", "writeFile", "listFiles", "mkdir", "deleteFile",
         "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout", "watchFiles", "exposePort", "unexposePort",
@@ -148,6 +148,8 @@ class McpServerTest {
     java.util.Map<String, List<Boolean>> expected = java.util.Map.ofEntries(
         java.util.Map.entry("exec", List.of(false, true, false)),
         java.util.Map.entry("runCode", List.of(false, true, false)),
+        java.util.Map.entry("listCodeContexts", List.of(true, false, true)),
+        java.util.Map.entry("deleteCodeContext", List.of(false, true, false)),
         java.util.Map.entry("startProcess", List.of(false, false, false)),
         java.util.Map.entry("listProcesses", List.of(true, false, true)),
         java.util.Map.entry("getProcess", List.of(true, false, true)),
