@@ -45,6 +45,15 @@ rm -f "$run/images/agent.tar"
 podman save -q --format docker-archive -o "$run/images/agent.tar" localhost/sandbox-agent:k8s
 ctr --address "$run/containerd/containerd.sock" -n k8s.io images import "$run/images/agent.tar" >/dev/null
 rm -f "$run/images/agent.tar"
+# The same image with curl, python3 and node (.ci/run builds it), for KubernetesEgressIT's clients.
+clients=()
+if podman image exists sandbox-agent:clients; then
+  podman tag sandbox-agent:clients localhost/sandbox-agent:k8s-clients
+  podman save -q --format docker-archive -o "$run/images/clients.tar" localhost/sandbox-agent:k8s-clients
+  ctr --address "$run/containerd/containerd.sock" -n k8s.io images import "$run/images/clients.tar" >/dev/null
+  rm -f "$run/images/clients.tar"
+  clients=(-Dsandbox.k8s.clientsImage=localhost/sandbox-agent:k8s-clients)
+fi
 # The tests' namespace (created once; 409 when it exists).
 api -s -o /dev/null -X POST -H 'Content-Type: application/json' https://127.0.0.1:16443/api/v1/namespaces \
   -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"sandbox-it"}}'
@@ -52,7 +61,7 @@ api -s -o /dev/null -X POST -H 'Content-Type: application/json' https://127.0.0.
 echo "== the Kubernetes suite"
 ./mvnw -B -ntp -pl sandbox-sdk-kubernetes,sandbox-sdk-mcp-adapter -am verify -Dcheckstyle.skip \
   -Dsandbox.kubeconfig="$run/admin.kubeconfig" -Dsandbox.k8s.image=localhost/sandbox-agent:k8s \
-  -Dit.test='Kubernetes*IT,McpKubernetes*IT' -Dtest=none \
+  -Dit.test='Kubernetes*IT,McpKubernetes*IT' -Dtest=none "${clients[@]}" \
   -Dsurefire.failIfNoSpecifiedTests=false -Dfailsafe.failIfNoSpecifiedTests=false "$@"
 echo "== the Kubernetes benchmark, smoke size"
 bash benchmarks/scripts/kubernetes.sh --kubeconfig "$run/admin.kubeconfig" --runs 1 --execs 10

@@ -99,7 +99,7 @@ final class ItProxy implements AutoCloseable {
       }
       Socket upstream = new Socket();
       try {
-        upstream.connect(target, 5_000);
+        upstream.connect(target, 30_000);
         client.setTcpNoDelay(true);
         upstream.setTcpNoDelay(true);
       } catch (IOException e) {

@@ -98,7 +98,7 @@ final class ChildAgent implements AutoCloseable {
 
   Socket connect() throws IOException {
     Socket s = new Socket();
-    s.connect(new InetSocketAddress("127.0.0.1", port), 5_000);
+    s.connect(new InetSocketAddress("127.0.0.1", port), 30_000);
     return s;
   }
 

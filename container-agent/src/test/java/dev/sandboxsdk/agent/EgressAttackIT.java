@@ -117,7 +117,7 @@ class EgressAttackIT {
 
   static Socket open(int port, String text) throws IOException {
     Socket s = new Socket();
-    s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 5_000);
+    s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), port), 30_000);
     s.setSoTimeout(20_000);
     s.getOutputStream().write(text.getBytes(StandardCharsets.ISO_8859_1));
     s.getOutputStream().flush();

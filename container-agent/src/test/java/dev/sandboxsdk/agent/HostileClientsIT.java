@@ -485,7 +485,7 @@ class HostileClientsIT {
     for (int i = 0; i < 50; i++) {
       Socket s = new Socket();
       s.setReceiveBufferSize(4096); // so the agent meets back-pressure at once, not after the kernel's megabytes
-      s.connect(new java.net.InetSocketAddress("127.0.0.1", agent.port), 5_000);
+      s.connect(new java.net.InetSocketAddress("127.0.0.1", agent.port), 30_000);
       sockets.add(s);
       readers.add(s);
       String request = i % 2 == 0 ? ChildAgent.request("POST", "/api/execute/stream", flood)

@@ -19,7 +19,7 @@ class StrictInputIT {
   /** Sends raw bytes (so nothing trims or refuses them on the way) and returns status line and JSON body. */
   static String[] raw(String request) throws IOException {
     try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress("127.0.0.1", agent.server.port()), 5_000);
+      s.connect(new InetSocketAddress("127.0.0.1", agent.server.port()), 30_000);
       s.setSoTimeout(30_000);
       s.getOutputStream().write(request.getBytes(StandardCharsets.ISO_8859_1));
       String response = ChildAgent.readAll(s.getInputStream());

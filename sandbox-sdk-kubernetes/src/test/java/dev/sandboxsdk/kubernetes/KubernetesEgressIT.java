@@ -1,6 +1,7 @@
 package dev.sandboxsdk.kubernetes;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.sun.net.httpserver.HttpServer;
 import dev.sandboxsdk.Command;
@@ -12,6 +13,8 @@ import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.SandboxSpec;
 import dev.sandboxsdk.kubernetes.internal.ClusterAdmin;
 import dev.sandboxsdk.kubernetes.internal.PodSpecs;
+import dev.sandboxsdk.testkit.HelloUpstream;
+import dev.sandboxsdk.testkit.ProxyClients;
 import dev.sandboxsdk.testkit.SecretUpstream;
 import io.fabric8.kubernetes.api.model.Container;
 import io.fabric8.kubernetes.api.model.EnvVar;
@@ -50,6 +53,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 @Timeout(value = 300, unit = TimeUnit.SECONDS)
 class KubernetesEgressIT {
   private static final String README = "cloned through the egress proxy\n";
+  /** The agent image with curl, python3 and node (run.sh loads it when podman has sandbox-agent:clients). */
+  private static final String CLIENTS_IMAGE = System.getProperty("sandbox.k8s.clientsImage");
   private static final ExecOptions QUICK = ExecOptions.builder().timeout(Duration.ofSeconds(60)).build();
   private static final List<String> paths = new CopyOnWriteArrayList<>();
   private static HttpServer upstream;
@@ -200,7 +205,40 @@ class KubernetesEgressIT {
         assertThat(s.egress().events(0, 1000).events()).filteredOn(e -> e.host().equals("git.test") && e.allowed())
             .isNotEmpty().anySatisfy(e -> assertThat(e.secrets()).containsExactly("GIT_TOKEN"));
 
-        assertTheValueIsNowhereACommandCanRead(s, value);
+        assertTheValueIsNowhereACommandCanRead(s, "GIT_TOKEN", value);
+      }
+    }
+  }
+
+  @Test
+  void curlPythonAndNodeSendThePlaceholderAndTheUpstreamReceivesTheValue() {
+    assumeTrue(CLIENTS_IMAGE != null, "no -Dsandbox.k8s.clientsImage: the clients image is not in the cluster");
+    byte[] random = new byte[16];
+    ThreadLocalRandom.current().nextBytes(random);
+    String value = "sk-k8s-" + HexFormat.of().formatHex(random);
+    try (SecretUpstream api = SecretUpstream.start("secret.test")) {
+      SandboxSpec spec = SandboxSpec.builder().image(CLIENTS_IMAGE)
+          .egressPolicy(EgressPolicy.allowList("secret.test:" + api.port(), node + "/32:" + api.port()))
+          .egressSecret(EgressSecret.of("API_KEY", value, "secret.test").withHeader("X-Api-Key"))
+          .agentArgument("--egress-test-hosts=secret.test=" + node)
+          .agentArgument("--egress-test-trust=" + api.pem())
+          .build();
+      try (KubernetesSandbox s = provider.create(spec)) {
+        for (String client : List.of("curl", "python3", "node")) {
+          String url = "https://secret.test:" + api.port() + "/" + client;
+          String script = switch (client) {
+            case "curl" -> ProxyClients.curl(url, "X-Api-Key", "API_KEY");
+            case "python3" -> ProxyClients.python(url, "X-Api-Key", "API_KEY");
+            default -> ProxyClients.node(url, "X-Api-Key", "API_KEY");
+          };
+          ExecResult r = s.exec(bash(script), QUICK);
+          assertThat(r.stdout()).as("%s: %s", client, r.stderr()).isEqualTo("200 " + HelloUpstream.BODY);
+          assertThat(api.last().target()).isEqualTo("/" + client);
+          assertThat(api.last().header("X-Api-Key")).as(client).isEqualTo(value);
+        }
+        assertThat(s.egress().events(0, 1000).events()).filteredOn(e -> e.host().equals("secret.test") && e.allowed())
+            .hasSizeGreaterThanOrEqualTo(3).allSatisfy(e -> assertThat(e.secrets()).containsExactly("API_KEY"));
+        assertTheValueIsNowhereACommandCanRead(s, "API_KEY", value);
       }
     }
   }
@@ -228,7 +266,7 @@ class KubernetesEgressIT {
    * command line it can read, nor any file it can read holds the value; the mounted Secret is
    * root's alone. The value reaches the command base64-encoded and is decoded only into a pipe.
    */
-  private static void assertTheValueIsNowhereACommandCanRead(KubernetesSandbox s, String value) {
+  private static void assertTheValueIsNowhereACommandCanRead(KubernetesSandbox s, String name, String value) {
     Pod pod = admin.pod(s.podName());
     assertThat(pod.toString()).doesNotContain(value);
     assertThat(pod.getSpec().getContainers().get(0).getArgs())
@@ -245,7 +283,7 @@ class KubernetesEgressIT {
         + " grep -rlsF -f <(v) / --exclude-dir=proc --exclude-dir=sys --exclude-dir=dev; rm /tmp/control; echo done"),
         ExecOptions.builder().env("B64", b64).timeout(Duration.ofSeconds(120)).build());
     assertThat(grep.stdout()).as("%s", grep.stderr()).isEqualTo("/tmp/control\ndone\n");
-    assertThat(s.exec("env").stdout()).contains("GIT_TOKEN=sandbox-secret-").doesNotContain(value);
+    assertThat(s.exec("env").stdout()).contains(name + "=sandbox-secret-").doesNotContain(value);
   }
 
   private static void assertEvent(EgressEvent e, String host, boolean allowed, String rule) {

@@ -21,8 +21,9 @@ import javax.net.ssl.SSLParameters;
  * reads one HTTP/1.1 request head, puts the secrets' values in for their placeholders ({@link
  * EgressSecrets#rewrite}), and sends it over its own TLS connection to the address the policy
  * allowed (certificate and host name verified against {@link EgressTrust}), then relays the
- * request's body up and the answer down until the answer ends. One request per connection, as for
- * plain HTTP: the request goes up with {@code Connection: close}.
+ * request's body up and the answer down by its framing ({@link ResponseRelay}). One request per
+ * client connection; the server connection goes back to the proxy's {@link UpstreamPool} when the
+ * answer left it reusable and the request's body went up whole.
  *
  * <p>The upstream handshake runs on a second thread from the {@code 200} on, beside the client's
  * handshake and request head, instead of after them: the two handshakes are most of what

@@ -204,7 +204,7 @@ final class EgressFixtures {
   /** Opens a plain connection to the proxy and sends the text. */
   static Socket send(EgressProxy proxy, String text) throws IOException {
     Socket s = new Socket();
-    s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), proxy.port()), 5_000);
+    s.connect(new InetSocketAddress(InetAddress.getLoopbackAddress(), proxy.port()), 30_000);
     s.setSoTimeout(15_000);
     s.getOutputStream().write(text.getBytes(StandardCharsets.ISO_8859_1));
     s.getOutputStream().flush();

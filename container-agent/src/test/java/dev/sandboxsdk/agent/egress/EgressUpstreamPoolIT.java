@@ -46,6 +46,8 @@ class EgressUpstreamPoolIT {
     final ServerSocket socket;
     final AtomicInteger connections = new AtomicInteger();
     final AtomicInteger closedByPeer = new AtomicInteger();
+    /** Unasked answers written (by /chatty). */
+    final AtomicInteger unasked = new AtomicInteger();
     final List<String> keys = new CopyOnWriteArrayList<>();
 
     KeepAliveServer(ServerSocket socket) {
@@ -92,6 +94,7 @@ class EgressUpstreamPoolIT {
             Thread.sleep(100);
             out.write("HTTP/1.1 200 OK\r\nContent-Length: 8\r\n\r\nunasked!".getBytes(StandardCharsets.ISO_8859_1));
             out.flush();
+            unasked.incrementAndGet();
           }
         }
         closedByPeer.incrementAndGet();
@@ -127,11 +130,18 @@ class EgressUpstreamPoolIT {
     server.close();
   }
 
+  /**
+   * One request on a new client connection; returns once the proxy has ended that connection, so
+   * its server connection is back in the pool (the client has its answer a moment before that).
+   */
   private String get(String path) throws Exception {
+    String answer;
     try (SSLSocket tls = through(proxy, "secret.test", server.port(), proxy.authority().certificate())) {
-      return exchange(tls, "GET " + path + " HTTP/1.1\r\nHost: secret.test:" + server.port() + "\r\nX-Api-Key: "
+      answer = exchange(tls, "GET " + path + " HTTP/1.1\r\nHost: secret.test:" + server.port() + "\r\nX-Api-Key: "
           + secrets.placeholders().get("API_KEY") + "\r\n\r\n");
     }
+    assertThat(Await.until(10_000, () -> proxy.liveConnections() == 0)).as("the proxy ended the connection").isTrue();
+    return answer;
   }
 
   @Test
@@ -167,7 +177,7 @@ class EgressUpstreamPoolIT {
   @Test
   void aConnectionTheServerWroteToWhileIdleIsNeverHandedOut() throws Exception {
     assertThat(get("/chatty")).endsWith("answer 1 on connection 1");
-    Thread.sleep(300);
+    assertThat(Await.until(10_000, () -> server.unasked.get() == 1)).isTrue();
     String next = get("/keep");
     assertThat(next).as("not the unasked answer").doesNotContain("unasked!").endsWith("answer 1 on connection 2");
     assertThat(server.keys).hasSize(2).containsOnly(VALUE);
@@ -177,10 +187,8 @@ class EgressUpstreamPoolIT {
   void idleConnectionsExpireAndCloseWithTheProxy() throws Exception {
     get("/keep");
     assertThat(Await.until(5_000, () -> proxy.upstreams().size() == 1)).isTrue();
-    long start = System.nanoTime();
     assertThat(Await.until(UpstreamPool.IDLE_SECONDS * 1000L + 5_000, () -> server.closedByPeer.get() == 1))
         .as("the server sees its idle connection closed").isTrue();
-    assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start)).isLessThan(UpstreamPool.IDLE_SECONDS * 1000L + 2_000);
     assertThat(proxy.upstreams().size()).isZero();
     get("/keep");
     assertThat(Await.until(5_000, () -> proxy.upstreams().size() == 1)).isTrue();
