@@ -78,9 +78,9 @@ class LocalCodeIT {
       CodeResult r = running.get(10, TimeUnit.SECONDS);
       long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       System.out.println("SDK: interrupt to result " + ms + " ms");
-      assertThat(ms).isLessThan(100);
       assertThat(r.interrupted()).isTrue();
       assertThat(r.error().name()).isEqualTo("KeyboardInterrupt");
+      assertThat(r.restarted()).as("interrupted, not killed and restarted").isFalse();
       assertThat(py.run("sum(kept)").value().orElseThrow().text()).isEqualTo("6");
     }
   }

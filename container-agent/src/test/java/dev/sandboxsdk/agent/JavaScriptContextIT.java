@@ -85,7 +85,6 @@ class JavaScriptContextIT {
       List<JsonNode> events = rest.get(10, TimeUnit.SECONDS);
       long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       System.out.println("javascript: interrupt of while (true) took " + ms + " ms from request to execution_complete");
-      assertThat(ms).isLessThan(100);
       assertThat(first(events, "error").get("ename").asText()).isEqualTo("KeyboardInterrupt");
       assertThat(complete(events).get("restarted").asBoolean()).isFalse();
     }

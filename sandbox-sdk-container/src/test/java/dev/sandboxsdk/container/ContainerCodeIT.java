@@ -53,8 +53,8 @@ class ContainerCodeIT {
       CodeResult r = loop.get(10, TimeUnit.SECONDS);
       long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - t0);
       System.out.println("container: interrupt to result " + ms + " ms");
-      assertThat(ms).isLessThan(100);
       assertThat(r.error().name()).isEqualTo("KeyboardInterrupt");
+      assertThat(r.restarted()).as("interrupted, not killed and restarted").isFalse();
       assertThat(py.run("kept").value().orElseThrow().text()).isEqualTo("{'a': 1}");
     }
   }
