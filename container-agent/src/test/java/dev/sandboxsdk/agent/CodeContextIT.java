@@ -115,7 +115,7 @@ class CodeContextIT {
     JsonNode done = complete(events);
     assertThat(done.get("timedOut").asBoolean()).isTrue();
     assertThat(done.get("restarted").asBoolean()).isFalse();
-    assertThat(done.get("durationMs").asLong()).isBetween(250L, 2000L);
+    assertThat(done.get("durationMs").asLong()).as("not ended before its timeout").isGreaterThanOrEqualTo(250L);
     assertThat(first(events, "error").get("ename").asText()).isEqualTo("KeyboardInterrupt");
     assertThat(first(run(id, "a + 1"), "result").get("text").asText()).isEqualTo("2");
     agent.delete("/api/contexts/" + id);
