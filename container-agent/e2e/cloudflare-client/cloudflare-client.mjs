@@ -148,9 +148,20 @@ async function checkCommands() {
     assertEq(r.success, true, 'success');
     assertEq(r.command, 'echo hello; echo oops >&2', 'command');
   });
-  await check('exec', 'execute with a sessionId (as their Sandbox sends one) -> accepted', async () => {
-    const r = await client.commands.execute('echo in-session', 'cf-session');
-    assertEq(r.stdout, 'in-session\n', 'stdout');
+  await check('exec', 'execute with a sessionId (as their Sandbox sends one): unknown -> 404; created -> runs there, state kept', async () => {
+    // Here a session must exist (ours are created with POST /api/sessions, a route their client
+    // does not have; their container creates a session on first use): docs/protocol/cloudflare.md.
+    const missing = await rejectsWith(client.commands.execute('echo x', 'cf-session'), 'SESSION_NOT_FOUND');
+    const created = await fetch(`${AGENT_URL}/api/sessions`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ id: 'cf-session' }),
+    });
+    assert(created.ok, `POST /api/sessions: HTTP ${created.status} ${await created.text()}`);
+    await client.commands.execute('GREETING=kept', 'cf-session');
+    const r = await client.commands.execute('echo "in-session $GREETING"', 'cf-session');
+    assertEq(r.stdout, 'in-session kept\n', 'stdout');
+    return `unknown: ${missing}`;
   });
   await check('exec', 'execute, executeStream with origin (their Sandbox tags its own commands "internal") -> accepted', async () => {
     const r = await client.commands.execute('echo internal', undefined, { origin: 'internal' });
