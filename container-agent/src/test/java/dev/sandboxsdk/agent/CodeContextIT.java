@@ -9,7 +9,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import dev.sandboxsdk.testkit.ProcStats;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.List;
@@ -78,6 +82,21 @@ class CodeContextIT {
     List<JsonNode> events = run(id, "s = 'héllo ✓ 😀 日本'\nprint(s)\ns");
     assertThat(text(events, "stdout")).isEqualTo("héllo ✓ 😀 日本\n");
     assertThat(first(events, "result").get("text").asText()).isEqualTo("'héllo ✓ 😀 日本'");
+    agent.delete("/api/contexts/" + id);
+  }
+
+  @Test
+  void theEventStreamIsAsciiWithEveryOtherCharacterEscaped() throws Exception {
+    // Cloudflare's interpreter client decodes each network read as UTF-8 on its own: a character
+    // split between two reads would come out as U+FFFD. In escapes, none can be split.
+    String id = create("python");
+    HttpResponse<byte[]> r = HttpClient.newHttpClient().send(agent.request("/api/execute/code")
+        .header("Content-Type", "application/json")
+        .POST(HttpRequest.BodyPublishers.ofString(obj("context_id", id, "code", "print('hé ✓ 😀')\n'日'")))
+        .build(), HttpResponse.BodyHandlers.ofByteArray());
+    assertThat(r.statusCode()).isEqualTo(200);
+    String body = new String(r.body(), StandardCharsets.UTF_8);
+    assertThat(body).matches("\\p{ASCII}*").contains("h\\u00E9 \\u2713 \\uD83D\\uDE00", "'\\u65E5'");
     agent.delete("/api/contexts/" + id);
   }
 

@@ -129,7 +129,8 @@ public final class CodeRoutes {
 
   private void stream(HttpExchange exchange, CodeContext context, String code, long timeoutMs, long max)
       throws IOException {
-    SseWriter sse = SseWriter.open(exchange);
+    // ASCII only: Cloudflare's interpreter client decodes each read on its own (docs/protocol/code.md)
+    SseWriter sse = SseWriter.openAscii(exchange);
     long keepAlive = TimeUnit.MILLISECONDS.toNanos(config.keepAliveMs());
     try {
       CodeContext.Outcome outcome = context.run(code, timeoutMs, max, new CodeContext.Listener() {
