@@ -31,32 +31,40 @@ import java.util.regex.Pattern;
 import java.util.zip.ZipFile;
 
 /**
- * What a code context costs beyond its interpreter: the real agent jar started once (its default
- * JVM options, as the local sandbox starts it), and for each language whose interpreter is on
- * {@code PATH} (others are skipped with a line saying so), alternating sample by sample with the
- * floor, so both see the same load:
+ * What a code context costs beyond its interpreter: the real agent jar started once (the JVM
+ * options the local sandbox starts it with), and for each language whose interpreter is on the
+ * {@code PATH} the agent gives its commands (others are skipped with a line saying so),
+ * alternating sample by sample with the floor, so both see the same load:
  *
  * <ul>
- *   <li>a run of {@code 1+1}: {@code POST /api/execute/code} on one kept HTTP connection, its
- *       event stream read to the end (result {@code 2}, then {@code execution_complete}); the
- *       floor is the same request line written straight to a live runner's stdin (the runner the
- *       agent jar ships, started directly) and its answer read to {@code done};
+ *   <li>a run of {@code 1+1}: {@code POST /api/execute/code} on one kept HTTP connection (a
+ *       minimal HTTP/1.1 client, {@code TCP_NODELAY}), its event stream read to the end (result
+ *       {@code 2}, then {@code execution_complete}); the floor is the same request line written
+ *       straight to a live runner's stdin (the runner the agent jar ships, started directly) and
+ *       its answer read to {@code done}; then the agent again through the JDK's {@code HttpClient},
+ *       for what a full client adds; and the first runs of the warm-up on their own (the agent's
+ *       JIT compilers still at work);
  *   <li>context creation: {@code POST /api/contexts} to its answer (the agent answers once the
  *       runner says it is ready); the floor is the interpreter started directly with the same
  *       runner, to its ready line.
  * </ul>
  *
+ * The floor's interpreters run in the environment the agent gives its commands ({@code env -0}
+ * run through it), so they read the same start-up files (node reads {@code NODE_EXTRA_CA_CERTS}).
+ *
  * JDK only; run it with
  *
  * <pre>
  *   bash benchmarks/scripts/code.sh [--jar container-agent/target/container-agent.jar]
- *        [--runs 2000] [--warmup 300] [--contexts 30] [--languages python,javascript] [--smoke]
+ *        [--runs 2000] [--warmup 1000] [--contexts 30] [--languages python,javascript] [--smoke]
  * </pre>
  *
  * Percentiles: samples sorted ascending, p-th percentile = sample at index ceil(p*n)-1. Every
  * answer is checked; a failed check ends the run with an exception. No timing is asserted.
  */
 public class CodeBench {
+  /** How many of the first warm-up runs are reported on their own. */
+  private static final int FIRST = 50;
   private static final Pattern CONTEXT_ID = Pattern.compile("\"contextId\":\"([^\"]+)\"");
   private static final Pattern URL = Pattern.compile("\"url\":\"http://([^:\"]+):(\\d+)\"");
   private static final byte[] STDOUT = JsonBytes.ascii("\"stdout\":\"");
@@ -85,9 +93,11 @@ public class CodeBench {
 
   private String jar = "container-agent/target/container-agent.jar";
   private int runs = 2000;
-  private int warmup = 300;
+  private int warmup = 1000;
   private int contexts = 30;
   private List<String> languages = List.of("python", "javascript");
+  /** Whether a language before has run its series on this agent. */
+  private boolean agentWarm;
 
   public static void main(String[] args) throws Exception {
     CodeBench b = new CodeBench();
@@ -150,6 +160,9 @@ public class CodeBench {
     long[] through = new long[runs];
     long[] jdk = new long[runs];
     long[] pipe = new long[runs];
+    int first = Math.min(FIRST, warmup);
+    long[] coldThrough = new long[first];
+    long[] coldPipe = new long[first];
     try (Runner runner = Runner.start(lang, exe, source, agent.commandEnv)) {
       for (int i = -warmup; i < runs; i++) {
         long t0 = System.nanoTime();
@@ -163,17 +176,29 @@ public class CodeBench {
           through[i] = t1 - t0;
           pipe[i] = t2 - t1;
           jdk[i] = t3 - t2;
+        } else if (i < -warmup + first) {
+          coldThrough[i + warmup] = t1 - t0;
+          coldPipe[i + warmup] = t2 - t1;
         }
       }
     } finally {
       agent.deleteContext(id);
     }
+    boolean freshAgent = !agentWarm;
+    agentWarm = true;
     System.out.println("  1+1 round trip");
     print("agent", through, "POST /api/execute/code on a kept connection, its event stream read to the end");
     print("pipe", pipe, "the same request on a live runner's stdin, read to \"done\": the floor");
     difference(through, pipe);
     print("jdk", jdk, "the agent again through the JDK's HttpClient (kept connection): what that client adds");
     difference(jdk, pipe);
+    if (first > 0) {
+      System.out.printf("  the first %d runs of the warm-up (%s)%n", first, freshAgent
+          ? "a fresh agent: its JIT compilers still at work" : "the agent already warm from the language before");
+      print("agent", coldThrough, "as above");
+      print("pipe", coldPipe, "as above");
+      difference(coldThrough, coldPipe);
+    }
   }
 
   /** Context creation through the agent against the interpreter started directly with the runner. */
