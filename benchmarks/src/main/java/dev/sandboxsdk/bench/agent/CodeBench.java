@@ -189,15 +189,15 @@ public class CodeBench {
     System.out.println("  1+1 round trip");
     print("agent", through, "POST /api/execute/code on a kept connection, its event stream read to the end");
     print("pipe", pipe, "the same request on a live runner's stdin, read to \"done\": the floor");
-    difference(through, pipe);
+    difference("agent", through, pipe);
     print("jdk", jdk, "the agent again through the JDK's HttpClient (kept connection): what that client adds");
-    difference(jdk, pipe);
+    difference("jdk", jdk, pipe);
     if (first > 0) {
       System.out.printf("  the first %d runs of the warm-up (%s)%n", first, freshAgent
           ? "a fresh agent: its JIT compilers still at work" : "the agent already warm from the language before");
       print("agent", coldThrough, "as above");
       print("pipe", coldPipe, "as above");
-      difference(coldThrough, coldPipe);
+      difference("agent", coldThrough, coldPipe);
     }
   }
 
@@ -222,7 +222,7 @@ public class CodeBench {
     System.out.println("  context creation");
     print("agent", through, "POST /api/contexts to its answer: spawn to the runner's ready line");
     print("pipe", direct, "the interpreter started directly with the runner, to its ready line: the floor");
-    difference(through, direct);
+    difference("agent", through, direct);
   }
 
   private static void print(String label, long[] nanos, String what) {
@@ -231,10 +231,10 @@ public class CodeBench {
         Percentiles.pickMs(s, 0.50), Percentiles.pickMs(s, 0.90), Percentiles.pickMs(s, 0.99), s.length, what);
   }
 
-  private static void difference(long[] through, long[] floor) {
+  private static void difference(String label, long[] through, long[] floor) {
     long[] a = Percentiles.sorted(through);
     long[] f = Percentiles.sorted(floor);
-    System.out.printf(Locale.ROOT, "    agent - floor: p50 %+8.3f ms  p90 %+8.3f ms%n",
+    System.out.printf(Locale.ROOT, "    %s - floor: p50 %+8.3f ms  p90 %+8.3f ms%n", label,
         Percentiles.pickMs(a, 0.50) - Percentiles.pickMs(f, 0.50), Percentiles.pickMs(a, 0.90) - Percentiles.pickMs(f, 0.90));
   }
 
