@@ -42,6 +42,7 @@ run cancel-bench bash benchmarks/scripts/cancel.sh ${smoke[@]+"${smoke[@]}"}
 run files-bench bash benchmarks/scripts/files.sh "${files[@]}"
 run isolation-bench bash benchmarks/scripts/isolation.sh ${smoke[@]+"${smoke[@]}"}
 run egress-bench bash benchmarks/scripts/egress.sh ${smoke[@]+"${smoke[@]}"}
+run code-bench bash benchmarks/scripts/code.sh ${smoke[@]+"${smoke[@]}"}
 run mcp-bench bash benchmarks/scripts/mcp.sh ${smoke[@]+"${smoke[@]}"}
 
 echo

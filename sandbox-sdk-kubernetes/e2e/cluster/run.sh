@@ -39,16 +39,21 @@ if [ "$keep" = false ]; then
 fi
 
 echo "== loading the agent image into the node"
-podman image exists sandbox-agent || { echo "no podman image sandbox-agent: build it first (docs/containers.md, \"Container image\")"; exit 1; }
-podman tag sandbox-agent localhost/sandbox-agent:k8s
+# Which podman images to load: SANDBOX_K8S_AGENT_IMAGE and SANDBOX_K8S_CLIENTS_IMAGE override the
+# defaults (to try an image built from a branch without retagging the one other runs use).
+agent_image=${SANDBOX_K8S_AGENT_IMAGE:-sandbox-agent}
+clients_image=${SANDBOX_K8S_CLIENTS_IMAGE:-sandbox-agent:clients}
+podman image exists "$agent_image" || { echo "no podman image $agent_image: build it first (docs/containers.md, \"Container image\")"; exit 1; }
+podman tag "$agent_image" localhost/sandbox-agent:k8s
 rm -f "$run/images/agent.tar"
 podman save -q --format docker-archive -o "$run/images/agent.tar" localhost/sandbox-agent:k8s
 ctr --address "$run/containerd/containerd.sock" -n k8s.io images import "$run/images/agent.tar" >/dev/null
 rm -f "$run/images/agent.tar"
-# The same image with curl, python3 and node (.ci/run builds it), for KubernetesEgressIT's clients.
+# The same image with curl, python3 (and matplotlib) and node (.ci/run builds it), for the ITs that
+# run clients or interpreters in a pod (KubernetesEgressIT, KubernetesCodeIT).
 clients=()
-if podman image exists sandbox-agent:clients; then
-  podman tag sandbox-agent:clients localhost/sandbox-agent:k8s-clients
+if podman image exists "$clients_image"; then
+  podman tag "$clients_image" localhost/sandbox-agent:k8s-clients
   podman save -q --format docker-archive -o "$run/images/clients.tar" localhost/sandbox-agent:k8s-clients
   ctr --address "$run/containerd/containerd.sock" -n k8s.io images import "$run/images/clients.tar" >/dev/null
   rm -f "$run/images/clients.tar"

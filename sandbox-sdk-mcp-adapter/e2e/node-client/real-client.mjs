@@ -28,6 +28,7 @@ const EXPECTED_TOOLS = [
   'listSandboxes', 'destroy', 'runCode', 'readFile', 'writeFile', 'listFiles', 'mkdir', 'deleteFile',
   'moveFile', 'renameFile', 'fileExists', 'statFile', 'waitForPort', 'gitCheckout', 'watchFiles', 'exposePort', 'unexposePort', 'listExposedPorts',
   'shutdownSandbox', 'wakeSandbox', 'createCheckpoint', 'listCheckpoints', 'restoreCheckpoint', 'deleteCheckpoint',
+  'listCodeContexts', 'deleteCodeContext', 'listSessions', 'deleteSession',
 ];
 const REQUEST_TIMEOUT_MS = 60_000;      // first call starts a sandbox
 const READY_TIMEOUT_MS = 30_000;        // wait for SANDBOX_MCP_READY

@@ -113,4 +113,14 @@ public abstract class ForwardingSandbox implements Sandbox {
   public SandboxEgress egress() {
     return delegate().egress();
   }
+
+  @Override
+  public SandboxSessions sessions() {
+    return delegate().sessions();
+  }
+
+  @Override
+  public SandboxCode code() {
+    return delegate().code();
+  }
 }

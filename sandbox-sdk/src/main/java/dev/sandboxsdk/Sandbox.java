@@ -16,7 +16,8 @@ import okhttp3.OkHttpClient;
  * A sandbox: a place to run commands and manage the processes started there. Every further
  * capability is a facet, a view got from the sandbox: its files ({@link #files()}), ports
  * ({@link #ports()}), git ({@link #git()}), checkpoints ({@link #checkpoints()}), terminals
- * ({@link #terminals()}) and egress ({@link #egress()}).
+ * ({@link #terminals()}), egress ({@link #egress()}), shell sessions ({@link #sessions()}) and
+ * code contexts ({@link #code()}).
  *
  * <p>Get one with {@link LocalSandbox#start()} (the embedded default: a local agent, no Docker)
  * or {@link #connect(URI, String)} (an agent that already runs, e.g. in a container).
@@ -317,6 +318,34 @@ public interface Sandbox extends AutoCloseable {
    * @see SandboxEgress
    */
   SandboxEgress egress();
+
+  /**
+   * Shell sessions: commands that share a shell's directory, variables, functions and options.
+   *
+   * <pre>{@code
+   * try (Session s = sandbox.sessions().create()) {
+   *   s.exec("cd app && export MODE=test");
+   *   s.exec("echo $MODE in $PWD");
+   * }
+   * }</pre>
+   *
+   * @see SandboxSessions
+   */
+  SandboxSessions sessions();
+
+  /**
+   * Code contexts: stateful Python and JavaScript interpreters whose variables persist between runs.
+   *
+   * <pre>{@code
+   * try (CodeContext py = sandbox.code().createContext(CodeContextOptions.of(CodeLanguage.PYTHON))) {
+   *   py.run("x = 21");
+   *   System.out.println(py.run("x * 2").value().orElseThrow().text()); // 42
+   * }
+   * }</pre>
+   *
+   * @see SandboxCode
+   */
+  SandboxCode code();
 
   // ---- lifecycle
 

@@ -29,7 +29,7 @@ class ForwardingSandboxTest {
   @Test
   void theSandboxHasOneFacetPerCapabilityBesideTheExecutionApi() {
     assertThat(facetAccessors()).extracting(Method::getName)
-        .containsExactlyInAnyOrder("files", "ports", "git", "checkpoints", "terminals", "egress");
+        .containsExactlyInAnyOrder("files", "ports", "git", "checkpoints", "terminals", "egress", "sessions", "code");
   }
 
   @Test
@@ -47,7 +47,8 @@ class ForwardingSandboxTest {
         "listProcesses()", "getProcess(String)", "attachProcess(String)", "killProcess(String, Signal)",
         "killAllProcesses()", "getProcessLogs(String)", "getProcessLogs(String, LogRange)",
         "streamProcessLogs(String)", "streamProcessLogs(String, LogRange)", "cleanupCompletedProcesses()",
-        "files()", "ports()", "git()", "checkpoints()", "terminals()", "egress()", "destroy()", "close()");
+        "files()", "ports()", "git()", "checkpoints()", "terminals()", "egress()", "sessions()", "code()", "destroy()",
+        "close()");
     assertThat(Arrays.stream(Sandbox.class.getDeclaredMethods()).filter(Method::isDefault).map(ForwardingSandboxTest::signature))
         .as("the one-argument forms delegate to the full form")
         .containsExactlyInAnyOrder("exec(String)", "execAsync(String)", "execStream(String)", "startProcess(String)",

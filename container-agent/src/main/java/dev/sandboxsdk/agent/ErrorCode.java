@@ -6,6 +6,14 @@ public enum ErrorCode {
   INVALID_COMMAND(400),
   UNAUTHORIZED(401),
   PROCESS_NOT_FOUND(404),
+  /** No session of that id (POST /api/sessions creates one). */
+  SESSION_NOT_FOUND(404),
+  /** A session of that id exists already. */
+  SESSION_ALREADY_EXISTS(409),
+  /** A command of the session still runs after the wait for it. */
+  SESSION_BUSY(409),
+  /** The agent holds as many sessions as it may. */
+  TOO_MANY_SESSIONS(429),
   /** File routes: the path does not exist (Cloudflare's code). */
   FILE_NOT_FOUND(404),
   /** File routes: a directory where a file is expected (Cloudflare's code). */
@@ -21,6 +29,14 @@ public enum ErrorCode {
   /** File routes: a read-only file system (Cloudflare's code). */
   READ_ONLY(403),
   COMMAND_NOT_FOUND(404),
+  /** Code contexts: no context with that id (ours). */
+  CONTEXT_NOT_FOUND(404),
+  /** Code contexts: the language's interpreter (python3, node) is not installed in the sandbox (ours). */
+  INTERPRETER_NOT_AVAILABLE(422),
+  /** Code contexts: the interpreter started but its runner did not become ready (ours). */
+  INTERPRETER_FAILED(502),
+  /** Code contexts: the agent's cap on open contexts is reached (ours). */
+  TOO_MANY_CONTEXTS(429),
   /** git/checkout: the repository does not exist or cannot be read (Cloudflare's code). */
   GIT_REPOSITORY_NOT_FOUND(404),
   /** git/checkout: the requested branch is not in the repository (Cloudflare's code). */

@@ -318,6 +318,23 @@ class WireFixturesIT {
     }
   }
 
+  @Test
+  void sessionAnswersHaveTheFixturesFields() throws Exception {
+    assertThat(shape(agent.post("/api/sessions", obj("id", "fixture-session")).body()))
+        .isEqualTo(shape(fixture("session-create-response.json")));
+    agent.post("/api/execute", obj("command", "true", "sessionId", "fixture-session"));
+    assertThat(shape(agent.get("/api/sessions/fixture-session").body()))
+        .isEqualTo(shape(fixture("session-create-response.json")));
+    assertThat(shape(agent.get("/api/sessions").body())).isEqualTo(shape(fixture("session-list-response.json")));
+    assertThat(shape(agent.delete("/api/sessions/fixture-session").body()))
+        .isEqualTo(shape(fixture("session-delete-response.json")));
+    TestAgent.Response gone = agent.post("/api/execute", obj("command", "true", "sessionId", "fixture-session"));
+    JsonNode error = fixture("session-error-response.json");
+    assertThat(shape(gone.body())).isEqualTo(shape(error));
+    assertThat(gone.body().get("code")).isEqualTo(error.get("code"));
+    assertThat(gone.status()).isEqualTo(error.get("httpStatus").asInt());
+  }
+
   private static List<String> iterable(Iterator<String> names) {
     List<String> all = new ArrayList<>();
     names.forEachRemaining(all::add);

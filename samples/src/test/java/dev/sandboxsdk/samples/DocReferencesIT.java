@@ -23,7 +23,8 @@ class DocReferencesIT {
       "docs/containers.md", "docs/security.md", "docs/development.md", "docs/protocol/exec.md", "docs/protocol/processes.md",
       "docs/protocol/terminals.md", "docs/protocol/files.md", "docs/protocol/watch.md", "docs/protocol/ports.md",
       "docs/protocol/git.md", "docs/protocol/events.md", "docs/protocol/semantics.md", "docs/protocol/checkpoints.md",
-      "docs/protocol/cloudflare.md", "docs/protocol/command-line.md", "docs/protocol/fixtures.md");
+      "docs/protocol/cloudflare.md", "docs/protocol/command-line.md", "docs/protocol/fixtures.md",
+      "docs/protocol/sessions.md", "docs/protocol/code.md");
 
   @Test
   void everyMarkdownFileTheDocsNameIsInTheRepository() throws Exception {

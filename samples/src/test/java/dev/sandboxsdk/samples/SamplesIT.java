@@ -54,6 +54,27 @@ class SamplesIT {
   }
 
   @Test
+  void dataAnalysis(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+    assumeTrue(onPath("python3"), "the sample needs python3");
+    Path chart = dir.resolve("chart.png");
+
+    String out = run(args -> DataAnalysis.main(new String[] {chart.toString()}));
+
+    assertThat(out)
+        .contains("cell 1: 6 rows loaded")
+        .contains("cell 2 failed: TypeError: unsupported operand type(s) for +: 'int' and 'str'")
+        .contains("cell 3: total = 640.0")
+        .contains("cell 4: by month = {'Jan': 200.5, 'Feb': 196.5, 'Mar': 243.0}");
+    if (out.contains("no chart: ModuleNotFoundError")) { // the sandbox's python3 lacks matplotlib
+      assumeTrue(!"true".equals(System.getenv("CI")), "CI installs python3-matplotlib");
+      return;
+    }
+    assertThat(out).contains("chart: ");
+    byte[] png = java.nio.file.Files.readAllBytes(chart);
+    assertThat(java.util.Arrays.copyOf(png, 8)).containsExactly(0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n');
+  }
+
+  @Test
   void backgroundWebServer() throws Exception {
     assumeTrue(onPath("python3"), "the sample needs python3");
 

@@ -20,6 +20,11 @@ public final class KubernetesCluster implements ExecutionCondition {
   public static final String KUBECONFIG = System.getProperty("sandbox.kubeconfig", "");
   /** The agent image on the cluster's node. */
   public static final String IMAGE = System.getProperty("sandbox.k8s.image", "localhost/sandbox-agent:k8s");
+  /**
+   * The image with curl, python3 (and matplotlib) and node, when the cluster script loaded it
+   * ({@code -Dsandbox.k8s.clientsImage}); null otherwise.
+   */
+  public static final String CLIENTS_IMAGE = System.getProperty("sandbox.k8s.clientsImage");
   /** The namespace the tests create sandboxes in (run.sh creates it). */
   public static final String NAMESPACE = System.getProperty("sandbox.k8s.namespace", "sandbox-it");
 

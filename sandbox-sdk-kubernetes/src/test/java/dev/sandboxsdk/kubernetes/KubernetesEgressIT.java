@@ -54,7 +54,6 @@ import org.junit.jupiter.api.extension.ExtendWith;
 class KubernetesEgressIT {
   private static final String README = "cloned through the egress proxy\n";
   /** The agent image with curl, python3 and node (run.sh loads it when podman has sandbox-agent:clients). */
-  private static final String CLIENTS_IMAGE = System.getProperty("sandbox.k8s.clientsImage");
   private static final ExecOptions QUICK = ExecOptions.builder().timeout(Duration.ofSeconds(60)).build();
   private static final List<String> paths = new CopyOnWriteArrayList<>();
   private static HttpServer upstream;
@@ -212,12 +211,13 @@ class KubernetesEgressIT {
 
   @Test
   void curlPythonAndNodeSendThePlaceholderAndTheUpstreamReceivesTheValue() {
-    assumeTrue(CLIENTS_IMAGE != null, "no -Dsandbox.k8s.clientsImage: the clients image is not in the cluster");
+    assumeTrue(KubernetesCluster.CLIENTS_IMAGE != null,
+        "no -Dsandbox.k8s.clientsImage: the clients image is not in the cluster");
     byte[] random = new byte[16];
     ThreadLocalRandom.current().nextBytes(random);
     String value = "sk-k8s-" + HexFormat.of().formatHex(random);
     try (SecretUpstream api = SecretUpstream.start("secret.test")) {
-      SandboxSpec spec = SandboxSpec.builder().image(CLIENTS_IMAGE)
+      SandboxSpec spec = SandboxSpec.builder().image(KubernetesCluster.CLIENTS_IMAGE)
           .egressPolicy(EgressPolicy.allowList("secret.test:" + api.port(), node + "/32:" + api.port()))
           .egressSecret(EgressSecret.of("API_KEY", value, "secret.test").withHeader("X-Api-Key"))
           .agentArgument("--egress-test-hosts=secret.test=" + node)

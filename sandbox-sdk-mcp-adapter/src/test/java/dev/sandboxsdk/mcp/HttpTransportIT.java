@@ -397,7 +397,7 @@ class HttpTransportIT {
   void aClientThatStopsReadingCannotHoldUpCancellation() throws Exception {
     String session = openSession();
     String call = toolCall(77, "exec", (ObjectNode) MAPPER.readTree(
-        "{\"command\":\"(while :; do date +%s%N > stalled.beat; sleep 0.05; done) & head -c 3000000 /dev/zero; wait\"}"),
+        "{\"command\":\"(while :; do date +%s%N > stalled.tmp; mv stalled.tmp stalled.beat; sleep 0.05; done) & head -c 3000000 /dev/zero; wait\"}"),
         "stall");
     byte[] body = call.getBytes(StandardCharsets.UTF_8);
     try (Socket stalled = new Socket()) {
@@ -662,7 +662,7 @@ class HttpTransportIT {
     }
     List<String> catalog = new ArrayList<>();
     dev.sandboxsdk.mcp.internal.ToolCatalog.load().names().forEach(catalog::add); // McpServerTest pins the names
-    assertThat(names).hasSize(37).containsExactlyInAnyOrderElementsOf(catalog);
+    assertThat(names).hasSize(41).containsExactlyInAnyOrderElementsOf(catalog);
   }
 
   // ---- tools/call over SSE
@@ -702,7 +702,7 @@ class HttpTransportIT {
     String session = openSession();
     int id = IDS.incrementAndGet();
     ObjectNode args = MAPPER.createObjectNode()
-        .put("command", "echo started; while :; do date +%s%N > http-cancel.beat; sleep 0.05; done");
+        .put("command", "echo started; while :; do date +%s%N > http-cancel.tmp; mv http-cancel.tmp http-cancel.beat; sleep 0.05; done");
     HttpResponse<InputStream> r = CLIENT.sendAsync(post(session, toolCall(id, "exec", args, "cancel-1")).build(),
         HttpResponse.BodyHandlers.ofInputStream()).get(WAIT.toSeconds(), TimeUnit.SECONDS);
     try (InputStream body = r.body()) {

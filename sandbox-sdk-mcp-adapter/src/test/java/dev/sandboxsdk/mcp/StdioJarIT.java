@@ -116,7 +116,7 @@ class StdioJarIT {
       }
 
       assertThat(responses.get("1").path("result").path("protocolVersion").asText()).isEqualTo("2025-11-25");
-      assertThat(responses.get("2").path("result").path("tools").size()).isEqualTo(37);
+      assertThat(responses.get("2").path("result").path("tools").size()).isEqualTo(41);
 
       JsonNode exec3 = responses.get("3").path("result");
       assertThat(exec3.path("isError").asBoolean(false)).isFalse();

@@ -42,13 +42,34 @@ final class ExecCalls {
   private final HttpUrl executeUrl;
   private final HttpUrl executeStreamUrl;
   private final Duration execTimeout;
+  /** The session every command of this instance runs in, or null for none. */
+  private final String sessionId;
 
   ExecCalls(AgentHttp http, EventStreams streams, Duration execTimeout) {
+    this(http, streams, execTimeout, null);
+  }
+
+  private ExecCalls(AgentHttp http, EventStreams streams, Duration execTimeout, String sessionId) {
     this.http = http;
     this.streams = streams;
     this.executeUrl = http.url("api", "execute");
     this.executeStreamUrl = http.url("api", "execute", "stream");
     this.execTimeout = execTimeout;
+    this.sessionId = sessionId;
+  }
+
+  /** The same calls, each run in session {@code id}. */
+  ExecCalls inSession(String id) {
+    return new ExecCalls(http, streams, execTimeout, Objects.requireNonNull(id, "id == null"));
+  }
+
+  private com.fasterxml.jackson.databind.node.ObjectNode body(Command command, ExecOptions options, Duration timeout,
+      boolean stream) {
+    com.fasterxml.jackson.databind.node.ObjectNode body = Wire.execBody(command, options, timeout, stream);
+    if (sessionId != null) {
+      body.put("sessionId", sessionId);
+    }
+    return body;
   }
 
   ExecResult exec(Command command, ExecOptions options) {
@@ -131,7 +152,7 @@ final class ExecCalls {
   }
 
   private Call execCall(Command command, ExecOptions options, Duration timeout) {
-    Request request = http.post(executeUrl, Wire.execBody(command, options, timeout, false)).newBuilder()
+    Request request = http.post(executeUrl, body(command, options, timeout, false)).newBuilder()
         .header(EXEC_ID_HEADER, newExecId()).build();
     Call call = http.execClient().newCall(request);
     if (timeout != null) {
@@ -224,7 +245,7 @@ final class ExecCalls {
   private EventCursor<ExecEvent> openExecStream(Command command, ExecOptions options, Abort abort) {
     http.ensureOpen();
     String execId = newExecId();
-    Request request = http.post(executeStreamUrl, Wire.execBody(command, options, timeoutOf(options), true))
+    Request request = http.post(executeStreamUrl, body(command, options, timeoutOf(options), true))
         .newBuilder().header(EXEC_ID_HEADER, execId).build();
     AtomicReference<EventCursor<ExecEvent>> opened = new AtomicReference<>();
     abort.onAbort(() -> {

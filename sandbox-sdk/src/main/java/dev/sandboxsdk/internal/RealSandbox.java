@@ -12,7 +12,9 @@ import dev.sandboxsdk.ProcessLogs;
 import dev.sandboxsdk.ProcessOptions;
 import dev.sandboxsdk.Sandbox;
 import dev.sandboxsdk.SandboxCheckpoints;
+import dev.sandboxsdk.SandboxCode;
 import dev.sandboxsdk.SandboxEgress;
+import dev.sandboxsdk.SandboxSessions;
 import dev.sandboxsdk.SandboxException;
 import dev.sandboxsdk.SandboxFiles;
 import dev.sandboxsdk.SandboxGit;
@@ -50,6 +52,8 @@ public final class RealSandbox implements Sandbox {
   private final RealPorts ports;
   private final RealTerminals terminals;
   private final RealEgress egress;
+  private final RealSessions sessions;
+  private final RealCode code;
 
   /** Use {@link Sandbox#builder()} or {@code LocalSandbox}. */
   public RealSandbox(URI baseUrl, String token, Duration connectTimeout, Duration readTimeout, Duration execTimeout,
@@ -64,6 +68,8 @@ public final class RealSandbox implements Sandbox {
     this.ports = new RealPorts(this);
     this.terminals = new RealTerminals(this);
     this.egress = new RealEgress(http);
+    this.sessions = new RealSessions(http, execs);
+    this.code = new RealCode(http, streams);
   }
 
   @Override
@@ -170,6 +176,16 @@ public final class RealSandbox implements Sandbox {
   @Override
   public SandboxEgress egress() {
     return egress;
+  }
+
+  @Override
+  public SandboxSessions sessions() {
+    return sessions;
+  }
+
+  @Override
+  public SandboxCode code() {
+    return code;
   }
 
   // ---- lifecycle

@@ -72,7 +72,12 @@ public final class ExecRequests {
       noNul("cwd", cwd);
     }
     Long timeoutMs = body.integer("timeoutMs", 1, MAX_TIMEOUT_MS);
-    body.string("sessionId"); // accepted for compatibility with Cloudflare's container API; sessions are not modelled
+    // exec and exec/stream run in the session named; process/start accepts the field (Cloudflare's
+    // client sends it) and starts the process outside any session.
+    String sessionId = body.string("sessionId");
+    if (sessionId != null && sessionId.isEmpty()) {
+      throw AgentException.invalid("sessionId", "'sessionId' is empty; omit it to run outside a session");
+    }
     // Cloudflare's client tags the commands its Sandbox runs for itself "internal" (only its container's
     // log level depends on it); accepted and ignored, but only with the two values its API defines.
     String origin = body.string("origin");
@@ -99,7 +104,7 @@ public final class ExecRequests {
       stdinPipe = true; // a terminal always takes input
     }
     return new ExecSpec(command, argv, env, cwd, timeoutMs, stdinData, stdinPipe, maxOutput, encoding,
-        processId, Boolean.TRUE.equals(autoCleanup), pty);
+        processId, Boolean.TRUE.equals(autoCleanup), pty, kind == Kind.START ? null : sessionId, null);
   }
 
   /** The {@code env} object: names non-empty without '=' or NUL, values without NUL, each within the kernel's limit. */

@@ -13,6 +13,7 @@ import dev.sandboxsdk.agent.http.SseWriter;
 import dev.sandboxsdk.agent.process.ExecSpec;
 import dev.sandboxsdk.agent.process.ManagedProcess;
 import dev.sandboxsdk.agent.process.ProcessManager;
+import dev.sandboxsdk.agent.session.Sessions;
 import dev.sandboxsdk.agent.text.ByteBuf;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -34,10 +35,13 @@ public final class ExecRoutes {
 
   private final ProcessManager processes;
   private final AgentConfig config;
+  private final Sessions sessions;
 
-  public ExecRoutes(ProcessManager processes) {
+  /** {@code sessions}: where a request's {@code sessionId} is looked up. */
+  public ExecRoutes(ProcessManager processes, Sessions sessions) {
     this.processes = processes;
     this.config = processes.config();
+    this.sessions = sessions;
   }
 
   /** Registers the exec routes: buffered, streamed, and killing a running exec by its id. */
@@ -56,11 +60,20 @@ public final class ExecRoutes {
 
   void execute(HttpExchange exchange) throws IOException {
     ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.EXECUTE, config);
+    // A session's command holds it until the process has ended (commands in one session take turns).
+    try (Sessions.Run run = sessions.enter(spec)) {
+      execute(exchange, run);
+    }
+  }
+
+  private void execute(HttpExchange exchange, Sessions.Run run) throws IOException {
+    ExecSpec spec = run.spec();
     ExecOutput[] buffers = ExecOutput.open(spec.maxOutputBytes(), processes.outputBudget()); // or 503
     ExecOutput stdout = buffers[0];
     ExecOutput stderr = buffers[1];
     try {
       ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.EXEC, execId(exchange));
+      run.stopWith(() -> processes.killForDisconnect(p));
       OutputStream heartbeat;
       try {
         p.startPumps(stdout, stderr);
@@ -230,8 +243,16 @@ public final class ExecRoutes {
   }
 
   void executeStream(HttpExchange exchange) throws IOException {
-    ExecSpec spec = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.EXECUTE_STREAM, config);
+    ExecSpec parsed = ExecRequests.parse(Json.read(exchange, config.maxBodyBytes(), processes.outputBudget()), ExecRequests.Kind.EXECUTE_STREAM, config);
+    try (Sessions.Run run = sessions.enter(parsed)) {
+      executeStream(exchange, run);
+    }
+  }
+
+  private void executeStream(HttpExchange exchange, Sessions.Run run) throws IOException {
+    ExecSpec spec = run.spec();
     ManagedProcess p = processes.spawnForeground(spec, ManagedProcess.Kind.STREAM, execId(exchange));
+    run.stopWith(() -> processes.killForDisconnect(p));
     SseWriter sse;
     try {
       sse = SseWriter.open(exchange);

@@ -12,6 +12,9 @@ import dev.sandboxsdk.agent.AgentException;
 import dev.sandboxsdk.agent.ErrorCode;
 import dev.sandboxsdk.agent.background.ProcessRoutes;
 import dev.sandboxsdk.agent.checkpoint.CheckpointRoutes;
+import dev.sandboxsdk.agent.code.CodeContexts;
+import dev.sandboxsdk.agent.code.CodeLimits;
+import dev.sandboxsdk.agent.code.CodeRoutes;
 import dev.sandboxsdk.agent.egress.EgressRoutes;
 import dev.sandboxsdk.agent.exec.ExecRoutes;
 import dev.sandboxsdk.agent.files.FileRoutes;
@@ -22,6 +25,8 @@ import dev.sandboxsdk.agent.ports.PortWatchRoutes;
 import dev.sandboxsdk.agent.ports.ProxyRoutes;
 import dev.sandboxsdk.agent.ports.ProxyTarget;
 import dev.sandboxsdk.agent.process.ProcessManager;
+import dev.sandboxsdk.agent.session.SessionRoutes;
+import dev.sandboxsdk.agent.session.Sessions;
 import dev.sandboxsdk.agent.watch.WatchRoutes;
 import java.io.IOException;
 import java.util.Map;
@@ -57,6 +62,7 @@ public final class ApiHandler implements HttpHandler {
   private final Workspace workspace;
   private final ProxyRoutes proxy;
   private final CheckpointRoutes checkpoints;
+  private final CodeContexts codeContexts;
   /** Random per agent run; not a secret (unauthenticated answers carry it too). */
   private final String bootId = java.util.UUID.randomUUID().toString();
   private final String keepAliveText;
@@ -70,15 +76,20 @@ public final class ApiHandler implements HttpHandler {
     this.version = version;
     this.workspace = Workspace.open(config.workspace(), processes.commandUser());
     this.checkpoints = new CheckpointRoutes(processes);
+    this.codeContexts = new CodeContexts(processes, CodeLimits.DEFAULT);
     this.proxy = new ProxyRoutes(processes, auth.required(), auth::valid, bootId.substring(0, 8), agentPort);
     this.commandUser = processes.commandUser();
     this.isolationMode = processes.isolation();
     this.network = processes.network();
     this.processes = processes;
+    this.sessions = Sessions.open(processes.commandTmpOnHost(), processes.commandTmp(), processes.commandUser(),
+        Sessions.DEFAULT_MAX_SESSIONS, Sessions.DEFAULT_WAIT_MS, Sessions.DEFAULT_MAX_STATE_BYTES);
     this.routes = routes();
   }
 
   private final Routes routes;
+  /** The shell sessions, closed with this handler. */
+  private final Sessions sessions;
 
   /** Reports how commands are started ({@code native} or {@code jdk}) on /api/version. */
   private final ProcessManager processes;
@@ -270,7 +281,8 @@ public final class ApiHandler implements HttpHandler {
    */
   private Routes routes() {
     Routes routes = new Routes().on("GET", "/api/version", this::version);
-    new ExecRoutes(processes).register(routes);
+    new ExecRoutes(processes, sessions).register(routes);
+    new SessionRoutes(sessions, processes.outputBudget()).register(routes);
     new ProcessRoutes(processes).register(routes);
     new FileRoutes(processes, workspace).register(routes);
     new FileTransferRoutes(processes, workspace).register(routes);
@@ -280,6 +292,7 @@ public final class ApiHandler implements HttpHandler {
     new GitRoutes(processes, workspace).register(routes);
     checkpoints.register(routes);
     new EgressRoutes(processes.egress(), config.maxBodyBytes(), processes.outputBudget()).register(routes);
+    new CodeRoutes(codeContexts, config, processes.outputBudget()).register(routes);
     return routes;
   }
 
@@ -308,5 +321,7 @@ public final class ApiHandler implements HttpHandler {
   public void close() {
     proxy.close();
     checkpoints.close();
+    sessions.close();
+    codeContexts.close();
   }
 }

@@ -169,6 +169,11 @@ public final class Json {
     return this;
   }
 
+  /** Whether the body has the field {@code name} (with any value, null included). */
+  public boolean has(String name) {
+    return node.has(name);
+  }
+
   /**
    * The string field {@code name}, or null when absent or null.
    *

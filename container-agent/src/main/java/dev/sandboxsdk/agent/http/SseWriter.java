@@ -1,5 +1,7 @@
 package dev.sandboxsdk.agent.http;
 
+import com.fasterxml.jackson.core.json.JsonWriteFeature;
+import com.fasterxml.jackson.databind.ObjectWriter;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import dev.sandboxsdk.agent.text.ByteBuf;
@@ -18,25 +20,42 @@ public final class SseWriter {
   private static final byte[] DATA = "data: ".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] END = "\n\n".getBytes(StandardCharsets.US_ASCII);
   private static final byte[] KEEP_ALIVE = ": keep-alive\n\n".getBytes(StandardCharsets.US_ASCII);
+  private static final ObjectWriter ASCII = Json.MAPPER.writer().with(JsonWriteFeature.ESCAPE_NON_ASCII);
 
   private final OutputStream out;
+  private final boolean ascii;
   private final ReentrantLock lock = new ReentrantLock();
   private volatile long lastWriteNanos = System.nanoTime();
   private volatile boolean broken;
   private boolean closed;
 
-  private SseWriter(OutputStream out) {
+  private SseWriter(OutputStream out, boolean ascii) {
     this.out = out;
+    this.ascii = ascii;
   }
 
   /** Sends the 200 headers of an event stream; from here on errors go into the stream, as events. */
   public static SseWriter open(HttpExchange exchange) throws IOException {
+    return open(exchange, false);
+  }
+
+  /**
+   * As {@link #open(HttpExchange)}, for a stream whose events built here ({@link #send(ObjectNode)},
+   * {@link #send(Object)}) are pure ASCII: characters beyond it travel as JSON unicode escapes. For
+   * a client that decodes each network read as UTF-8 on its own (Cloudflare's interpreter client),
+   * which garbles a character split between two reads; any JSON parser reads the same text.
+   */
+  public static SseWriter openAscii(HttpExchange exchange) throws IOException {
+    return open(exchange, true);
+  }
+
+  private static SseWriter open(HttpExchange exchange, boolean ascii) throws IOException {
     var headers = exchange.getResponseHeaders();
     headers.set("Content-Type", "text/event-stream; charset=utf-8");
     headers.set("Cache-Control", "no-cache");
     headers.set("X-Accel-Buffering", "no"); // tell nginx-style proxies not to buffer the stream
     exchange.sendResponseHeaders(200, 0);
-    return new SseWriter(exchange.getResponseBody());
+    return new SseWriter(exchange.getResponseBody(), ascii);
   }
 
   /**
@@ -67,12 +86,16 @@ public final class SseWriter {
   public void send(ObjectNode event) throws IOException {
     event.put("timestamp", Instant.now().toString());
     ByteBuf buf = new ByteBuf(256);
-    buf.append(Json.MAPPER.writeValueAsBytes(event));
+    buf.append(ascii ? ASCII.writeValueAsBytes(event) : Json.MAPPER.writeValueAsBytes(event));
     send(buf);
   }
 
   /** Sends one event, a wire record; adds its {@code timestamp} after the record's fields. Fails as {@link #send(ByteBuf)}. */
   public void send(Object event) throws IOException {
+    if (ascii) { // through a tree, for the escaping writer; the timestamp still comes last
+      send((ObjectNode) Json.MAPPER.valueToTree(event));
+      return;
+    }
     ByteBuf buf = new ByteBuf(256);
     buf.append(Responses.stamped(event, false));
     send(buf);

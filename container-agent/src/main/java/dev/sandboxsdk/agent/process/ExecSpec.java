@@ -22,6 +22,9 @@ import java.util.regex.Pattern;
  * @param processId the caller's id for a background process, or null for a generated one
  * @param autoCleanup whether a background process's record is dropped some time after it ends
  * @param pty the pseudo-terminal a background process runs on, or null for pipes
+ * @param sessionId the session a synchronous exec runs in, or null for none
+ * @param label what the command reads as in results and listings instead of {@link
+ *     #displayCommand()}'s own rendering (a session's command, not its wrapper), or null
  */
 public record ExecSpec(
     String shellCommand,
@@ -35,7 +38,9 @@ public record ExecSpec(
     Encoding encoding,
     String processId,
     boolean autoCleanup,
-    Pty pty) {
+    Pty pty,
+    String sessionId,
+    String label) {
 
   private static final Pattern SAFE_WORD = Pattern.compile("[A-Za-z0-9_./=:@%+,-]+");
 
@@ -47,8 +52,31 @@ public record ExecSpec(
     env = Collections.unmodifiableMap(new LinkedHashMap<>(env));
   }
 
+  /** A spec outside any session. */
+  public ExecSpec(String shellCommand, List<String> argv, Map<String, String> env, String cwd, Long timeoutMs,
+      String stdinData, boolean stdinPipe, int maxOutputBytes, Encoding encoding, String processId,
+      boolean autoCleanup, Pty pty) {
+    this(shellCommand, argv, env, cwd, timeoutMs, stdinData, stdinPipe, maxOutputBytes, encoding, processId,
+        autoCleanup, pty, null, null);
+  }
+
+  /** This spec in session {@code id} (null for none). */
+  public ExecSpec withSessionId(String id) {
+    return new ExecSpec(shellCommand, argv, env, cwd, timeoutMs, stdinData, stdinPipe, maxOutputBytes, encoding,
+        processId, autoCleanup, pty, id, label);
+  }
+
+  /** This spec running {@code program} instead, still reading as this one's command. */
+  public ExecSpec running(List<String> program) {
+    return new ExecSpec(null, program, env, cwd, timeoutMs, stdinData, stdinPipe, maxOutputBytes, encoding,
+        processId, autoCleanup, pty, sessionId, displayCommand());
+  }
+
   /** How the command reads to a human: the shell string, or the argv quoted as a shell would. */
   public String displayCommand() {
+    if (label != null) {
+      return label;
+    }
     if (shellCommand != null) {
       return shellCommand;
     }

@@ -171,6 +171,20 @@ public final class ProcessManager implements AutoCloseable {
   }
 
   /** The user commands run as, or null when they run as the agent's own user. */
+  /**
+   * The commands' temporary directory as the agent sees it: the sandbox's own {@code /tmp} under
+   * bubblewrap, else {@code java.io.tmpdir}.
+   */
+  public java.nio.file.Path commandTmpOnHost() {
+    return bubblewrap != null ? bubblewrap.scratch().resolve("tmp")
+        : java.nio.file.Path.of(System.getProperty("java.io.tmpdir"));
+  }
+
+  /** {@link #commandTmpOnHost()} as commands see it. */
+  public String commandTmp() {
+    return bubblewrap != null ? "/tmp" : commandTmpOnHost().toAbsolutePath().toString();
+  }
+
   public CommandUser commandUser() {
     return commandUser;
   }
@@ -281,6 +295,16 @@ public final class ProcessManager implements AutoCloseable {
   /** Signals a background process's group; escalates to SIGKILL after the grace period. */
   public void kill(ManagedProcess p, Signal signal, long graceMs) {
     p.terminate(signal, graceMs, ManagedProcess.KillReason.REQUEST);
+  }
+
+  /**
+   * Sends {@code signal} to a running process's group (and what left it) without escalating to
+   * SIGKILL: how a code context's interpreter is interrupted with SIGINT.
+   */
+  public void signal(ManagedProcess p, Signal signal) {
+    if (!p.isFinished()) {
+      killer.signalTree(p, signal, true);
+    }
   }
 
   /** Terminates a foreground process whose client went away. */

@@ -26,10 +26,11 @@ final class ExecArgs {
   }
 
   record Exec(String command, List<String> argv, String sandboxId, String cwd, Map<String, String> env,
-      String stdin, Double timeoutSeconds, Integer maxOutputBytes) implements Run {
+      String stdin, Double timeoutSeconds, Integer maxOutputBytes, String session) implements Run {
   }
 
+  /** {@code context}: the name of a code context to run in (created on first use), or null for a fresh process. */
   record RunCode(String code, String language, String sandboxId, String cwd, Map<String, String> env,
-      Double timeoutSeconds, Integer maxOutputBytes) implements Run {
+      Double timeoutSeconds, Integer maxOutputBytes, String context) implements Run {
   }
 }

@@ -6,6 +6,7 @@ import dev.sandboxsdk.ExecEvent;
 import dev.sandboxsdk.ExecOptions;
 import dev.sandboxsdk.ExecResult;
 import dev.sandboxsdk.SandboxConnectionException;
+import dev.sandboxsdk.Session;
 import dev.sandboxsdk.Signal;
 import dev.sandboxsdk.StdStream;
 import java.time.Duration;
@@ -14,20 +15,24 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
+import java.util.function.BiFunction;
 
 /**
  * The exec tool group: {@code exec} and {@code runCode}. Both run on the SDK's exec stream (or,
- * without progress, one plain answer) and hold no thread while they wait. Thread-safe.
+ * without progress, one plain answer) and hold no thread while they wait; a {@code runCode} with a
+ * {@code context} is the code group's ({@link CodeTools}). Thread-safe.
  */
 final class ExecTools implements ToolGroup {
   private final AdapterConfig config;
   private final Sandboxes sandboxes;
   private final Redactor redactor;
+  private final CodeTools code;
 
-  ExecTools(AdapterConfig config, Sandboxes sandboxes, Redactor redactor) {
+  ExecTools(AdapterConfig config, Sandboxes sandboxes, Redactor redactor, CodeTools code) {
     this.config = config;
     this.sandboxes = sandboxes;
     this.redactor = redactor;
+    this.code = code;
   }
 
   @Override
@@ -42,10 +47,26 @@ final class ExecTools implements ToolGroup {
     if (args.stdin() != null) {
       options.stdin(args.stdin());
     }
+    if (args.session() != null) {
+      // created by its first command, so a model needs no create step
+      Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+      Session session = SessionTools.open(sb, args.session());
+      Runner inSession = new Runner(session::execAsync, session::execStream, session.id());
+      return ctx.wantsProgress() ? runStreamed(sb, args, command, options.build(), ctx, null, inSession)
+          : runPlain(sb, args, command, options, ctx, inSession);
+    }
     if (!ctx.wantsProgress()) {
       return runPlain(args, command, options, ctx);
     }
     return runStreamed(args, command, options.build(), ctx, null);
+  }
+
+  /** Where a command runs: the sandbox itself, or one of its sessions (then named in the result). */
+  private record Runner(BiFunction<Command, ExecOptions, CompletableFuture<ExecResult>> async,
+      BiFunction<Command, ExecOptions, Flow.Publisher<ExecEvent>> stream, String session) {
+    static Runner of(Sandboxes.Entry sb) {
+      return new Runner(sb.sandbox()::execAsync, sb.sandbox()::execStream, null);
+    }
   }
 
   /**
@@ -56,10 +77,15 @@ final class ExecTools implements ToolGroup {
   private CompletableFuture<ToolOutcome> runPlain(ExecArgs.Exec args, Command command, ExecOptions.Builder options,
       CallContext ctx) {
     Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    return runPlain(sb, args, command, options, ctx, Runner.of(sb));
+  }
+
+  private CompletableFuture<ToolOutcome> runPlain(Sandboxes.Entry sb, ExecArgs.Exec args, Command command,
+      ExecOptions.Builder options, CallContext ctx, Runner runner) {
     int cap = SandboxTools.cap(config, args.maxOutputBytes());
     int keep = cap + redactor.maxBytes();
-    ExecCollector collector = new ExecCollector(sb, cap, ctx, null);
-    CompletableFuture<ExecResult> run = sb.sandbox().execAsync(command, options.maxOutputBytes(keep).build());
+    ExecCollector collector = new ExecCollector(sb, cap, ctx, null, runner.session());
+    CompletableFuture<ExecResult> run = runner.async().apply(command, options.maxOutputBytes(keep).build());
     ctx.onCancel(() -> run.cancel(true)); // the SDK kills the command (DELETE /api/execute/{id})
     run.whenComplete((r, t) -> {
       if (t != null) {
@@ -74,6 +100,9 @@ final class ExecTools implements ToolGroup {
   }
 
   private CompletableFuture<ToolOutcome> runCode(ExecArgs.RunCode args, CallContext ctx) {
+    if (args.context() != null) {
+      return code.runInContext(args, ctx);
+    }
     String language = args.language();
     String interpreter = switch (language) {
       case "python" -> "python3";
@@ -106,9 +135,14 @@ final class ExecTools implements ToolGroup {
   private CompletableFuture<ToolOutcome> runStreamed(ExecArgs.Run args, Command command, ExecOptions options,
       CallContext ctx, String language) {
     Sandboxes.Entry sb = sandboxes.require(args.sandboxId());
+    return runStreamed(sb, args, command, options, ctx, language, Runner.of(sb));
+  }
+
+  private CompletableFuture<ToolOutcome> runStreamed(Sandboxes.Entry sb, ExecArgs.Run args, Command command,
+      ExecOptions options, CallContext ctx, String language, Runner runner) {
     int cap = SandboxTools.cap(config, args.maxOutputBytes());
-    ExecCollector collector = new ExecCollector(sb, cap, ctx, language);
-    sb.sandbox().execStream(command, options).subscribe(collector);
+    ExecCollector collector = new ExecCollector(sb, cap, ctx, language, runner.session());
+    runner.stream().apply(command, options).subscribe(collector);
     return collector.result;
   }
 
@@ -123,9 +157,11 @@ final class ExecTools implements ToolGroup {
     private volatile long pid;
     private String shown = "";
     private String missing; // the interpreter runCode found missing
+    private final String session;
 
-    ExecCollector(Sandboxes.Entry sandbox, int cap, CallContext ctx, String language) {
+    ExecCollector(Sandboxes.Entry sandbox, int cap, CallContext ctx, String language, String session) {
       this.sandbox = sandbox;
+      this.session = session;
       this.stdout = new CappedText(cap, redactor, 0);
       this.stderr = new CappedText(cap, redactor, 0);
       this.progress = new Progress(ctx, redactor);
@@ -185,6 +221,9 @@ final class ExecTools implements ToolGroup {
           .put("timedOut", timedOut);
       r.put("signal", signal == null ? null : signal.name());
       r.put("durationMs", duration.toMillis()).put("pid", pid).put("sandboxId", sandbox.id());
+      if (session != null) {
+        r.put("session", session);
+      }
       List<String> notes = new ArrayList<>();
       if (missing != null && exitCode == 127) {
         String which = missing;

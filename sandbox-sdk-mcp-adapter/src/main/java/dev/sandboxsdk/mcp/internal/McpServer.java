@@ -309,13 +309,17 @@ public final class McpServer implements AutoCloseable {
     CompletableFuture.delayedExecutor(300, TimeUnit.MILLISECONDS).execute(() -> reply(out, JsonRpc.result(id, result)));
   }
 
-  /** The CallToolResult: structured content, the same JSON as text, and isError; all redacted. */
+  /** The CallToolResult: structured content, images, the same JSON as text, and isError; text redacted. */
   ObjectNode toResult(ToolOutcome r) {
     Redactor redactor = tools.redactor();
     ObjectNode result = Json.object();
     var content = result.putArray("content");
     if (r.message() != null) {
       content.addObject().put("type", "text").put("text", redactor.redact(r.message()));
+    }
+    // Images (a chart of runCode) before the JSON, which stays the last content item.
+    for (ToolOutcome.Image image : r.images()) {
+      content.addObject().put("type", "image").put("data", image.base64()).put("mimeType", image.mimeType());
     }
     if (r.structured() != null) {
       JsonNode structured = redactor.redact(r.structured());

@@ -67,12 +67,14 @@ public final class SandboxTools implements AutoCloseable {
     this.sandboxes = sandboxes;
     this.redactor = new Redactor(secrets(config));
     timer.setRemoveOnCancelPolicy(true);
-    new ExecTools(config, sandboxes, redactor).register(tools);
+    CodeTools code = new CodeTools(config, sandboxes, redactor);
+    new ExecTools(config, sandboxes, redactor, code).register(tools);
     new ProcessTools(config, sandboxes, redactor, timer).register(tools);
     // Further capabilities are groups of their own; a new one is one more entry here.
     List.<ToolGroup>of(new LifecycleTools(sandboxes, config.passEnv()), new CheckpointTools(sandboxes),
         new FileTools(config, sandboxes, redactor), new PortTools(sandboxes), new GitTools(sandboxes, config.passEnv()),
-        new WatchTools(sandboxes, timer), new EgressTools(sandboxes)).forEach(g -> g.register(tools));
+        new WatchTools(sandboxes, timer), new EgressTools(sandboxes), new SessionTools(sandboxes), code)
+        .forEach(g -> g.register(tools));
   }
 
   @Override

@@ -127,12 +127,13 @@ class McpServerTest {
       assertThat(t.get("annotations").has("idempotentHint")).isTrue();
       assertThat(t.toString()).as("schemas are self-contained").doesNotContain("$ref");
     }
-    assertThat(names).containsExactlyInAnyOrder("exec", "runCode", "startProcess", "listProcesses", "getProcess",
+    assertThat(names).containsExactlyInAnyOrder("exec", "runCode", "listCodeContexts", "deleteCodeContext", "startProcess", "listProcesses", "getProcess",
         "killProcess", "killAllProcesses", "getProcessLogs", "streamProcessLogs", "cleanupCompletedProcesses",
         "getSandbox", "listSandboxes", "destroy", "readFile", "writeFile", "listFiles", "mkdir", "deleteFile",
         "moveFile", "renameFile", "fileExists", "statFile", "waitForPort", "gitCheckout", "watchFiles", "exposePort", "unexposePort",
         "listExposedPorts", "shutdownSandbox", "wakeSandbox", "createCheckpoint", "listCheckpoints", "restoreCheckpoint",
-        "deleteCheckpoint", "getEgressPolicy", "updateEgressPolicy", "listEgressEvents");
+        "deleteCheckpoint", "getEgressPolicy", "updateEgressPolicy", "listEgressEvents", "listSessions",
+        "deleteSession");
     Set<String> implemented = new HashSet<>();
     try (SandboxTools impl = new SandboxTools(AdapterConfig.defaults(), new Sandboxes(AdapterConfig.defaults()))) {
       impl.names().forEach(implemented::add);
@@ -147,6 +148,8 @@ class McpServerTest {
     java.util.Map<String, List<Boolean>> expected = java.util.Map.ofEntries(
         java.util.Map.entry("exec", List.of(false, true, false)),
         java.util.Map.entry("runCode", List.of(false, true, false)),
+        java.util.Map.entry("listCodeContexts", List.of(true, false, true)),
+        java.util.Map.entry("deleteCodeContext", List.of(false, true, false)),
         java.util.Map.entry("startProcess", List.of(false, false, false)),
         java.util.Map.entry("listProcesses", List.of(true, false, true)),
         java.util.Map.entry("getProcess", List.of(true, false, true)),
@@ -181,7 +184,9 @@ class McpServerTest {
         java.util.Map.entry("deleteCheckpoint", List.of(false, true, true)),
         java.util.Map.entry("getEgressPolicy", List.of(true, false, true)),
         java.util.Map.entry("updateEgressPolicy", List.of(false, true, true)),
-        java.util.Map.entry("listEgressEvents", List.of(true, false, true)));
+        java.util.Map.entry("listEgressEvents", List.of(true, false, true)),
+        java.util.Map.entry("listSessions", List.of(true, false, true)),
+        java.util.Map.entry("deleteSession", List.of(false, true, false)));
     JsonNode tools = client.request("tools/list", null).get("result").get("tools");
     assertThat(tools).hasSize(expected.size());
     for (JsonNode t : tools) {
