@@ -148,7 +148,7 @@ class EgressSecretsAgentIT {
           + "echo found=$?; grep -c sandbox-secret- /proc/self/environ key.txt");
       assertThat(grep.path("stdout").asText()).as("%s", grep).contains("found=1", "/proc/self/environ:1", "key.txt:1")
           .doesNotContain(VALUE);
-      JsonNode events = agent.get("/api/egress/events?since=0").body();
+      JsonNode events = EgressWiringIT.events(agent, 1);
       assertThat(events.toString()).doesNotContain(VALUE).contains("\"secrets\":[\"API_KEY\"]");
     }
   }
@@ -178,11 +178,26 @@ class EgressSecretsAgentIT {
     }
   }
 
-  static JsonNode lastEvent(TestAgent agent, String host) {
+  static JsonNode lastEvent(TestAgent agent, String host) throws InterruptedException {
+    return lastEvent(agent, host, e -> true);
+  }
+
+  /**
+   * The last event for {@code host} that matches, once there is one: the proxy records a
+   * connection when it ends, which can be just after the command has its answer.
+   */
+  static JsonNode lastEvent(TestAgent agent, String host, java.util.function.Predicate<JsonNode> match)
+      throws InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
     JsonNode found = null;
-    for (JsonNode e : agent.get("/api/egress/events?since=0&limit=1000").body().path("events")) {
-      if (e.path("host").asText().equals(host)) {
-        found = e;
+    while (found == null && System.nanoTime() < deadline) {
+      for (JsonNode e : agent.get("/api/egress/events?since=0&limit=1000").body().path("events")) {
+        if (e.path("host").asText().equals(host) && match.test(e)) {
+          found = e;
+        }
+      }
+      if (found == null) {
+        Thread.sleep(50);
       }
     }
     assertThat(found).as("an event for %s", host).isNotNull();
@@ -213,7 +228,8 @@ class EgressSecretsAgentIT {
       }
       long millis = (System.nanoTime() - start) / 1_000_000;
       assertThat(millis).as("cut at the 10 s handshake deadline").isBetween(9_800L, 20_000L);
-      assertThat(lastEvent(agent, "secret.test").path("outcome").asText()).isEqualTo("handshake-timeout");
+      assertThat(lastEvent(agent, "secret.test", e -> e.path("outcome").asText().equals("handshake-timeout")))
+          .as("the connection is recorded as cut at the handshake deadline").isNotNull();
 
       try (Socket raw = connect(proxyPort, "secret.test:" + port);
           SSLSocket tls = (SSLSocket) trusting(ca).getSocketFactory().createSocket(raw, "secret.test",

@@ -60,6 +60,20 @@ class EgressWiringIT {
     return exec(agent, "curl -s -m 10 -w ' %{http_code}' http://" + host + ":" + port + "/").path("stdout").asText();
   }
 
+  /**
+   * The audit from sequence 0 once it holds {@code count} events, or as it is after 10 s: the proxy
+   * records a connection when it ends, which can be just after the command has its answer.
+   */
+  static JsonNode events(TestAgent agent, int count) throws InterruptedException {
+    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    JsonNode all = agent.get("/api/egress/events?since=0&limit=1000").body();
+    while (all.path("events").size() < count && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+      all = agent.get("/api/egress/events?since=0&limit=1000").body();
+    }
+    return all;
+  }
+
   @Test
   void commandsGoThroughTheProxyAndAPolicyUpdateDecidesTheNextConnection() throws Exception {
     assumeTrue(hasCurl(), "curl is not installed");
@@ -75,7 +89,7 @@ class EgressWiringIT {
 
       assertThat(curl(agent, "allowed.test")).isEqualTo("hello from upstream 200");
       assertThat(curl(agent, "denied.test")).contains("deny denied.test").endsWith(" 403");
-      long before = agent.get("/api/egress/events").body().path("lastSequence").asLong();
+      long before = events(agent, 2).path("lastSequence").asLong();
 
       TestAgent.Response put = agent.send(put(agent, "{\"mode\":\"allow-list\",\"rules\":[\"deny allowed.test\","
           + "\"allow denied.test\",\"allow 127.0.0.1/32\"]}"));
@@ -86,7 +100,7 @@ class EgressWiringIT {
       assertThat(curl(agent, "allowed.test")).endsWith(" 403");
       assertThat(curl(agent, "denied.test")).isEqualTo("hello from upstream 200");
 
-      JsonNode all = agent.get("/api/egress/events?since=0").body();
+      JsonNode all = events(agent, 4);
       List<String> seen = new ArrayList<>();
       all.path("events").forEach(e -> seen.add(e.path("host").asText() + " " + e.path("allowed").asBoolean() + " "
           + e.path("rule").asText()));

@@ -45,6 +45,20 @@ class EgressToolsIT {
   }
 
   /** curl through the sandbox's proxy, loopback included (NO_PROXY would otherwise skip it): "body status". */
+  /**
+   * listEgressEvents from sequence 0 once it lists {@code count} events, or as it is after 10 s:
+   * the proxy records a connection when it ends, which can be just after the command has its answer.
+   */
+  private static JsonNode eventsOnce(McpTestClient client, int count) throws InterruptedException {
+    long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+    JsonNode events = client.call("listEgressEvents", args("since", 0, "limit", 1000));
+    while (!events.has("isError") && sc(events).get("events").size() < count && System.nanoTime() < deadline) {
+      Thread.sleep(50);
+      events = client.call("listEgressEvents", args("since", 0, "limit", 1000));
+    }
+    return events;
+  }
+
   private String curl() {
     JsonNode r = mcp.call("exec", args("command", "curl -s -m 10 --proxy \"$HTTP_PROXY\" --noproxy '' -w ' %{http_code}'"
         + " http://127.0.0.1:" + upstream.getAddress().getPort() + "/"));
@@ -52,7 +66,7 @@ class EgressToolsIT {
   }
 
   @Test
-  void theToolsReadAndChangeThePolicyAndListWhatItDecided() {
+  void theToolsReadAndChangeThePolicyAndListWhatItDecided() throws Exception {
     JsonNode got = mcp.call("getEgressPolicy", args());
     assertThat(got.has("isError")).as("%s", got).isFalse();
     assertThat(sc(got).get("mode").asText()).isEqualTo("allow-list");
@@ -65,7 +79,7 @@ class EgressToolsIT {
     assertThat(text(set)).contains("deny 127.0.0.1/32");
     assertThat(curl()).endsWith(" 403");
 
-    JsonNode events = mcp.call("listEgressEvents", args("since", 0, "limit", 1000));
+    JsonNode events = eventsOnce(mcp, 2);
     assertThat(events.has("isError")).as("%s", events).isFalse();
     List<String> seen = new java.util.ArrayList<>();
     sc(events).get("events").forEach(e -> seen.add(e.get("allowed").asBoolean() + " " + e.get("rule").asText()));
@@ -113,7 +127,7 @@ class EgressToolsIT {
   }
 
   @Test
-  void aServerSecretGivesCommandsAPlaceholderAndTheEventsNameIt() {
+  void aServerSecretGivesCommandsAPlaceholderAndTheEventsNameIt() throws Exception {
     String value = "sk-mcp-0123456789abcdef";
     AdapterConfig config = AdapterConfig.parse(new String[] {"--egress-policy", policy.toString(),
         "--egress-secret", "API_KEY=MCP_TEST_KEY@secret.test#X-Api-Key"}, Map.of("MCP_TEST_KEY", value));
@@ -124,7 +138,7 @@ class EgressToolsIT {
           + " -w ' %{http_code}' -H \"X-Api-Key: $API_KEY\" http://127.0.0.1:" + upstream.getAddress().getPort() + "/"));
       assertThat(sc(sent).get("stdout").asText()).as("%s", sent).contains("secret-to-unbound-host (API_KEY)")
           .endsWith(" 403");
-      JsonNode events = client.call("listEgressEvents", args("since", 0));
+      JsonNode events = eventsOnce(client, 1);
       assertThat(events.has("isError")).as("%s", events).isFalse();
       assertThat(sc(events).get("events")).singleElement().satisfies(e -> {
         assertThat(e.get("rule").asText()).isEqualTo("secret-to-unbound-host");
