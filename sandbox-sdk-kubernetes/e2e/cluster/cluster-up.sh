@@ -76,18 +76,34 @@ EOT
 nohup etcd --name local --data-dir "$R/etcd" --listen-client-urls http://127.0.0.1:23790 --advertise-client-urls http://127.0.0.1:23790 \
   --listen-peer-urls http://127.0.0.1:23800 --initial-advertise-peer-urls http://127.0.0.1:23800 --initial-cluster local=http://127.0.0.1:23800 > logs/etcd.log 2>&1 &
 echo $! > etcd.pid
-nohup "$B/kube-apiserver" --etcd-servers=http://127.0.0.1:23790 --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=16443 \
-  --endpoint-reconciler-type=none --kubelet-preferred-address-types=Hostname --cert-dir="$R/pki/apiserver" \
-  --token-auth-file="$R/pki/tokens.csv" --authorization-mode=Node,RBAC --allow-privileged=true --service-cluster-ip-range=10.0.0.0/24 \
-  --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$R/pki/sa.pub" --service-account-signing-key-file="$R/pki/sa.key" \
-  > logs/apiserver.log 2>&1 &
-echo $! > kube-apiserver.pid
+# The API server gives up at start if etcd does not answer in time (seen on a loaded machine):
+# start it only once etcd is healthy, and start it again if it exits before it is ready.
+for i in $(seq 1 480); do curl -s http://127.0.0.1:23790/health 2>/dev/null | grep -q '"health":"true"' && break; sleep 0.25; done
+curl -s http://127.0.0.1:23790/health | grep -q '"health":"true"' || { echo "etcd is not healthy after 120 s"; tail -20 logs/etcd.log; exit 1; }
+start_apiserver() {
+  nohup "$B/kube-apiserver" --etcd-servers=http://127.0.0.1:23790 --bind-address=127.0.0.1 --advertise-address=127.0.0.1 --secure-port=16443 \
+    --endpoint-reconciler-type=none --kubelet-preferred-address-types=Hostname --cert-dir="$R/pki/apiserver" \
+    --token-auth-file="$R/pki/tokens.csv" --authorization-mode=Node,RBAC --allow-privileged=true --service-cluster-ip-range=10.0.0.0/24 \
+    --service-account-issuer=https://kubernetes.default.svc --service-account-key-file="$R/pki/sa.pub" --service-account-signing-key-file="$R/pki/sa.key" \
+    >> logs/apiserver.log 2>&1 &
+  echo $! > kube-apiserver.pid
+}
+start_apiserver
 nohup containerd --config "$R/containerd/config.toml" > logs/containerd.log 2>&1 &
 echo $! > containerd.pid
 C="ctr --address $R/containerd/containerd.sock -n k8s.io"
 for i in $(seq 1 100); do $C version >/dev/null 2>&1 && break; sleep 0.1; done
 $C images import images/pause-img.tar >/dev/null; $C images import images/busybox-img.tar >/dev/null
-for i in $(seq 1 240); do curl -sk -H "Authorization: Bearer $(cat pki/admin.token)" https://127.0.0.1:16443/readyz | grep -q '^ok' && break; sleep 0.25; done
+ready() { curl -sk -H "Authorization: Bearer $(cat pki/admin.token)" https://127.0.0.1:16443/readyz | grep -q '^ok'; }
+starts=1
+for i in $(seq 1 720); do
+  ready && break
+  if ! kill -0 "$(cat kube-apiserver.pid)" 2>/dev/null && [ "$starts" -lt 3 ]; then
+    echo "the API server exited before it was ready; starting it again"; starts=$((starts + 1)); start_apiserver
+  fi
+  sleep 0.25
+done
+ready || { echo "the API server is not ready after $(el)"; tail -20 logs/apiserver.log; exit 1; }
 echo "apiserver ready: $(el)"
 nohup "$B/kube-controller-manager" --kubeconfig="$R/admin.kubeconfig" --bind-address=127.0.0.1 --secure-port=10257 --port=0 --leader-elect=false \
   --service-account-private-key-file="$R/pki/sa.key" --root-ca-file="$R/pki/apiserver/apiserver.crt" > logs/controller-manager.log 2>&1 &
@@ -104,4 +120,6 @@ api(){ curl -sk -H "Authorization: Bearer $(cat "$R/pki/admin.token")" "https://
 for i in $(seq 1 240); do [ "$(api /api/v1/nodes/localhost | jq -r '.status.conditions[]? | select(.type=="Ready") | .status')" = True ] && break; sleep 0.25; done
 for i in $(seq 1 240); do [ "$(api /api/v1/nodes/localhost | jq -r '.spec.taints // [] | length')" = 0 ] \
   && api /api/v1/namespaces/default/serviceaccounts/default | jq -e '.metadata.name' >/dev/null 2>&1 && break; sleep 0.25; done
+[ "$(api /api/v1/nodes/localhost | jq -r '.status.conditions[]? | select(.type=="Ready") | .status')" = True ] \
+  || { echo "the node is not Ready after $(el)"; tail -20 logs/kubelet.log; exit 1; }
 echo "node Ready, untainted, default SA present: $(el)   KUBECONFIG=$R/admin.kubeconfig"

@@ -61,7 +61,8 @@ if podman image exists "$clients_image"; then
 fi
 # The tests' namespace (created once; 409 when it exists).
 api -s -o /dev/null -X POST -H 'Content-Type: application/json' https://127.0.0.1:16443/api/v1/namespaces \
-  -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"sandbox-it"}}'
+  -d '{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"sandbox-it"}}' \
+  || { echo "the API server does not answer; its log:"; tail -20 "$run/logs/apiserver.log"; exit 1; }
 
 echo "== the Kubernetes suite"
 ./mvnw -B -ntp -pl sandbox-sdk-kubernetes,sandbox-sdk-mcp-adapter -am verify -Dcheckstyle.skip \
