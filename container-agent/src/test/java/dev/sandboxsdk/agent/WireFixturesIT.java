@@ -312,7 +312,7 @@ class WireFixturesIT {
       assertThat(bad.body().get("code")).isEqualTo(error.get("code"));
       assertThat(bad.status()).isEqualTo(error.get("httpStatus").asInt());
       egress.post("/api/execute", obj("command", "curl -s -m 5 http://denied.test:9/ || true"));
-      JsonNode events = egress.get("/api/egress/events?since=0").body();
+      JsonNode events = EgressWiringIT.events(egress, 1); // recorded when the connection ends
       assertThat(events.path("events").size()).isEqualTo(1);
       assertThat(shape(events)).isEqualTo(shape(fixture("egress-events-response.json")));
     }
