@@ -209,6 +209,35 @@ class IsolationIT {
     }
   }
 
+  /**
+   * A bwrap that is there but does not start in time (a loaded machine, or a command loading it)
+   * must not turn {@code auto} into no isolation: the start fails and says why.
+   */
+  @Test
+  void autoDoesNotFallBackToNoIsolationWhenBwrapOnlyStartsTooSlowly() throws Exception {
+    Path bin = Files.createDirectories(dir.resolve("slow-bin"));
+    for (String tool : List.of("setsid", "kill", "env", "mkfifo", "grep", "sh", "sleep", "nsenter")) {
+      Path real = Path.of("/usr/bin", tool);
+      Files.createSymbolicLink(bin.resolve(tool), Files.exists(real) ? real : Path.of("/bin", tool));
+    }
+    Path fake = bin.resolve("bwrap");
+    Files.writeString(fake, "#!/bin/sh\nexec sleep 20\n");
+    Files.setPosixFilePermissions(fake, java.nio.file.attribute.PosixFilePermissions.fromString("rwxr-xr-x"));
+    Path log = dir.resolve("slow.log");
+    Process auto = LaunchedAgent.launch(List.of(), Map.of("PATH", bin.toString()), log, "--workspace",
+        dir.resolve("ws").toString(), "--isolation", "auto");
+    try {
+      assertThat(auto.waitFor(90, TimeUnit.SECONDS)).as("log: %s", LaunchedAgent.readQuietly(log)).isTrue();
+      assertThat(auto.exitValue()).isEqualTo(1);
+      assertThat(new String(auto.getInputStream().readAllBytes(), StandardCharsets.UTF_8))
+          .as("no ready line").doesNotContain(Main.READY_PREFIX);
+      assertThat(Files.readString(log)).contains("cannot start: --isolation auto: the network namespace's holder"
+          + " did not start within").contains("started too slowly").doesNotContain("commands run without isolation");
+    } finally {
+      auto.destroyForcibly();
+    }
+  }
+
   @Test
   void isolationCannotBeCombinedWithACommandUser() throws IOException, InterruptedException {
     Path log = dir.resolve("agent.log");

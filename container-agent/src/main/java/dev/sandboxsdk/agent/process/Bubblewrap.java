@@ -91,10 +91,25 @@ public final class Bubblewrap {
   }
 
   /**
+   * Bubblewrap is there but did not start in time: a fact about the machine's load, not about
+   * whether isolation works here, so {@code --isolation auto} must not fall back to none on it (a
+   * command that loads the machine would otherwise get the next sandboxes started unisolated).
+   */
+  public static final class SlowStartException extends IllegalStateException {
+    private static final long serialVersionUID = 1L;
+
+    /** With a one-line reason. */
+    public SlowStartException(String message) {
+      super(message);
+    }
+  }
+
+  /**
    * Finds bwrap on {@code path} and checks that it can create its namespaces here (it cannot in
    * many containers, or where unprivileged user namespaces are disabled).
    *
-   * @throws IllegalStateException with a one-line reason if it is missing or does not work
+   * @throws IllegalStateException with a one-line reason if it is missing or does not work; a
+   *     {@link SlowStartException} if it did not start in time
    */
   public static Bubblewrap probe(String path, Path workspace, boolean network) {
     String bwrap = ProcessGroups.which("bwrap", path);
@@ -140,7 +155,7 @@ public final class Bubblewrap {
       byte[] out = p.getInputStream().readNBytes(2048);
       if (!p.waitFor(10, TimeUnit.SECONDS)) {
         p.destroyForcibly();
-        throw new IllegalStateException(bwrap + " did not run 'true' within 10 s");
+        throw new SlowStartException(bwrap + " did not run 'true' within 10 s");
       }
       if (p.exitValue() != 0) {
         String why = new String(out, StandardCharsets.UTF_8).strip().replace('\n', ' ');

@@ -63,7 +63,8 @@ final class SharedNetwork implements AutoCloseable {
     } catch (TimeoutException e) {
       closed = true;
       keeper.interrupt();
-      throw new IllegalStateException("the network namespace's holder did not start within " + START_TIMEOUT_MS + " ms");
+      throw new Bubblewrap.SlowStartException("the network namespace's holder did not start within "
+          + START_TIMEOUT_MS + " ms");
     } catch (InterruptedException e) {
       closed = true;
       keeper.interrupt();

@@ -51,7 +51,8 @@ final class SpawnSetup {
   /**
    * The bubblewrap sandbox for {@code --isolation bwrap} (which fails the start if it cannot run)
    * and {@code auto} (which falls back to none with one warning, telling {@code unavailable}
-   * why), or null.
+   * why, where bwrap is missing or cannot work here; but fails the start when bwrap merely started
+   * too slowly), or null.
    */
   static Bubblewrap bubblewrap(AgentConfig config, String path, Consumer<String> unavailable) {
     switch (config.isolation()) {
@@ -70,6 +71,10 @@ final class SpawnSetup {
           Bubblewrap b = Bubblewrap.probe(path, config.workspace(), config.isolationNetwork());
           log.info("commands run isolated by {}", b);
           return b;
+        } catch (Bubblewrap.SlowStartException e) {
+          throw new IllegalStateException("--isolation auto: " + e.getMessage() + " (bwrap works here but started"
+              + " too slowly, which does not make no isolation acceptable: start again, or ask for --isolation none)",
+              e);
         } catch (IllegalStateException e) {
           log.warn("--isolation auto: {}; commands run without isolation", e.getMessage());
           unavailable.accept(e.getMessage());
