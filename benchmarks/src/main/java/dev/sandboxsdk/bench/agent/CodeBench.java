@@ -68,7 +68,6 @@ public class CodeBench {
   private static final Pattern CONTEXT_ID = Pattern.compile("\"contextId\":\"([^\"]+)\"");
   private static final Pattern URL = Pattern.compile("\"url\":\"http://([^:\"]+):(\\d+)\"");
   private static final byte[] STDOUT = JsonBytes.ascii("\"stdout\":\"");
-  private static final Pattern ISOLATION = Pattern.compile("\"isolation\":\"([^\"]+)\"");
   /** The request line the agent writes to a runner for a run of 1+1 with the default output limit. */
   private static final byte[] PIPE_REQUEST = "{\"code\":\"1+1\",\"maxOutputBytes\":1048576}\n"
       .getBytes(StandardCharsets.UTF_8);
@@ -267,8 +266,7 @@ public class CodeBench {
 
   /** The agent JVM, started as the local sandbox starts it, with one kept HTTP connection to it. */
   static final class Agent implements Closeable {
-    final Process process;
-    final OutputStream stdin;
+    final StdinAgent process;
     final String isolation;
     final String token;
     final RawHttp http;
@@ -278,25 +276,13 @@ public class CodeBench {
     final Map<String, String> commandEnv;
 
     Agent(String jar, Path workspace) throws IOException {
-      process = new ProcessBuilder(Procs.javaBin(), "-XX:+UseSerialGC", "-Xss512k", "-Xms8m", "-Xmx512m",
-          "-XX:-UsePerfData", "-jar", jar, "--port", "0", "--bind", "127.0.0.1", "--workspace", workspace.toString(),
-          "--token-stdin", "--exit-on-stdin-eof").redirectError(ProcessBuilder.Redirect.DISCARD).start();
-      String token = "bench-" + System.nanoTime();
-      stdin = process.getOutputStream();
-      stdin.write((token + "\n").getBytes(StandardCharsets.UTF_8));
-      stdin.flush();
-      BufferedReader out = new BufferedReader(new InputStreamReader(process.getInputStream(), StandardCharsets.UTF_8));
-      String ready = out.readLine();
-      Matcher url = ready == null ? null : URL.matcher(ready);
-      if (url == null || !ready.startsWith("SANDBOX_AGENT_READY ") || !url.find()) {
-        process.destroyForcibly();
-        throw new IllegalStateException("the agent did not start: " + ready);
-      }
-      Matcher inForce = ISOLATION.matcher(ready);
-      isolation = inForce.find() ? inForce.group(1) : "?";
+      process = StdinAgent.start(jar, workspace);
+      Matcher url = URL.matcher(process.readyLine());
+      url.find();
+      isolation = process.isolation();
+      token = process.token();
       http = new RawHttp(url.group(1), Integer.parseInt(url.group(2)), token);
       base = URI.create("http://" + url.group(1) + ":" + url.group(2));
-      this.token = token;
       commandEnv = commandEnv();
     }
 
@@ -362,15 +348,7 @@ public class CodeBench {
     @Override
     public void close() throws IOException {
       http.close();
-      stdin.close(); // --exit-on-stdin-eof
-      try {
-        if (!process.waitFor(15, TimeUnit.SECONDS)) {
-          process.destroyForcibly();
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-        process.destroyForcibly();
-      }
+      process.close();
     }
   }
 

@@ -2,10 +2,8 @@ package dev.sandboxsdk.bench.agent;
 
 import com.sun.net.httpserver.HttpsConfigurator;
 import com.sun.net.httpserver.HttpsServer;
-import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStream;
-import java.io.InputStreamReader;
 import java.io.OutputStream;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -352,7 +350,7 @@ public class EgressBench {
    * bound to {@link #SECRET_HOST}'s {@code X-Api-Key} header, and the upstream's certificate as a
    * test trust anchor of its own TLS; {@code placeholder} and {@code caPem} are what a command sees.
    */
-  private record Agent(Process process, OutputStream stdin, String proxy, String placeholder, Path caPem)
+  private record Agent(StdinAgent process, String proxy, String placeholder, Path caPem)
       implements AutoCloseable {
     static Agent start(String jar, Path dir, Path upstreamPem) throws Exception {
       Path ws = Files.createDirectories(dir.resolve("workspace"));
@@ -360,30 +358,17 @@ public class EgressBench {
           + HOST + "\",\"allow " + SECRET_HOST + "\",\"allow 127.0.0.1/32\"]}");
       Path secrets = Files.writeString(dir.resolve("secrets.json"), "[{\"name\":\"API_KEY\",\"value\":\"" + SECRET
           + "\",\"hosts\":[\"" + SECRET_HOST + "\"],\"header\":\"X-Api-Key\"}]");
-      Process p = new ProcessBuilder("java", "-XX:+UseSerialGC", "-Xss512k", "-Xms8m", "-Xmx512m", "-XX:-UsePerfData",
-          "-jar", jar, "--port", "0", "--bind", "127.0.0.1", "--workspace", ws.toString(), "--token-stdin",
-          "--exit-on-stdin-eof", "--isolation", "none", "--egress-policy", policy.toString(),
+      StdinAgent p = StdinAgent.start(jar, ws, "--isolation", "none", "--egress-policy", policy.toString(),
           "--egress-secrets", secrets.toString(), "--egress-test-trust", upstreamPem.toString(),
-          "--egress-test-hosts", HOST + "=127.0.0.1," + SECRET_HOST + "=127.0.0.1")
-          .redirectError(ProcessBuilder.Redirect.DISCARD).start();
-      String token = "bench-" + System.nanoTime();
-      OutputStream stdin = p.getOutputStream();
-      stdin.write((token + "\n").getBytes(StandardCharsets.UTF_8));
-      stdin.flush();
-      String ready = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8)).readLine();
-      Matcher url = Pattern.compile("\"url\":\"([^\"]+)\"").matcher(ready == null ? "" : ready);
-      if (!url.find()) {
-        p.destroyForcibly();
-        throw new IllegalStateException("the agent did not start: " + ready);
-      }
+          "--egress-test-hosts", HOST + "=127.0.0.1," + SECRET_HOST + "=127.0.0.1");
       try {
-        String proxy = find(call(url.group(1), token, "/api/egress/policy", null), "\"proxyUrl\"\\s*:\\s*\"http://([^\"]+)\"");
-        String seen = find(call(url.group(1), token, "/api/execute",
+        String proxy = find(call(p.url(), p.token(), "/api/egress/policy", null), "\"proxyUrl\"\\s*:\\s*\"http://([^\"]+)\"");
+        String seen = find(call(p.url(), p.token(), "/api/execute",
             "{\"command\":\"printf '%s %s' \\\"$API_KEY\\\" \\\"$SSL_CERT_FILE\\\"\"}"), "\"stdout\"\\s*:\\s*\"([^\"]+)\"");
         String[] parts = seen.split(" ", 2);
-        return new Agent(p, stdin, proxy, parts[0], Path.of(parts[1]).resolveSibling("egress-ca.pem"));
+        return new Agent(p, proxy, parts[0], Path.of(parts[1]).resolveSibling("egress-ca.pem"));
       } catch (IOException | RuntimeException e) {
-        stdin.close();
+        p.close();
         throw e;
       }
     }
@@ -409,15 +394,8 @@ public class EgressBench {
     }
 
     @Override
-    public void close() throws IOException {
-      stdin.close(); // --exit-on-stdin-eof
-      try {
-        if (!process.waitFor(15, TimeUnit.SECONDS)) {
-          process.destroyForcibly();
-        }
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      }
+    public void close() {
+      process.close();
     }
   }
 }

@@ -1,22 +1,15 @@
 package dev.sandboxsdk.bench.agent;
 
-import java.io.BufferedReader;
 import java.io.IOException;
-import java.io.InputStreamReader;
-import java.io.OutputStream;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 
 /**
  * What {@code --isolation bwrap} costs per command: starts the agent once per isolation mode and
@@ -56,34 +49,18 @@ public class IsolationBench {
         Runtime.getRuntime().availableProcessors(), System.getProperty("java.version"));
     for (String mode : modes) {
       Path ws = Files.createTempDirectory("isolation-bench-");
-      Process agent = new ProcessBuilder("java", "-XX:+UseSerialGC", "-Xss512k", "-Xms8m", "-Xmx512m", "-XX:-UsePerfData", "-jar", jar,
-          "--port", "0", "--bind", "127.0.0.1", "--workspace", ws.toString(), "--token-stdin",
-          "--exit-on-stdin-eof", "--isolation", mode)
-          .redirectError(ProcessBuilder.Redirect.DISCARD).start();
-      String token = "bench-" + System.nanoTime();
-      OutputStream stdin = agent.getOutputStream();
-      stdin.write((token + "\n").getBytes(StandardCharsets.UTF_8));
-      stdin.flush();
-      BufferedReader out = new BufferedReader(new InputStreamReader(agent.getInputStream(), StandardCharsets.UTF_8));
-      String ready = out.readLine();
-      if (ready == null || !ready.startsWith("SANDBOX_AGENT_READY ")) {
-        throw new IllegalStateException("agent (--isolation " + mode + ") did not start: " + ready);
-      }
-      Matcher url = Pattern.compile("\"url\":\"([^\"]+)\"").matcher(ready);
-      Matcher inForce = Pattern.compile("\"isolation\":\"([^\"]+)\"").matcher(ready);
-      url.find();
-      String isolation = inForce.find() ? inForce.group(1) : "?";
+      StdinAgent agent = StdinAgent.start(jar, ws, "--isolation", mode);
+      String isolation = agent.isolation();
       if (!isolation.equals(mode)) { // the figures would be labelled with a mode that did not run
-        stdin.close();
-        agent.waitFor(15, TimeUnit.SECONDS);
+        agent.close();
         deleteTree(ws);
         throw new IllegalStateException("asked for --isolation " + mode + ", the agent reports " + isolation + " in force");
       }
       HttpClient http = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
       try {
         for (String body : List.of("{\"argv\":[\"true\"]}", "{\"command\":\"true\"}")) {
-          HttpRequest request = HttpRequest.newBuilder(URI.create(url.group(1) + "/api/execute"))
-              .header("Authorization", "Bearer " + token).header("Content-Type", "application/json")
+          HttpRequest request = HttpRequest.newBuilder(URI.create(agent.url() + "/api/execute"))
+              .header("Authorization", "Bearer " + agent.token()).header("Content-Type", "application/json")
               .POST(HttpRequest.BodyPublishers.ofString(body)).build();
           long[] samples = new long[calls];
           for (int i = -warmup; i < calls; i++) {
@@ -103,10 +80,7 @@ public class IsolationBench {
               ms(samples[samples.length - 1]));
         }
       } finally {
-        stdin.close(); // --exit-on-stdin-eof
-        if (!agent.waitFor(15, TimeUnit.SECONDS)) {
-          agent.destroyForcibly();
-        }
+        agent.close();
         deleteTree(ws);
       }
     }
