@@ -7,11 +7,17 @@ import dev.sandboxsdk.agent.process.ExecSpec;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.ByteBuffer;
+import java.nio.channels.SeekableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.LinkOption;
+import java.nio.file.NoSuchFileException;
 import java.nio.file.Path;
+import java.nio.file.SecureDirectoryStream;
 import java.nio.file.StandardOpenOption;
+import java.nio.file.attribute.PosixFileAttributeView;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.nio.file.attribute.UserPrincipalLookupService;
 import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -47,6 +53,11 @@ public final class Sessions implements AutoCloseable {
   public static final long DEFAULT_MAX_STATE_BYTES = 1024 * 1024;
 
   private final Path dirOnHost;
+  /**
+   * The directory, opened once: commands can replace its path with a link to a host directory, so
+   * the agent writes, gives away and deletes state files relative to this descriptor only.
+   */
+  private final SecureDirectoryStream<Path> dir;
   private final String dirInSandbox;
   private final CommandUser user;
   private final int maxSessions;
@@ -56,9 +67,10 @@ public final class Sessions implements AutoCloseable {
   private final SecureRandom random = new SecureRandom();
   private boolean closed;
 
-  private Sessions(Path dirOnHost, String dirInSandbox, CommandUser user, int maxSessions, long waitMs,
+  private Sessions(Path dirOnHost, SecureDirectoryStream<Path> dir, String dirInSandbox, CommandUser user, int maxSessions, long waitMs,
       long maxStateBytes) {
     this.dirOnHost = dirOnHost;
+    this.dir = dir;
     this.dirInSandbox = dirInSandbox;
     this.user = user;
     this.maxSessions = maxSessions;
@@ -94,7 +106,16 @@ public final class Sessions implements AutoCloseable {
             + dir + ": " + e.getMessage(), e);
       }
     }
-    return new Sessions(dir, tmpInSandbox + "/" + name, user, maxSessions, waitMs, maxStateBytes);
+    SecureDirectoryStream<Path> opened;
+    try {
+      if (!(Files.newDirectoryStream(dir) instanceof SecureDirectoryStream<Path> secure)) {
+        throw new IllegalStateException("this platform has no SecureDirectoryStream for " + dir);
+      }
+      opened = secure;
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot open the sessions' directory " + dir, e);
+    }
+    return new Sessions(dir, opened, tmpInSandbox + "/" + name, user, maxSessions, waitMs, maxStateBytes);
   }
 
   /** The directory the state files are in, as the agent sees it. */
@@ -135,10 +156,17 @@ public final class Sessions implements AutoCloseable {
     try {
       // The first state is a file of its own: the command user replaces the state file by
       // renaming over it, which a sticky directory allows only for the user's own files.
-      Path init = s.stateOnHost().resolveSibling(s.id() + ".state.init");
-      Files.write(init, state, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE);
-      if (user != null && !giveTo(user, init)) {
-        Files.setPosixFilePermissions(init, PosixFilePermissions.fromString("rw-r--r--"));
+      Path init = Path.of(s.id() + ".state.init");
+      try (SeekableByteChannel out = dir.newByteChannel(init, java.util.Set.<java.nio.file.OpenOption>of(StandardOpenOption.CREATE_NEW,
+          StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
+          PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-r--r--")))) {
+        ByteBuffer b = ByteBuffer.wrap(state);
+        while (b.hasRemaining()) {
+          out.write(b);
+        }
+      }
+      if (user != null) {
+        giveTo(user, init);
       }
     } catch (IOException e) {
       synchronized (this) {
@@ -261,23 +289,28 @@ public final class Sessions implements AutoCloseable {
 
   private void removeState(Session s) {
     try {
-      Files.deleteIfExists(s.stateOnHost());
-      Files.deleteIfExists(s.stateOnHost().resolveSibling(s.id() + ".state.tmp"));
-      Files.deleteIfExists(s.stateOnHost().resolveSibling(s.id() + ".state.init"));
+      for (String suffix : List.of(".state", ".state.tmp", ".state.init")) {
+        try {
+          dir.deleteFile(Path.of(s.id() + suffix));
+        } catch (NoSuchFileException gone) {
+          // never written, or removed already
+        }
+      }
     } catch (IOException e) {
       log.debug("could not remove the state of session {}: {}", s.id(), e.toString());
     }
   }
 
-  /** Gives {@code path} to the command user; false if the agent may not (no CAP_CHOWN). */
-  private static boolean giveTo(CommandUser user, Path path) {
+  /** Gives the file {@code name} of the directory to the command user, where the agent may (CAP_CHOWN). */
+  private void giveTo(CommandUser user, Path name) {
     try {
-      Files.setAttribute(path, "unix:gid", (int) user.gid(), LinkOption.NOFOLLOW_LINKS);
-      Files.setAttribute(path, "unix:uid", (int) user.uid(), LinkOption.NOFOLLOW_LINKS);
-      return true;
+      PosixFileAttributeView view = dir.getFileAttributeView(name, PosixFileAttributeView.class,
+          LinkOption.NOFOLLOW_LINKS);
+      UserPrincipalLookupService users = dirOnHost.getFileSystem().getUserPrincipalLookupService();
+      view.setGroup(users.lookupPrincipalByGroupName(Long.toString(user.gid())));
+      view.setOwner(users.lookupPrincipalByName(Long.toString(user.uid())));
     } catch (IOException | RuntimeException e) {
-      log.debug("cannot give {} to {}: {}", path, user, e.toString());
-      return false;
+      log.debug("cannot give {} to {}: {}", name, user, e.toString());
     }
   }
 
@@ -291,6 +324,11 @@ public final class Sessions implements AutoCloseable {
       sessions.clear();
     }
     all.forEach(Session::delete);
+    try {
+      dir.close();
+    } catch (IOException e) {
+      log.debug("could not close {}: {}", dirOnHost, e.toString());
+    }
     try (Stream<Path> files = Files.walk(dirOnHost)) {
       files.sorted(Comparator.reverseOrder()).forEach(p -> p.toFile().delete());
     } catch (IOException | UncheckedIOException e) {
